@@ -1,0 +1,43 @@
+import type { RecordMeta } from '../graph/nodes.js';
+
+/**
+ * Rows of an effect's own state table. Writes are staged and recorded in the same atomic batch as
+ * the effect id, so they happen once or not at all.
+ */
+export interface StateTable {
+  get<V>(row: string): V | undefined;
+  put(row: string, value: unknown): void;
+  del(row: string): void;
+}
+
+/** What an effect is told about the event it applies. */
+export interface EffectContext {
+  readonly key: string | null;
+  /** Stable across redeliveries and replays: pass it as the idempotency key to any outside system. */
+  readonly effectId: string;
+  readonly record: RecordMeta;
+  readonly state: StateTable;
+}
+
+/**
+ * An effect applied once per event by `applyOnce`. It may write its state table and call outside
+ * systems (with `ctx.effectId` as their idempotency key); what it returns flows downstream.
+ */
+export interface Effect<T, R = T> {
+  /** Names the effect's store: keep it stable, it keys the state across versions. */
+  readonly name: string;
+  apply(value: T, ctx: EffectContext): R | Promise<R>;
+}
+
+/**
+ * Declares an effect.
+ *
+ * @example
+ * const effects = effect('dispute-effects', ({ event, decision }, { state }) => {
+ *   state.put(event.disputeId, decision);
+ *   return { disputeId: event.disputeId, ...decision };
+ * });
+ */
+export function effect<T, R = T>(name: string, apply: (value: T, ctx: EffectContext) => R | Promise<R>): Effect<T, R> {
+  return { name, apply };
+}

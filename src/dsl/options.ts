@@ -1,0 +1,39 @@
+import { TopologyError } from './topologyError.js';
+
+/** Asserts an integer option is at least `min`, naming the operator and the option. */
+export function requireInteger(operator: string, option: string, value: unknown, min: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
+    throw new TopologyError(
+      operator,
+      `${operator}: ${option} must be a whole number of at least ${min}, got ${JSON.stringify(value)}`,
+    );
+  }
+  return value;
+}
+
+/** Asserts a number option lies in [min, max]. */
+export function requireNumber(operator: string, option: string, value: unknown, min: number, max = Infinity): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
+    const range = max === Infinity ? `at least ${min}` : `between ${min} and ${max}`;
+    throw new TopologyError(operator, `${operator}: ${option} must be a number ${range}, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+/** Asserts a name is a non-empty string fit for topic and store names. */
+export function requireName(operator: string, what: string, value: unknown): string {
+  if (typeof value !== 'string' || !/^[A-Za-z0-9._-]+$/.test(value)) {
+    throw new TopologyError(
+      operator,
+      `${operator}: ${what} must be a non-empty string of letters, digits, '.', '_' or '-', got ${JSON.stringify(value)}`,
+    );
+  }
+  return value;
+}
+
+/** Asserts a function argument. */
+export function requireFunction(operator: string, what: string, value: unknown): void {
+  if (typeof value !== 'function') {
+    throw new TopologyError(operator, `${operator}: ${what} must be a function, got ${typeof value}`);
+  }
+}

@@ -1,0 +1,59 @@
+import type { AgentStepNode, ApplyOnceNode, GraphNode, ParkNode, ProcessorNode, SourceNode } from '../graph/nodes.js';
+import { describeTopology } from '../graph/describe.js';
+import { topologyToMermaid } from '../graph/mermaid.js';
+
+/**
+ * A validated chain of operators from one source topic, built by {@link stream}. It holds
+ * declarations only, no run-time state: every engine (every restart in the test driver) that runs
+ * it starts from fresh operator state and the store.
+ */
+export class Topology {
+  /** @internal */
+  constructor(
+    readonly source: SourceNode,
+    readonly processors: readonly ProcessorNode[],
+  ) {}
+
+  /** Every node, the source first, in chain order. */
+  get nodes(): readonly GraphNode[] {
+    return [this.source, ...this.processors];
+  }
+
+  /** Events in flight per partition. 1 when the chain has no keyedSerial. */
+  get maxInFlight(): number {
+    return this.find('keyedSerial')?.maxInFlight ?? 1;
+  }
+
+  get agentStep(): AgentStepNode | undefined {
+    return this.find('agentStep');
+  }
+
+  get park(): ParkNode | undefined {
+    return this.find('park');
+  }
+
+  get applyOnce(): ApplyOnceNode | undefined {
+    return this.find('applyOnce');
+  }
+
+  /** Every topic the topology writes: sinks, then the parking and dead-letter topics. */
+  get outputTopics(): readonly string[] {
+    const sinks = this.processors.flatMap((n) => (n.kind === 'sink' ? [n.topic] : []));
+    const park = this.park ? [this.park.topic] : [];
+    return [...new Set([...sinks, ...park, this.source.deadLetterTopic])];
+  }
+
+  /** The operator graph in Kafka Streams' `describe()` form: source, processors with their stores, sinks. */
+  describe(): string {
+    return describeTopology(this.nodes);
+  }
+
+  /** The operator graph as a Mermaid flowchart, stores drawn as cylinders. */
+  toMermaid(): string {
+    return topologyToMermaid(this.nodes);
+  }
+
+  private find<K extends ProcessorNode['kind']>(kind: K): Extract<ProcessorNode, { kind: K }> | undefined {
+    return this.processors.find((n): n is Extract<ProcessorNode, { kind: K }> => n.kind === kind);
+  }
+}

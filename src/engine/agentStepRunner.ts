@@ -1,0 +1,120 @@
+import type { StandardSchemaV1 } from '@standard-schema/spec';
+import { isRateLimited } from '../dsl/rateLimited.js';
+import type { AgentStepNode, ParkNode } from '../graph/nodes.js';
+import { sleep } from '../ports/clock.js';
+import { stateKeys } from '../state/stateKeys.js';
+import type { EngineContext } from './engineContext.js';
+import { metaOf, type EngineEvent } from './events.js';
+import { Outcome } from './outcomes.js';
+
+/** One failed attempt, as it is stored and parked. */
+export interface AttemptError {
+  readonly attempt: number;
+  readonly atMs: number;
+  readonly error: string;
+}
+
+/** Attempts of one event so far, kept in the store so that a crash does not reset them. */
+export interface AttemptsRecord {
+  readonly count: number;
+  readonly errors: readonly AttemptError[];
+}
+
+export type StepResult =
+  | { readonly ok: true; readonly decision: unknown }
+  | { readonly ok: false; readonly attempts: AttemptsRecord };
+
+/**
+ * Asks the agent step for a valid decision: through the rate gate, retrying failed attempts after
+ * the park's delay, never counting a 429 as an attempt. It only ever returns a decision or the
+ * failed attempts: committing, skipping, applying and parking are the engine's.
+ */
+export async function runAgentStep(ctx: EngineContext, step: AgentStepNode, park: ParkNode, event: EngineEvent, value: unknown): Promise<StepResult> {
+  const attemptsKey = stateKeys.attempts(step.name, event, event.offset);
+  let attempts = ctx.store.get<AttemptsRecord>(attemptsKey) ?? { count: 0, errors: [] };
+  let refused = false;
+  while (attempts.count < park.attempts) {
+    await ctx.gate!.admit({ front: refused });
+    const attempt = attempts.count + 1;
+    const outcome = await callOnce(ctx, step, event, value, attempt, attempts.errors);
+    refused = outcome.kind === 'refused';
+    if (outcome.kind === 'decided') return { ok: true, decision: outcome.decision };
+    if (outcome.kind === 'refused') continue;
+    attempts = { count: attempt, errors: [...attempts.errors, { attempt, atMs: ctx.clock.now(), error: outcome.error }] };
+    if (attempts.count >= park.attempts) break;
+    await ctx.writer.write([{ type: 'put', key: attemptsKey, value: attempts }]);
+    ctx.report({ ...where(event), outcome: Outcome.RETRY, attempt, error: outcome.error });
+    await sleep(ctx.clock, retryDelayMs(ctx, park));
+  }
+  return { ok: false, attempts };
+}
+
+/** The store key of an event's attempts at a step, to delete once it is decided or parked. */
+export function attemptsKeyOf(step: AgentStepNode, event: EngineEvent): string {
+  return stateKeys.attempts(step.name, event, event.offset);
+}
+
+type CallOutcome = { kind: 'decided'; decision: unknown } | { kind: 'refused' } | { kind: 'failed'; error: string };
+
+async function callOnce(
+  ctx: EngineContext,
+  step: AgentStepNode,
+  event: EngineEvent,
+  value: unknown,
+  attempt: number,
+  previous: readonly AttemptError[],
+): Promise<CallOutcome> {
+  const atMs = ctx.clock.now();
+  ctx.metrics.modelCall();
+  ctx.observer.modelCall?.({ step: step.name, effectId: event.effectId, atMs, attempt });
+  let raw: unknown;
+  try {
+    raw = await step.decide(value, {
+      key: event.key,
+      effectId: event.effectId,
+      attempt,
+      record: metaOf(event),
+      previousErrors: previous.map((e) => e.error),
+      clock: ctx.clock,
+    });
+  } catch (error) {
+    if (isRateLimited(error)) {
+      ctx.gate!.rateLimited(error.retryAfterMs);
+      ctx.report({ ...where(event), outcome: Outcome.RATE_LIMITED, attempt });
+      return { kind: 'refused' };
+    }
+    return { kind: 'failed', error: `agentStep '${step.name}' threw: ${messageOf(error)}` };
+  }
+  return validateDecision(step, raw);
+}
+
+/** Validates a decision against the step's schema; a decision given by a person goes through it too. */
+export async function validateDecision(step: AgentStepNode, raw: unknown): Promise<CallOutcome & { kind: 'decided' | 'failed' }> {
+  if (!step.schema) return { kind: 'decided', decision: raw };
+  let result: StandardSchemaV1.Result<unknown>;
+  try {
+    result = await step.schema['~standard'].validate(raw);
+  } catch (error) {
+    return { kind: 'failed', error: `agentStep '${step.name}': its schema threw: ${messageOf(error)}` };
+  }
+  if (!result.issues) return { kind: 'decided', decision: result.value };
+  const issues = result.issues.map((i) => `${pathOf(i)}${i.message}`).join('; ');
+  return { kind: 'failed', error: `agentStep '${step.name}': decision failed its schema: ${issues}` };
+}
+
+function pathOf(issue: StandardSchemaV1.Issue): string {
+  if (!issue.path?.length) return '';
+  return `${issue.path.map((p) => String(typeof p === 'object' ? p.key : p)).join('.')}: `;
+}
+
+function retryDelayMs(ctx: EngineContext, park: ParkNode): number {
+  return park.retryDelayMs * (1 + park.retryJitter * (2 * ctx.random.next() - 1));
+}
+
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+export function where(event: EngineEvent) {
+  return { topic: event.topic, partition: event.partition, offset: event.offset, key: event.key, effectId: event.effectId };
+}

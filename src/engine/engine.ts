@@ -1,0 +1,209 @@
+import type { Topology } from '../dsl/topology.js';
+import type { Clock, Timer } from '../ports/clock.js';
+import { partitionId, type CommitOffset, type Log, type LogRecord, type TopicPartition } from '../ports/log.js';
+import type { Random } from '../ports/random.js';
+import type { Store } from '../ports/store.js';
+import type { EngineContext } from './engineContext.js';
+import { MetricsRecorder, type EngineMetrics } from './metrics.js';
+import type { EngineObserver, OutcomeEvent } from './outcomes.js';
+import type { ParkedKeyState, Resolution } from './parkedKeys.js';
+import { PartitionTask } from './partitionTask.js';
+import { EventPipeline } from './pipeline.js';
+import { RateGate } from './rateGate.js';
+import { StateWriter } from './stateWriter.js';
+
+/** When the finished prefix is committed. */
+export type CommitPolicy = { readonly everyMs: number } | 'each';
+
+/** What an engine runs on. Everything outside the engine comes in through these ports. */
+export interface EngineOptions {
+  readonly topology: Topology;
+  readonly log: Log;
+  readonly clock: Clock;
+  readonly store: Store;
+  readonly random: Random;
+  readonly observer?: EngineObserver;
+  /** @defaultValue `{ everyMs: 5000 }` */
+  readonly commit?: CommitPolicy;
+  /** Unfinished events per partition before it is paused. @defaultValue 1000 */
+  readonly maxBufferedPerPartition?: number;
+}
+
+/** A parked key as the engine reports it. */
+export interface ParkedKeyInfo extends ParkedKeyState {
+  readonly topic: string;
+  readonly partition: number;
+}
+
+/**
+ * Runs a topology over a log. Events of different keys run in parallel, events of one key in log
+ * order; only each partition's contiguous finished prefix is committed; effects are applied once;
+ * poison events are parked with their key held. It depends on ports only, so the test driver and
+ * Kafka run this same code.
+ */
+export class Engine {
+  private readonly ctx: EngineContext;
+  private readonly pipeline: EventPipeline;
+  private readonly tasks = new Map<string, PartitionTask>();
+  private readonly commitPolicy: CommitPolicy;
+  private commitTimer: Timer | undefined;
+  private committing: Promise<void> | undefined;
+  private commitAgain = false;
+  private failed: Error | undefined;
+
+  constructor(private readonly options: EngineOptions) {
+    const { topology, clock, observer = {} } = options;
+    this.commitPolicy = checkCommitPolicy(options.commit ?? { everyMs: 5_000 });
+    const metrics = new MetricsRecorder();
+    const step = topology.agentStep;
+    this.ctx = {
+      topology,
+      clock,
+      random: options.random,
+      store: options.store,
+      log: options.log,
+      writer: new StateWriter(options.store),
+      gate: step && new RateGate(clock, step.limit),
+      observer,
+      metrics,
+      report: (event) => {
+        metrics.outcome(event.outcome);
+        observer.outcome?.({ ...event, atMs: clock.now() } as OutcomeEvent);
+      },
+    };
+    this.pipeline = new EventPipeline(this.ctx);
+  }
+
+  /** Subscribes to the topology's source topic; partitions arrive through the log's assignments. */
+  async start(): Promise<void> {
+    await this.options.log.subscribe([this.ctx.topology.source.topic], {
+      assigned: (tps) => this.assign(tps),
+      revoked: (tps) => this.revoke(tps),
+      records: (batch) => this.receive(batch),
+    });
+  }
+
+  /** Resolves a parked key: with a person's decision, a retry of the step, or by discarding its parked event. */
+  async resolve(partition: number, key: string, resolution: Resolution): Promise<void> {
+    const tp = { topic: this.ctx.topology.source.topic, partition };
+    const task = this.tasks.get(partitionId(tp));
+    if (!task) throw new Error(`resolve: partition ${partitionId(tp)} is not assigned to this engine; resolve it where it runs`);
+    await task.resolve(key, resolution);
+  }
+
+  parked(): ParkedKeyInfo[] {
+    return [...this.tasks.values()].flatMap((t) => t.parkedKeys().map((s) => ({ ...s, ...t.tp })));
+  }
+
+  metrics(): EngineMetrics {
+    return this.ctx.metrics.snapshot();
+  }
+
+  /** Events in flight across all partitions. */
+  get inFlight(): number {
+    let n = 0;
+    for (const task of this.tasks.values()) n += task.running;
+    return n;
+  }
+
+  /** Finishes the work in flight, commits the finished prefix and closes the log. */
+  async stop(): Promise<void> {
+    this.commitTimer?.cancel();
+    await Promise.all([...this.tasks.values()].map((t) => t.close()));
+    await this.commit();
+    await this.options.log.close();
+  }
+
+  private async assign(tps: readonly TopicPartition[]): Promise<void> {
+    const max = this.options.maxBufferedPerPartition ?? 1_000;
+    for (const tp of tps) {
+      const task = new PartitionTask(tp, this.ctx, this.pipeline, {
+        maxBuffered: max,
+        onFinished: () => this.finished(),
+        onFatal: (error) => this.fail(error),
+      });
+      this.tasks.set(partitionId(tp), task);
+      await task.restore();
+    }
+  }
+
+  private async revoke(tps: readonly TopicPartition[]): Promise<void> {
+    const tasks = tps.flatMap((tp) => this.tasks.get(partitionId(tp)) ?? []);
+    await Promise.all(tasks.map((t) => t.close()));
+    await this.commit();
+    for (const tp of tps) this.tasks.delete(partitionId(tp));
+  }
+
+  private receive(batch: readonly LogRecord[]): void {
+    if (this.failed) return;
+    this.ctx.metrics.receive(batch.length);
+    for (const record of batch) {
+      const task = this.tasks.get(partitionId(record));
+      if (!task) throw new Error(`the log delivered ${partitionId(record)}@${record.offset}, which is not assigned to this engine`);
+      task.receive(record);
+    }
+  }
+
+  private finished(): void {
+    if (this.commitPolicy === 'each') {
+      void this.commit();
+    } else if (!this.commitTimer) {
+      // Commit on the interval's boundaries, so the times of commits do not drift with the load.
+      const everyMs = this.commitPolicy.everyMs;
+      const delayMs = everyMs - (this.ctx.clock.now() % everyMs);
+      this.commitTimer = this.ctx.clock.setTimer(delayMs, () => {
+        this.commitTimer = undefined;
+        void this.commit();
+      });
+    }
+  }
+
+  /** Commits every partition's finished prefix; one commit at a time, the next one coalesced. */
+  private commit(): Promise<void> {
+    if (this.committing) {
+      this.commitAgain = true;
+      return this.committing;
+    }
+    this.committing = this.commitLoop().finally(() => (this.committing = undefined));
+    return this.committing;
+  }
+
+  private async commitLoop(): Promise<void> {
+    do {
+      this.commitAgain = false;
+      const offsets: Array<CommitOffset & { task: PartitionTask }> = [];
+      for (const task of this.tasks.values()) {
+        const offset = task.tracker.toCommit();
+        if (offset !== undefined) offsets.push({ ...task.tp, offset, task });
+      }
+      if (offsets.length === 0) continue;
+      try {
+        await this.options.log.commit(offsets.map(({ topic, partition, offset }) => ({ topic, partition, offset })));
+      } catch (error) {
+        this.fail(error as Error);
+        return;
+      }
+      for (const { task, topic, partition, offset } of offsets) {
+        task.tracker.committedUpTo(offset);
+        this.ctx.metrics.commit();
+        this.ctx.observer.committed?.({ topic, partition, offset, atMs: this.ctx.clock.now() });
+      }
+    } while (this.commitAgain);
+  }
+
+  private fail(error: Error): void {
+    if (this.failed) return;
+    this.failed = error;
+    this.commitTimer?.cancel();
+    for (const task of this.tasks.values()) void task.close();
+    this.ctx.observer.fatal?.(error);
+  }
+}
+
+function checkCommitPolicy(policy: CommitPolicy): CommitPolicy {
+  if (policy === 'each') return policy;
+  if (!Number.isInteger(policy?.everyMs) || policy.everyMs < 1) {
+    throw new RangeError(`Engine: commit.everyMs must be a whole number of at least 1, got ${JSON.stringify(policy?.everyMs)}; or commit: 'each'`);
+  }
+  return policy;
+}

@@ -1,0 +1,24 @@
+import type { Topology } from '../dsl/topology.js';
+import type { Clock } from '../ports/clock.js';
+import type { Log } from '../ports/log.js';
+import type { Random } from '../ports/random.js';
+import type { Store } from '../ports/store.js';
+import type { MetricsRecorder } from './metrics.js';
+import type { EngineObserver, OutcomeEvent } from './outcomes.js';
+import type { RateGate } from './rateGate.js';
+import type { StateWriter } from './stateWriter.js';
+
+/** What every part of one engine shares: its topology, its ports and its reporting. */
+export interface EngineContext {
+  readonly topology: Topology;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly store: Store;
+  readonly log: Log;
+  readonly writer: StateWriter;
+  /** The agent step's rate gate, shared by all partitions. */
+  readonly gate: RateGate | undefined;
+  readonly observer: EngineObserver;
+  readonly metrics: MetricsRecorder;
+  report(event: Omit<OutcomeEvent, 'atMs'>): void;
+}

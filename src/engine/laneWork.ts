@@ -1,0 +1,134 @@
+import type { LogRecord, TopicPartition } from '../ports/log.js';
+import { attemptsKeyOf, validateDecision, where, type AttemptsRecord } from './agentStepRunner.js';
+import type { EngineContext } from './engineContext.js';
+import type { EngineEvent } from './events.js';
+import { Outcome } from './outcomes.js';
+import type { ParkedEvent, ParkedKeys, Resolution } from './parkedKeys.js';
+import { parkRecord } from './parkRecords.js';
+import type { EventPipeline } from './pipeline.js';
+
+/** What a replay step left: whether the key still has events to replay. */
+export type ReplayProgress = 'more' | 'released' | 'parked-again';
+
+/**
+ * The units of work of a key lane: an event from the log (decode, hold it behind a parked key,
+ * or run it, parking it if its step fails), and one replay step of a resolved key.
+ */
+export class LaneWork {
+  constructor(
+    private readonly ctx: EngineContext,
+    private readonly pipeline: EventPipeline,
+    private readonly tp: TopicPartition,
+    private readonly parked: ParkedKeys | undefined,
+  ) {}
+
+  async processRecord(record: LogRecord): Promise<void> {
+    const admission = this.pipeline.admit(record);
+    if (!admission.ok) {
+      await this.pipeline.deadLetter(record, admission.event, admission.error);
+      return;
+    }
+    const { event, value } = admission;
+    if (this.parked?.get(event.lane)) {
+      await this.hold(event);
+      return;
+    }
+    const result = await this.pipeline.run(event, value);
+    if (result.kind === 'parked') await this.park(event, result.attempts);
+  }
+
+  /** Checks a resolution and makes it durable; the lane then replays the key. */
+  async resolve(lane: string, resolution: Resolution): Promise<void> {
+    const parked = this.requireParking();
+    const state = parked.get(lane);
+    if (!state) throw new Error(`resolve: key '${lane}' of ${this.tp.topic}/${this.tp.partition} is not parked`);
+    const checked = 'decision' in resolution ? { decision: await this.checkDecision(resolution.decision) } : resolution;
+    const head = parked.head(lane);
+    const ops = parked.resolve(lane, checked);
+    if ('retry' in checked) ops.push({ type: 'del', key: attemptsKeyOf(this.ctx.topology.agentStep!, head.event) });
+    await this.ctx.writer.write(ops);
+  }
+
+  /** Replays the head event of a resolved key, under its original effect id. */
+  async replayStep(lane: string): Promise<ReplayProgress> {
+    const parked = this.requireParking();
+    const state = parked.get(lane);
+    if (state?.status !== 'replaying') return 'released';
+    const head = parked.head(lane);
+    const resolution = state.resolution;
+    if (resolution && 'discard' in resolution) {
+      await this.ctx.writer.write(parked.advance(lane, head));
+      this.ctx.report({ ...where(head.event), outcome: Outcome.DISCARDED, replayed: true });
+    } else {
+      const result = await this.pipeline.run(head.event, this.pipeline.readmit(head.event), {
+        finishOps: () => parked.advance(lane, head),
+        replayed: true,
+        ...(resolution && 'decision' in resolution ? { decision: { value: resolution.decision } } : {}),
+      });
+      if (result.kind === 'parked') {
+        await this.repark(lane, head, result.attempts);
+        return 'parked-again';
+      }
+    }
+    return parked.get(lane) ? 'more' : 'released';
+  }
+
+  private async hold(event: EngineEvent): Promise<void> {
+    const parked = this.requireParking();
+    const stored = parked.findHeld(event.effectId);
+    if (stored) {
+      // A redelivery of an event already parked: send its park record again, hold nothing twice.
+      await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, stored)]);
+    } else {
+      const held: ParkedEvent = { event, reason: 'HELD', step: this.stepName(), attempts: 0, errors: [], parkedAtMs: this.ctx.clock.now() };
+      await this.ctx.writer.write(parked.hold(held));
+      await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, held)]);
+    }
+    this.ctx.report({ ...where(event), outcome: Outcome.HELD });
+  }
+
+  private async park(event: EngineEvent, attempts: AttemptsRecord): Promise<void> {
+    const parked = this.requireParking();
+    const poison = this.poison(event, attempts);
+    await this.ctx.writer.write([...parked.park(poison), { type: 'del', key: attemptsKeyOf(this.ctx.topology.agentStep!, event) }]);
+    await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, poison)]);
+    this.reportParked(poison);
+  }
+
+  private async repark(lane: string, head: ParkedEvent, attempts: AttemptsRecord): Promise<void> {
+    const poison = this.poison(head.event, attempts);
+    await this.ctx.writer.write([...this.requireParking().repark(lane, poison), { type: 'del', key: attemptsKeyOf(this.ctx.topology.agentStep!, head.event) }]);
+    await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, poison)]);
+    this.reportParked(poison, true);
+  }
+
+  private poison(event: EngineEvent, attempts: AttemptsRecord): ParkedEvent {
+    return { event, reason: 'POISON', step: this.stepName(), attempts: attempts.count, errors: attempts.errors, parkedAtMs: this.ctx.clock.now() };
+  }
+
+  private reportParked(poison: ParkedEvent, replayed = false): void {
+    const last = poison.errors[poison.errors.length - 1];
+    this.ctx.report({
+      ...where(poison.event),
+      outcome: Outcome.PARKED,
+      ...(last ? { error: last.error, attempt: last.attempt } : {}),
+      ...(replayed ? { replayed } : {}),
+    });
+  }
+
+  private async checkDecision(decision: unknown): Promise<unknown> {
+    const step = this.ctx.topology.agentStep!;
+    const checked = await validateDecision(step, decision);
+    if (checked.kind === 'failed') throw new Error(`resolve: the decision given was refused: ${checked.error}; the key stays parked`);
+    return checked.decision;
+  }
+
+  private stepName(): string {
+    return this.ctx.topology.agentStep!.name;
+  }
+
+  private requireParking(): ParkedKeys {
+    if (!this.parked) throw new Error(`${this.ctx.topology.source.topic}: this topology has no park(), so no key is ever parked`);
+    return this.parked;
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * What happened to an event at one moment. Finished outcomes let the commit pass the event;
+ * RETRY, RATE_LIMITED and RESOLVED are steps on the way.
+ */
+export const Outcome = {
+  /** Its effect was applied and recorded. Finished. */
+  APPLIED: 'APPLIED',
+  /** Its effect was already recorded (a redelivery): no model call, no second effect. Finished. */
+  DUPLICATE: 'DUPLICATE',
+  /** A filter dropped it. Finished. */
+  FILTERED: 'FILTERED',
+  /** An attempt failed (a thrown error or a decision that failed its schema); it is tried again. */
+  RETRY: 'RETRY',
+  /** The model answered 429: backpressure, not an attempt; it keeps its place and waits. */
+  RATE_LIMITED: 'RATE_LIMITED',
+  /** Its last attempt failed: parked with its errors, its key held. Finished. */
+  PARKED: 'PARKED',
+  /** Its key is parked: it waits behind the parked event, durably. Finished. */
+  HELD: 'HELD',
+  /** It could not be decoded: written to the dead-letter topic with its error. Finished. */
+  DEAD_LETTERED: 'DEAD_LETTERED',
+  /** A person resolved its parked key by discarding it. Finished. */
+  DISCARDED: 'DISCARDED',
+  /** Its outputs went out with no effect to apply (a topology without applyOnce). Finished. */
+  FORWARDED: 'FORWARDED',
+} as const;
+export type Outcome = (typeof Outcome)[keyof typeof Outcome];
+
+/** Outcomes after which the event needs nothing more from this partition's consumer. */
+export const finishedOutcomes: ReadonlySet<Outcome> = new Set<Outcome>([
+  Outcome.APPLIED,
+  Outcome.DUPLICATE,
+  Outcome.FILTERED,
+  Outcome.PARKED,
+  Outcome.HELD,
+  Outcome.DEAD_LETTERED,
+  Outcome.DISCARDED,
+  Outcome.FORWARDED,
+]);
+
+/** One entry of the engine's history. */
+export interface OutcomeEvent {
+  readonly outcome: Outcome;
+  readonly atMs: number;
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: number;
+  readonly key: string | null;
+  readonly effectId: string;
+  /** The error of a RETRY, PARKED or DEAD_LETTERED event. */
+  readonly error?: string;
+  /** The attempt that failed, for RETRY and PARKED. */
+  readonly attempt?: number;
+  /** True when the event came from a parked key's replay, not from the log. */
+  readonly replayed?: boolean;
+}
+
+/** Everything the engine reports as it goes. Every callback is optional and must return at once. */
+export interface EngineObserver {
+  outcome?(event: OutcomeEvent): void;
+  /** The engine is about to call the agent step for an event. */
+  modelCall?(call: { step: string; effectId: string; atMs: number; attempt: number }): void;
+  committed?(commit: { topic: string; partition: number; offset: number; atMs: number }): void;
+  /** An error the engine cannot continue after (a store or log failure); it stops. */
+  fatal?(error: Error): void;
+}

@@ -1,0 +1,189 @@
+import type { LogRecord, TopicPartition } from '../ports/log.js';
+import { partitionId } from '../ports/log.js';
+import { CommitTracker } from './commitTracker.js';
+import type { EngineContext } from './engineContext.js';
+import { laneOf } from './events.js';
+import { LaneWork } from './laneWork.js';
+import { MinHeap } from './minHeap.js';
+import { ParkedKeys, type ParkedKeyState, type Resolution } from './parkedKeys.js';
+import type { EventPipeline } from './pipeline.js';
+
+/** A partition's lifecycle; any other transition is a bug and throws. */
+export type TaskState = 'restoring' | 'running' | 'closing' | 'closed';
+const transitions: Record<TaskState, readonly TaskState[]> = {
+  restoring: ['running', 'closing'],
+  running: ['closing'],
+  closing: ['closed'],
+  closed: [],
+};
+
+/** The events of one key waiting in a partition, oldest first, and whether its parked events replay. */
+interface Lane {
+  readonly id: string;
+  readonly queue: Array<LogRecord | undefined>;
+  head: number;
+  busy: boolean;
+  scheduled: boolean;
+  replaying: boolean;
+}
+
+// A replay step goes before any event from the log: it was resolved on purpose, and is short.
+const REPLAY_PRIORITY = -1;
+
+export interface PartitionTaskOptions {
+  /** Events received and unfinished before the partition is paused. */
+  readonly maxBuffered: number;
+  readonly onFinished: (tp: TopicPartition) => void;
+  readonly onFatal: (error: Error) => void;
+}
+
+/**
+ * One assigned partition: its key lanes, its in-flight window (at most maxInFlight units, never
+ * two of one key, each key's events in log order), its commit tracker and its parked keys.
+ */
+export class PartitionTask {
+  readonly tracker: CommitTracker;
+  private state: TaskState = 'restoring';
+  private readonly lanes = new Map<string, Lane>();
+  private readonly ready = new MinHeap<Lane>();
+  private readonly parked: ParkedKeys | undefined;
+  private readonly work: LaneWork;
+  private inFlight = 0;
+  private paused = false;
+  private drained: (() => void) | undefined;
+
+  constructor(
+    readonly tp: TopicPartition,
+    private readonly ctx: EngineContext,
+    pipeline: EventPipeline,
+    private readonly options: PartitionTaskOptions,
+  ) {
+    this.tracker = new CommitTracker(partitionId(tp));
+    const park = ctx.topology.park;
+    this.parked = park && new ParkedKeys(ctx.store, park.name, tp);
+    this.work = new LaneWork(ctx, pipeline, tp, this.parked);
+  }
+
+  /** Loads the partition's parked keys and resumes the replays a crash interrupted. */
+  async restore(): Promise<void> {
+    if (this.parked) {
+      const entries = await this.ctx.store.entries<ParkedKeyState>(this.parked.prefix);
+      for (const interrupted of this.parked.load(entries)) this.startReplay(interrupted.lane);
+    }
+    this.moveTo('running');
+    this.pump();
+  }
+
+  receive(record: LogRecord): void {
+    if (this.state !== 'running') throw new Error(`partition ${partitionId(this.tp)} received offset ${record.offset} while ${this.state}`);
+    this.tracker.received(record.offset);
+    const lane = this.lane(laneOf(record));
+    lane.queue.push(record);
+    this.schedule(lane);
+    if (!this.paused && this.tracker.inProgress >= this.options.maxBuffered) {
+      this.paused = true;
+      this.ctx.log.pause([this.tp]);
+    }
+    this.pump();
+  }
+
+  /** Resolves a parked key; its events then replay in order, ahead of its new ones. */
+  async resolve(lane: string, resolution: Resolution): Promise<void> {
+    await this.work.resolve(lane, resolution);
+    this.startReplay(lane);
+    this.pump();
+  }
+
+  /** Parked keys of this partition. */
+  parkedKeys(): ParkedKeyState[] {
+    return this.parked?.all() ?? [];
+  }
+
+  /** Starts no new work and settles once the work in flight has finished. */
+  async close(): Promise<void> {
+    if (this.state === 'closing' || this.state === 'closed') return;
+    this.moveTo('closing');
+    if (this.inFlight > 0) await new Promise<void>((resolve) => (this.drained = resolve));
+    this.moveTo('closed');
+  }
+
+  /** Units of work running now. */
+  get running(): number {
+    return this.inFlight;
+  }
+
+  private startReplay(laneId: string): void {
+    const lane = this.lane(laneId);
+    lane.replaying = true;
+    this.schedule(lane);
+  }
+
+  private lane(id: string): Lane {
+    let lane = this.lanes.get(id);
+    if (!lane) {
+      lane = { id, queue: [], head: 0, busy: false, scheduled: false, replaying: false };
+      this.lanes.set(id, lane);
+    }
+    return lane;
+  }
+
+  private schedule(lane: Lane): void {
+    if (lane.busy || lane.scheduled) return;
+    const next = lane.queue[lane.head];
+    if (!next && !lane.replaying) return;
+    lane.scheduled = true;
+    this.ready.push(lane, lane.replaying ? REPLAY_PRIORITY : next!.offset);
+  }
+
+  private pump(): void {
+    const max = this.ctx.topology.maxInFlight;
+    while (this.state === 'running' && this.inFlight < max && this.ready.size > 0) {
+      const lane = this.ready.pop()!;
+      lane.scheduled = false;
+      lane.busy = true;
+      this.inFlight += 1;
+      this.runUnit(lane).catch(this.options.onFatal);
+    }
+  }
+
+  private async runUnit(lane: Lane): Promise<void> {
+    const record = lane.queue[lane.head];
+    if (record) {
+      lane.queue[lane.head++] = undefined;
+      await this.work.processRecord(record);
+      this.tracker.finish(record.offset);
+      this.options.onFinished(this.tp);
+    } else if ((await this.work.replayStep(lane.id)) !== 'more') {
+      lane.replaying = false;
+    }
+    this.unitDone(lane);
+  }
+
+  private unitDone(lane: Lane): void {
+    lane.busy = false;
+    this.inFlight -= 1;
+    if (lane.head === lane.queue.length) {
+      lane.queue.length = 0;
+      lane.head = 0;
+      if (!lane.replaying) this.lanes.delete(lane.id);
+    } else if (lane.head > 1024) {
+      // A hot key never drains: drop the consumed slots now and then.
+      lane.queue.splice(0, lane.head);
+      lane.head = 0;
+    }
+    this.schedule(lane);
+    if (this.paused && this.tracker.inProgress <= this.options.maxBuffered / 2) {
+      this.paused = false;
+      this.ctx.log.resume([this.tp]);
+    }
+    if (this.state === 'closing' && this.inFlight === 0) this.drained?.();
+    this.pump();
+  }
+
+  private moveTo(next: TaskState): void {
+    if (!transitions[this.state].includes(next)) {
+      throw new Error(`partition ${partitionId(this.tp)}: cannot go from ${this.state} to ${next}`);
+    }
+    this.state = next;
+  }
+}

@@ -1,0 +1,150 @@
+import type { ProcessorNode } from '../graph/nodes.js';
+import type { LogRecord, OutRecord } from '../ports/log.js';
+import type { StoreOp } from '../ports/store.js';
+import { stateKeys } from '../state/stateKeys.js';
+import { attemptsKeyOf, messageOf, runAgentStep, where, type AttemptsRecord } from './agentStepRunner.js';
+import type { EngineContext } from './engineContext.js';
+import { metaOf, offsetEffectId, rawValue, toEngineEvent, type EngineEvent } from './events.js';
+import { Outcome } from './outcomes.js';
+import { EFFECT_ID_HEADER, loadOutput, storeOutput, type EffectRecord } from './outputs.js';
+import { StagedTable } from './stagedTable.js';
+
+/** How an event left the pipeline. `parked`: the step failed its last attempt; the caller parks it. */
+export type PipelineResult =
+  | { readonly kind: 'finished'; readonly outcome: Outcome }
+  | { readonly kind: 'parked'; readonly attempts: AttemptsRecord };
+
+/** How a replayed event enters: with ops to land atomically with its end, and maybe a person's decision. */
+export interface RunOptions {
+  /** Written in the same batch that finishes the event (a replay removes the held event with it). */
+  readonly finishOps?: () => readonly StoreOp[];
+  /** Skip the agent step and use this (already validated) decision. */
+  readonly decision?: { readonly value: unknown };
+  readonly replayed?: boolean;
+}
+
+/** A decoded event, or the reason it could not be decoded. */
+export type Admission = { readonly ok: true; readonly event: EngineEvent; readonly value: unknown } | { readonly ok: false; readonly event: EngineEvent; readonly error: string };
+
+/**
+ * The way of one event, read straight down: decode, look up its effect, run the operators in
+ * chain order (the agent step among them), then record the effect and its outputs and send them.
+ */
+export class EventPipeline {
+  constructor(private readonly ctx: EngineContext) {}
+
+  /** Decodes a record and computes its effect id. */
+  admit(record: LogRecord): Admission {
+    const source = this.ctx.topology.source;
+    const fallback = toEngineEvent(record, offsetEffectId(record));
+    if (record.value === null) return { ok: false, event: fallback, error: `${source.name}: the record has no value (a tombstone)` };
+    let value: unknown;
+    try {
+      value = source.value.deserialize(record.value);
+    } catch (error) {
+      return { ok: false, event: fallback, error: `${source.name}: ${source.value.name} could not decode the value: ${messageOf(error)}` };
+    }
+    if (!source.effectId) return { ok: true, event: fallback, value };
+    try {
+      const effectId = source.effectId({ key: record.key, value, record: metaOf(fallback) });
+      if (typeof effectId !== 'string' || effectId === '') throw new Error(`it returned ${JSON.stringify(effectId)}, not a non-empty string`);
+      return { ok: true, event: toEngineEvent(record, effectId), value };
+    } catch (error) {
+      return { ok: false, event: fallback, error: `${source.name}: effectId failed: ${messageOf(error)}` };
+    }
+  }
+
+  /** Decodes a stored (parked) event again. */
+  readmit(event: EngineEvent): unknown {
+    return this.ctx.topology.source.value.deserialize(rawValue(event)!);
+  }
+
+  /** Sends an undecodable record to the dead-letter topic with its error. */
+  async deadLetter(record: LogRecord, event: EngineEvent, error: string): Promise<Outcome> {
+    await this.ctx.log.produce([
+      {
+        topic: this.ctx.topology.source.deadLetterTopic,
+        key: record.key,
+        value: record.value,
+        headers: { ...record.headers, 'orderly-error': error, 'orderly-source': event.effectId },
+      },
+    ]);
+    this.ctx.report({ ...where(event), outcome: Outcome.DEAD_LETTERED, error });
+    return Outcome.DEAD_LETTERED;
+  }
+
+  /** Runs a decoded event through every operator. */
+  async run(event: EngineEvent, value: unknown, options: RunOptions = {}): Promise<PipelineResult> {
+    const apply = this.ctx.topology.applyOnce;
+    const recorded = apply && this.ctx.store.get<EffectRecord>(stateKeys.effect(apply.name, event.effectId));
+    if (recorded) return this.finish(event, Outcome.DUPLICATE, [], recorded.outputs.map(loadOutput), options);
+    const staged: StoreOp[] = [];
+    const outputs: OutRecord[] = [];
+    let current = value;
+    for (const node of this.ctx.topology.processors) {
+      const step = await this.runNode(node, event, current, staged, outputs, options);
+      if (step.kind === 'stop') return step.result;
+      current = step.value;
+    }
+    return this.finish(event, apply ? Outcome.APPLIED : Outcome.FORWARDED, staged, outputs, options);
+  }
+
+  private async runNode(
+    node: ProcessorNode,
+    event: EngineEvent,
+    value: unknown,
+    staged: StoreOp[],
+    outputs: OutRecord[],
+    options: RunOptions,
+  ): Promise<{ kind: 'next'; value: unknown } | { kind: 'stop'; result: PipelineResult }> {
+    switch (node.kind) {
+      case 'filter':
+        if (await node.predicate(value, event.key)) return { kind: 'next', value };
+        return { kind: 'stop', result: await this.finish(event, Outcome.FILTERED, [], [], options) };
+      case 'mapValues':
+        return { kind: 'next', value: await node.mapper(value, event.key) };
+      case 'agentStep':
+        return this.decide(node, event, value, staged, options);
+      case 'applyOnce': {
+        const table = new StagedTable(this.ctx.store, node.name);
+        const result = await node.effect.apply(value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table });
+        staged.push(...table.ops());
+        return { kind: 'next', value: result === undefined ? value : result };
+      }
+      case 'sink':
+        outputs.push({ topic: node.topic, key: event.key, value: node.value.serialize(value), headers: { [EFFECT_ID_HEADER]: event.effectId } });
+        return { kind: 'next', value };
+      case 'keyedSerial':
+      case 'park':
+        return { kind: 'next', value };
+    }
+  }
+
+  private async decide(
+    node: ProcessorNode & { kind: 'agentStep' },
+    event: EngineEvent,
+    value: unknown,
+    staged: StoreOp[],
+    options: RunOptions,
+  ): Promise<{ kind: 'next'; value: unknown } | { kind: 'stop'; result: PipelineResult }> {
+    if (options.decision) return { kind: 'next', value: { event: value, decision: options.decision.value } };
+    const result = await runAgentStep(this.ctx, node, this.ctx.topology.park!, event, value);
+    if (!result.ok) return { kind: 'stop', result: { kind: 'parked', attempts: result.attempts } };
+    staged.push({ type: 'del', key: attemptsKeyOf(node, event) });
+    return { kind: 'next', value: { event: value, decision: result.decision } };
+  }
+
+  /** Records the effect (with its outputs) and the caller's ops in one batch, then sends the outputs. */
+  private async finish(event: EngineEvent, outcome: Outcome, staged: StoreOp[], outputs: OutRecord[], options: RunOptions): Promise<PipelineResult> {
+    const ops = [...staged, ...(options.finishOps?.() ?? [])];
+    const apply = this.ctx.topology.applyOnce;
+    if (outcome === Outcome.APPLIED && apply) {
+      const record: EffectRecord = { ...where(event), appliedAtMs: this.ctx.clock.now(), outputs: outputs.map(storeOutput) };
+      ops.push({ type: 'put', key: stateKeys.effect(apply.name, event.effectId), value: record });
+    }
+    if (ops.length > 0) await this.ctx.writer.write(ops);
+    if (outputs.length > 0) await this.ctx.log.produce(outputs);
+    this.ctx.report({ ...where(event), outcome, ...(options.replayed ? { replayed: true } : {}) });
+    return { kind: 'finished', outcome };
+  }
+}

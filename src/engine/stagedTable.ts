@@ -1,0 +1,35 @@
+import type { StateTable } from '../dsl/effect.js';
+import type { Store, StoreOp } from '../ports/store.js';
+import { stateKeys } from '../state/stateKeys.js';
+
+/** An effect's state table whose writes wait, staged, for the batch that records the effect. */
+export class StagedTable implements StateTable {
+  private readonly staged = new Map<string, StoreOp>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly name: string,
+  ) {}
+
+  get<V>(row: string): V | undefined {
+    const key = stateKeys.table(this.name, row);
+    const op = this.staged.get(key);
+    if (op) return op.type === 'put' ? (op.value as V) : undefined;
+    return this.store.get<V>(key);
+  }
+
+  put(row: string, value: unknown): void {
+    if (value === undefined) throw new TypeError(`state table '${this.name}': put('${row}', undefined); use del('${row}') to remove a row`);
+    const key = stateKeys.table(this.name, row);
+    this.staged.set(key, { type: 'put', key, value });
+  }
+
+  del(row: string): void {
+    const key = stateKeys.table(this.name, row);
+    this.staged.set(key, { type: 'del', key });
+  }
+
+  ops(): StoreOp[] {
+    return [...this.staged.values()];
+  }
+}

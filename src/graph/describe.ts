@@ -1,0 +1,39 @@
+import type { GraphNode } from './nodes.js';
+import { storesOf } from './stores.js';
+
+/** Prints a chain of nodes the way Kafka Streams' `Topology#describe()` prints a sub-topology. */
+export function describeTopology(nodes: readonly GraphNode[]): string {
+  const lines = ['Topologies:', '   Sub-topology: 0'];
+  nodes.forEach((node, i) => {
+    lines.push(`    ${header(node)}`);
+    const next = nodes[i + 1];
+    const previous = nodes[i - 1];
+    if (next) lines.push(`      --> ${next.name}`);
+    if (previous) lines.push(`      <-- ${previous.name}`);
+  });
+  return `${lines.join('\n')}\n`;
+}
+
+function header(node: GraphNode): string {
+  switch (node.kind) {
+    case 'source':
+      return `Source: ${node.name} (topics: [${node.topic}], dead letters: ${node.deadLetterTopic})`;
+    case 'sink':
+      return `Sink: ${node.name} (topic: ${node.topic})`;
+    default:
+      return `Processor: ${node.name} (${[`stores: [${storesOf(node).join(', ')}]`, ...details(node)].join(', ')})`;
+  }
+}
+
+function details(node: GraphNode): string[] {
+  switch (node.kind) {
+    case 'keyedSerial':
+      return [`maxInFlight: ${node.maxInFlight}`];
+    case 'agentStep':
+      return node.limit ? [`limit: ${node.limit.calls} calls per ${node.limit.windowMs} ms`] : [];
+    case 'park':
+      return [`attempts: ${node.attempts}`, `retryDelayMs: ${node.retryDelayMs}`, `topic: ${node.topic}`];
+    default:
+      return [];
+  }
+}

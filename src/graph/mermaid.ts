@@ -1,0 +1,27 @@
+import type { GraphNode } from './nodes.js';
+import { storesOf } from './stores.js';
+
+/** Draws a chain of nodes as a Mermaid flowchart: operators as boxes, topics as stadiums, stores as cylinders. */
+export function topologyToMermaid(nodes: readonly GraphNode[]): string {
+  const lines = ['flowchart LR'];
+  const id = (i: number) => `n${i}`;
+  nodes.forEach((node, i) => {
+    lines.push(`  ${id(i)}["${node.kind}: ${node.name}"]`);
+    if (i > 0) lines.push(`  ${id(i - 1)} --> ${id(i)}`);
+    for (const [j, store] of storesOf(node).entries()) lines.push(`  ${id(i)}s${j}[("${store}")] -.- ${id(i)}`);
+    for (const [j, topic] of topicsOf(node).entries()) lines.push(`  ${id(i)} -.-> ${id(i)}t${j}(["${topic}"])`);
+  });
+  return `${lines.join('\n')}\n`;
+}
+
+function topicsOf(node: GraphNode): string[] {
+  switch (node.kind) {
+    case 'source':
+      return [node.deadLetterTopic];
+    case 'park':
+    case 'sink':
+      return [node.topic];
+    default:
+      return [];
+  }
+}

@@ -1,0 +1,108 @@
+import type { StandardSchemaV1 } from '@standard-schema/spec';
+import type { Clock } from '../ports/clock.js';
+import type { Headers } from '../ports/log.js';
+import type { Effect } from '../dsl/effect.js';
+import type { Serde } from '../dsl/serde.js';
+
+/** Where an event came from. */
+export interface RecordMeta {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: number;
+  readonly timestampMs: number;
+  readonly headers: Headers;
+}
+
+/** What a decide function is told besides the event. */
+export interface DecideContext {
+  readonly key: string | null;
+  readonly effectId: string;
+  /** 1 for the first call of this event at this step; a 429 does not count. */
+  readonly attempt: number;
+  readonly record: RecordMeta;
+  /** Errors of the earlier failed attempts, oldest first. */
+  readonly previousErrors: readonly string[];
+  /** The engine's clock: use it for any waiting, so the test driver can run you on virtual time. */
+  readonly clock: Clock;
+}
+
+/** An agent step's decision, joined to the event it decided. */
+export interface Decided<T, D> {
+  readonly event: T;
+  readonly decision: D;
+}
+
+export type DecideFn<T, D> = (event: T, ctx: DecideContext) => D | Promise<D>;
+
+/** A provider's rate limit: at most `calls` calls in any `windowMs`. */
+export interface RateLimit {
+  readonly calls: number;
+  readonly windowMs: number;
+}
+
+export interface EffectIdContext<T> {
+  readonly key: string | null;
+  readonly value: T;
+  readonly record: RecordMeta;
+}
+
+export interface SourceNode {
+  readonly kind: 'source';
+  readonly name: string;
+  readonly topic: string;
+  readonly value: Serde<unknown>;
+  readonly deadLetterTopic: string;
+  readonly effectId?: (ctx: EffectIdContext<unknown>) => string;
+}
+
+export interface FilterNode {
+  readonly kind: 'filter';
+  readonly name: string;
+  readonly predicate: (value: unknown, key: string | null) => boolean;
+}
+
+export interface MapValuesNode {
+  readonly kind: 'mapValues';
+  readonly name: string;
+  readonly mapper: (value: unknown, key: string | null) => unknown;
+}
+
+export interface KeyedSerialNode {
+  readonly kind: 'keyedSerial';
+  readonly name: string;
+  readonly maxInFlight: number;
+}
+
+export interface AgentStepNode {
+  readonly kind: 'agentStep';
+  readonly name: string;
+  readonly decide: DecideFn<unknown, unknown>;
+  readonly schema?: StandardSchemaV1;
+  readonly limit?: RateLimit;
+}
+
+export interface ParkNode {
+  readonly kind: 'park';
+  readonly name: string;
+  readonly attempts: number;
+  readonly retryDelayMs: number;
+  /** Spread each retry delay by up to this share of it, drawn from the Random port. */
+  readonly retryJitter: number;
+  readonly topic: string;
+}
+
+export interface ApplyOnceNode {
+  readonly kind: 'applyOnce';
+  readonly name: string;
+  readonly effect: Effect<unknown, unknown>;
+}
+
+export interface SinkNode {
+  readonly kind: 'sink';
+  readonly name: string;
+  readonly topic: string;
+  readonly value: Serde<unknown>;
+}
+
+export type ProcessorNode = FilterNode | MapValuesNode | KeyedSerialNode | AgentStepNode | ParkNode | ApplyOnceNode | SinkNode;
+export type GraphNode = SourceNode | ProcessorNode;

@@ -1,0 +1,64 @@
+/** A topic and one of its partitions. */
+export interface TopicPartition {
+  readonly topic: string;
+  readonly partition: number;
+}
+
+/** Record headers, as UTF-8 strings. */
+export type Headers = Readonly<Record<string, string>>;
+
+/** One record read from a partition of the log. */
+export interface LogRecord extends TopicPartition {
+  readonly offset: number;
+  readonly key: string | null;
+  readonly value: Uint8Array | null;
+  readonly timestampMs: number;
+  readonly headers: Headers;
+}
+
+/** One record to append to a topic; the log chooses the partition from the key unless one is given. */
+export interface OutRecord {
+  readonly topic: string;
+  readonly key: string | null;
+  readonly value: Uint8Array | null;
+  readonly headers?: Headers;
+  readonly partition?: number;
+}
+
+/** The next offset to read of a partition, as Kafka commits it. */
+export interface CommitOffset extends TopicPartition {
+  readonly offset: number;
+}
+
+/**
+ * What the log tells the engine. The log owns the consume loop: `records` must return at once,
+ * so that a slow step never delays the next poll.
+ */
+export interface LogListener {
+  /** Partitions now owned; the log delivers none of their records before this settles. */
+  assigned(partitions: readonly TopicPartition[]): Promise<void>;
+  /** Partitions about to be taken away; the log waits for this to settle before giving them up. */
+  revoked(partitions: readonly TopicPartition[]): Promise<void>;
+  /** Records of assigned partitions, in offset order within each partition. */
+  records(batch: readonly LogRecord[]): void;
+}
+
+/**
+ * The Log port: a partitioned, replayable log with a consumer group (Kafka, or the test driver's
+ * in-memory log).
+ */
+export interface Log {
+  subscribe(topics: readonly string[], listener: LogListener): Promise<void>;
+  /** Stop delivering records of these partitions until resumed; what was delivered stays delivered. */
+  pause(partitions: readonly TopicPartition[]): void;
+  resume(partitions: readonly TopicPartition[]): void;
+  commit(offsets: readonly CommitOffset[]): Promise<void>;
+  /** Settles once every record is durably appended (acknowledged). */
+  produce(records: readonly OutRecord[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** `topic/partition`, the form used in ids and store keys. */
+export function partitionId(tp: TopicPartition): string {
+  return `${tp.topic}/${tp.partition}`;
+}

@@ -1,0 +1,84 @@
+import { Level } from 'level';
+import { MemoryLevel } from 'memory-level';
+import type { AbstractLevel } from 'abstract-level';
+import type { Store, StoreOp } from '../ports/store.js';
+
+type Db = AbstractLevel<string | Buffer | Uint8Array, string, unknown>;
+
+/** Thrown when a state directory cannot be opened; `code` says why. */
+export class StateDirectoryError extends Error {
+  constructor(
+    readonly directory: string,
+    readonly code: 'LOCKED' | 'UNREADABLE',
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'StateDirectoryError';
+  }
+}
+
+class LevelStore implements Store {
+  constructor(
+    private readonly db: Db,
+    readonly location: string,
+  ) {}
+
+  get<T>(key: string): T | undefined {
+    return this.db.getSync(key) as T | undefined;
+  }
+
+  async batch(ops: readonly StoreOp[]): Promise<void> {
+    if (ops.length === 0) return;
+    await this.db.batch(ops as StoreOp[]);
+  }
+
+  async entries<T>(prefix: string): Promise<Array<[string, T]>> {
+    // '\uffff' sorts after every character a key of ours can hold, so this is the prefix's range.
+    return (await this.db.iterator({ gte: prefix, lt: `${prefix}\uffff` }).all()) as Array<[string, T]>;
+  }
+
+  async close(): Promise<void> {
+    await this.db.close();
+  }
+}
+
+/**
+ * Opens orderly's state in a LevelDB directory. One process at a time may hold a directory:
+ * a second one gets a {@link StateDirectoryError} naming it, never a shared, corrupted store.
+ */
+export async function openLevelStore(directory: string): Promise<Store> {
+  const db = new Level<string, unknown>(directory, { valueEncoding: 'json' }) as unknown as Db;
+  try {
+    await db.open();
+  } catch (error) {
+    throw describeOpenFailure(directory, error);
+  }
+  return new LevelStore(db, directory);
+}
+
+/** Opens orderly's state in memory (memory-level): the same API and ordering, gone with the process. */
+export async function openMemoryStore(): Promise<Store> {
+  const db = new MemoryLevel<string, unknown>({ valueEncoding: 'json' }) as unknown as Db;
+  await db.open();
+  return new LevelStore(db, 'memory');
+}
+
+function describeOpenFailure(directory: string, error: unknown): StateDirectoryError {
+  const cause = (error as { cause?: { code?: string } }).cause;
+  if (cause?.code === 'LEVEL_LOCKED') {
+    return new StateDirectoryError(
+      directory,
+      'LOCKED',
+      `state directory '${directory}' is in use by another orderly process (its LevelDB lock is held): ` +
+        'stop that process, or give this one its own --state-dir',
+      { cause: error },
+    );
+  }
+  return new StateDirectoryError(
+    directory,
+    'UNREADABLE',
+    `state directory '${directory}' could not be opened as LevelDB: check that it exists, is writable and was written by orderly`,
+    { cause: error },
+  );
+}

@@ -1,0 +1,277 @@
+import type { Topology } from '../src/dsl/topology.js';
+import { json, type Serde } from '../src/dsl/serde.js';
+import { Engine, type CommitPolicy, type ParkedKeyInfo } from '../src/engine/engine.js';
+import type { OutcomeEvent } from '../src/engine/outcomes.js';
+import type { Resolution } from '../src/engine/parkedKeys.js';
+import type { CommitOffset } from '../src/ports/log.js';
+import type { Store } from '../src/ports/store.js';
+import { openLevelStore, openMemoryStore } from '../src/state/levelStore.js';
+import { crashPhase, type CrashPoint, type IoRequest } from './crashPoints.js';
+import { DriverIo, type PendingIo } from './driverIo.js';
+import { DriverConsumer, GatedStore } from './driverPorts.js';
+import { DriverObservations, type AppliedEffect, type DriverMetrics } from './driverObservations.js';
+import { MemoryLog } from './memoryLog.js';
+import { SeededRandom } from './seededRandom.js';
+import { TestInputTopic, TestOutputTopic } from './topics.js';
+import { VirtualClock } from './virtualClock.js';
+
+/** Options of {@link TopologyTestDriver}. */
+export interface DriverOptions {
+  /** Partitions of every topic. @defaultValue 1 */
+  partitions?: number;
+  /** Seeds the engine's Random port. The same seed and inputs give the same history. @defaultValue 0 */
+  seed?: number;
+  /** Keep the state in LevelDB in this directory; without it, in memory-level. */
+  stateDir?: string;
+  /** @defaultValue `{ everyMs: 5000 }` */
+  commit?: CommitPolicy;
+  /** Records per partition per poll. @defaultValue 500 */
+  maxPollRecords?: number;
+  /** @defaultValue 1000 */
+  maxBufferedPerPartition?: number;
+}
+
+/** Where and when to crash. With neither, the engine crashes now. */
+export interface CrashOptions {
+  /** At this virtual time (ms since the driver started). */
+  at?: number;
+  /** At the `nth` (default first) time the engine reaches this point from now on. */
+  point?: CrashPoint;
+  nth?: number;
+}
+
+interface Instance {
+  readonly id: string;
+  readonly engine: Engine;
+  readonly consumer: DriverConsumer;
+  alive: boolean;
+}
+
+/**
+ * Drives the real engine over an in-memory, partitioned log on a virtual clock, with its state in
+ * LevelDB or memory-level, deterministic from a seed. Unlike Kafka Streams' driver it does not
+ * commit after every record: it commits as the engine asks, and it can crash the engine at a
+ * virtual time or at a named point between two durable steps, then restart it from the committed
+ * offsets over the same state, so every crash window can be shown.
+ *
+ * Where it differs from production: one consumer owns every partition (no rebalances), every
+ * asynchronous port operation runs alone and in request order, and records reach the engine in
+ * polls of up to `maxPollRecords` per partition.
+ */
+export class TopologyTestDriver {
+  private readonly clock = new VirtualClock();
+  private readonly io = new DriverIo();
+  private readonly log: MemoryLog;
+  private readonly random: SeededRandom;
+  private readonly observations: DriverObservations;
+  private readonly actions: Array<() => Promise<void>> = [];
+  private state: Store | undefined;
+  private instance: Instance | undefined;
+  private generation = 0;
+  private armed: { point: CrashPoint; remaining: number } | undefined;
+  private failure: Error | undefined;
+  private starting: Promise<void> | undefined;
+
+  constructor(
+    readonly topology: Topology,
+    private readonly options: DriverOptions = {},
+  ) {
+    const partitions = options.partitions ?? 1;
+    if (!Number.isInteger(partitions) || partitions < 1) throw new RangeError(`TopologyTestDriver: partitions must be a whole number of at least 1, got ${partitions}`);
+    this.log = new MemoryLog(partitions);
+    this.log.partitions(topology.source.topic);
+    this.random = new SeededRandom(options.seed ?? 0);
+    this.observations = new DriverObservations(topology, () => this.state);
+  }
+
+  createInputTopic<T>(name: string, options: { value?: Serde<T> } = {}): TestInputTopic<T> {
+    return new TestInputTopic(name, this.log, options.value ?? json<T>(), () => this.clock.now());
+  }
+
+  createOutputTopic<T>(name: string, options: { value?: Serde<T> } = {}): TestOutputTopic<T> {
+    return new TestOutputTopic(name, this.log, options.value ?? json<T>());
+  }
+
+  /** Virtual ms since the driver started. */
+  now(): number {
+    return this.clock.now();
+  }
+
+  /** Runs until nothing is left to do: no record to deliver, no operation waiting, no timer but background ones. */
+  async runUntilIdle(): Promise<void> {
+    await this.run(Infinity);
+    if (this.instance?.alive && this.instance.engine.inFlight > 0) {
+      throw new Error(
+        `TopologyTestDriver: ${this.instance.engine.inFlight} events are in flight and nothing is scheduled: ` +
+          'a decide or effect function awaits something other than ctx.clock (use sleep(ctx.clock, ms) to wait)',
+      );
+    }
+  }
+
+  /** Moves virtual time forward by `ms`, doing everything that falls due on the way. */
+  async advanceWallClockTime(ms: number): Promise<void> {
+    if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`advanceWallClockTime: ms must be 0 or more, got ${ms}`);
+    await this.run(this.clock.now() + ms);
+  }
+
+  /** Crashes the engine now, at a virtual time, or at a named crash point. Its work in flight never lands. */
+  crash(options: CrashOptions = {}): void {
+    if (options.point !== undefined) {
+      this.armed = { point: options.point, remaining: options.nth ?? 1 };
+    } else if (options.at !== undefined && options.at > this.clock.now()) {
+      this.clock.view('driver').setTimer(options.at - this.clock.now(), () => this.crashNow());
+    } else {
+      this.crashNow();
+    }
+  }
+
+  /** Starts a new engine from the committed offsets over the same state, now or `after` ms from now. */
+  restart(options: { after?: number } = {}): void {
+    const restart = () => this.actions.push(() => this.restartNow());
+    if (options.after) this.clock.view('driver').setTimer(options.after, restart);
+    else restart();
+  }
+
+  /** Resolves a parked key; the replay runs as the driver runs. */
+  async resolve(partition: number, key: string, resolution: Resolution): Promise<void> {
+    const instance = this.requireLive('resolve');
+    const done = instance.engine.resolve(partition, key, resolution);
+    let settled = false;
+    done.then(() => (settled = true), () => (settled = true));
+    while (!settled && !this.failure) await this.step(Infinity);
+    await done;
+  }
+
+  /** Every outcome, in the order it happened, across restarts. */
+  history(): readonly (OutcomeEvent & { instance: number })[] {
+    return this.observations.history;
+  }
+
+  /** Every effect recorded, in the order the store received them. */
+  effects(): readonly AppliedEffect[] {
+    return this.observations.effects;
+  }
+
+  /** The group's committed offset of each partition of the source topic. */
+  committed(): CommitOffset[] {
+    const topic = this.topology.source.topic;
+    return this.log.partitions(topic).map((_, partition) => ({ topic, partition, offset: this.log.committed({ topic, partition }) }));
+  }
+
+  /** The parked keys, as the running engine holds them. */
+  parked(): ParkedKeyInfo[] {
+    return this.requireLive('parked').engine.parked();
+  }
+
+  metrics(): DriverMetrics {
+    return this.observations.metrics();
+  }
+
+  /** Stops the engine where it is and closes the state. */
+  async close(): Promise<void> {
+    if (this.instance?.alive) this.crashNow();
+    await this.state?.close();
+    this.state = undefined;
+  }
+
+  private async run(untilMs: number): Promise<void> {
+    this.starting ??= this.start();
+    await this.starting;
+    for (;;) {
+      if (!(await this.step(untilMs))) break;
+    }
+    this.clock.advanceTo(untilMs === Infinity ? this.clock.now() : untilMs);
+  }
+
+  /** Does the next thing there is to do; false when there is none before `untilMs`. */
+  private async step(untilMs: number): Promise<boolean> {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (this.failure) throw this.failure;
+    const action = this.actions.shift();
+    if (action) {
+      await action();
+      return true;
+    }
+    const pending = this.io.next();
+    if (pending) {
+      await this.execute(pending);
+      return true;
+    }
+    if (this.instance?.alive && this.instance.consumer.poll(this.options.maxPollRecords ?? 500) > 0) return true;
+    const due = this.clock.nextDueMs();
+    if (due === undefined || due > untilMs) return false;
+    return this.clock.fireNext(untilMs);
+  }
+
+  private async start(): Promise<void> {
+    this.state = await this.openState();
+    this.startInstance();
+  }
+
+  private openState(): Promise<Store> {
+    return this.options.stateDir ? openLevelStore(this.options.stateDir) : openMemoryStore();
+  }
+
+  private startInstance(): void {
+    const id = `engine-${++this.generation}`;
+    const consumer = new DriverConsumer(id, this.io, this.log, () => this.clock.now(), (tp, offset) => this.observations.delivered(tp, offset));
+    const engine = new Engine({
+      topology: this.topology,
+      log: consumer,
+      clock: this.clock.view(id),
+      store: new GatedStore(id, this.io, () => this.state!),
+      random: this.random.derive(id),
+      observer: this.observations.observer(this.generation, (error) => (this.failure ??= error)),
+      ...(this.options.commit ? { commit: this.options.commit } : {}),
+      ...(this.options.maxBufferedPerPartition ? { maxBufferedPerPartition: this.options.maxBufferedPerPartition } : {}),
+    });
+    this.instance = { id, engine, consumer, alive: true };
+    engine.start().catch((error: Error) => (this.failure ??= error));
+  }
+
+  private async execute(pending: PendingIo): Promise<void> {
+    const phase = this.crashPhaseOf(pending.request);
+    if (phase === 'before') return this.crashNow();
+    let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
+    try {
+      outcome = { ok: true, value: await pending.execute() };
+    } catch (error) {
+      outcome = { ok: false, error };
+    }
+    if (outcome.ok && pending.request.kind === 'batch') this.observations.written(pending.request.ops, this.generation, this.clock.now());
+    if (phase === 'after') return this.crashNow();
+    pending.settle(outcome);
+  }
+
+  private crashPhaseOf(request: IoRequest): 'before' | 'after' | undefined {
+    if (!this.armed) return undefined;
+    const phase = crashPhase(this.armed.point, request);
+    if (phase === undefined || --this.armed.remaining > 0) return undefined;
+    this.armed = undefined;
+    return phase;
+  }
+
+  private crashNow(): void {
+    const instance = this.instance;
+    if (!instance?.alive) return;
+    instance.alive = false;
+    this.io.fence(instance.id);
+    this.clock.fence(instance.id);
+    this.observations.crashed(this.clock.now());
+  }
+
+  private async restartNow(): Promise<void> {
+    if (this.instance?.alive) throw new Error('TopologyTestDriver.restart: the engine is running; crash() it first');
+    if (this.options.stateDir) {
+      // Reopen LevelDB, as a restarted process would.
+      await this.state?.close();
+      this.state = await this.openState();
+    }
+    this.startInstance();
+  }
+
+  private requireLive(what: string): Instance {
+    if (!this.instance?.alive) throw new Error(`TopologyTestDriver.${what}: the engine is crashed; restart() it first`);
+    return this.instance;
+  }
+}

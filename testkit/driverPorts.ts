@@ -1,0 +1,118 @@
+import type { CommitOffset, Log, LogListener, OutRecord, TopicPartition } from '../src/ports/log.js';
+import { partitionId } from '../src/ports/log.js';
+import type { Store, StoreOp } from '../src/ports/store.js';
+import type { DriverIo } from './driverIo.js';
+import type { MemoryLog } from './memoryLog.js';
+
+/** The Store port of one engine instance: reads go straight to the state, writes and scans wait for the driver. */
+export class GatedStore implements Store {
+  constructor(
+    private readonly owner: string,
+    private readonly io: DriverIo,
+    private readonly state: () => Store,
+  ) {}
+
+  get location(): string {
+    return this.state().location;
+  }
+
+  get<T>(key: string): T | undefined {
+    return this.state().get<T>(key);
+  }
+
+  batch(ops: readonly StoreOp[]): Promise<void> {
+    const copy = [...ops];
+    return this.io.enqueue(this.owner, { kind: 'batch', ops: copy }, () => this.state().batch(copy));
+  }
+
+  entries<T>(prefix: string): Promise<Array<[string, T]>> {
+    return this.io.enqueue(this.owner, { kind: 'scan', prefix }, () => this.state().entries<T>(prefix));
+  }
+
+  async close(): Promise<void> {
+    // The driver owns the state and closes it; an engine instance only lets go of it.
+  }
+}
+
+/** Where a consumer of the driver's log stands in a partition. */
+interface Position {
+  readonly tp: TopicPartition;
+  offset: number;
+  paused: boolean;
+  ready: boolean;
+}
+
+/**
+ * The Log port of one engine instance over the driver's in-memory log. It owns every partition of
+ * the subscribed topic (one consumer in the group) and starts each at the group's committed offset.
+ */
+export class DriverConsumer implements Log {
+  private listener: LogListener | undefined;
+  private readonly positions = new Map<string, Position>();
+
+  constructor(
+    private readonly owner: string,
+    private readonly io: DriverIo,
+    private readonly log: MemoryLog,
+    private readonly nowMs: () => number,
+    private readonly onDelivered: (tp: TopicPartition, offset: number) => void,
+  ) {}
+
+  async subscribe(topics: readonly string[], listener: LogListener): Promise<void> {
+    this.listener = listener;
+    const tps = topics.flatMap((topic) => this.log.partitions(topic).map((_, partition) => ({ topic, partition })));
+    for (const tp of tps) this.positions.set(partitionId(tp), { tp, offset: this.log.committed(tp), paused: false, ready: false });
+    await listener.assigned(tps);
+    for (const position of this.positions.values()) position.ready = true;
+  }
+
+  pause(tps: readonly TopicPartition[]): void {
+    for (const tp of tps) this.position(tp).paused = true;
+  }
+
+  resume(tps: readonly TopicPartition[]): void {
+    for (const tp of tps) this.position(tp).paused = false;
+  }
+
+  commit(offsets: readonly CommitOffset[]): Promise<void> {
+    for (const o of offsets) {
+      const polled = this.position(o).offset;
+      if (o.offset > polled) throw new Error(`commit of ${partitionId(o)} at ${o.offset}, but only offsets below ${polled} were polled`);
+    }
+    return this.io.enqueue(this.owner, { kind: 'commit', offsets }, async () => {
+      for (const o of offsets) this.log.commit(o, o.offset);
+    });
+  }
+
+  produce(records: readonly OutRecord[]): Promise<void> {
+    return this.io.enqueue(this.owner, { kind: 'produce', records }, async () => {
+      for (const r of records) this.log.append(r, this.nowMs());
+    });
+  }
+
+  async close(): Promise<void> {
+    this.listener = undefined;
+  }
+
+  /** Delivers up to `max` records of each partition that has some; returns how many it delivered. */
+  poll(max: number): number {
+    if (!this.listener) return 0;
+    let delivered = 0;
+    for (const position of this.positions.values()) {
+      if (!position.ready || position.paused) continue;
+      const batch = this.log.read(position.tp, position.offset, max);
+      if (batch.length === 0) continue;
+      position.offset += batch.length;
+      for (const r of batch) this.onDelivered(position.tp, r.offset);
+      this.listener.records(batch);
+      delivered += batch.length;
+    }
+    return delivered;
+  }
+
+  private position(tp: TopicPartition): Position {
+    const position = this.positions.get(partitionId(tp));
+    if (!position) throw new Error(`${partitionId(tp)} is not assigned to this consumer`);
+    return position;
+  }
+}
