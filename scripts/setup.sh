@@ -10,6 +10,7 @@
 # 2. Runs `CKJS_LINKING=dynamic npm ci` in the repository root, unless
 #    node_modules was already installed from the same package-lock.json with
 #    the same Node.js.
+# 3. Compiles the TypeScript (`npm run build`), so ./bin/orderly runs.
 #
 # Idempotent: a second run does nothing. Runs as root, or through sudo.
 set -euo pipefail
@@ -86,4 +87,6 @@ install_npm() {
 
 install_debs
 install_npm
+log "compiling (npm run build)"
+(cd "$ROOT" && npm run -s build)
 log "done"

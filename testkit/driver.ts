@@ -2,7 +2,7 @@ import type { Topology } from '../src/dsl/topology.js';
 import { json, type Serde } from '../src/dsl/serde.js';
 import { Engine, type CommitPolicy, type ParkedKeyInfo } from '../src/engine/engine.js';
 import type { OutcomeEvent } from '../src/engine/outcomes.js';
-import type { Resolution } from '../src/engine/parkedKeys.js';
+import type { ParkedEvent, Resolution } from '../src/engine/parkedKeys.js';
 import type { CommitOffset } from '../src/ports/log.js';
 import type { Store } from '../src/ports/store.js';
 import { openLevelStore, openMemoryStore } from '../src/state/levelStore.js';
@@ -29,6 +29,12 @@ export interface DriverOptions {
   maxPollRecords?: number;
   /** @defaultValue 1000 */
   maxBufferedPerPartition?: number;
+  /**
+   * Faults of the simulated log that break orderly's contract on purpose, for canary tests that
+   * prove the invariants catch them. `commitAheadBy`: every commit lands that many offsets further
+   * than asked (within what was polled), as a consumer that commits what it has not finished would.
+   */
+  faults?: { commitAheadBy?: number };
 }
 
 /** Where and when to crash. With neither, the engine crashes now. */
@@ -132,13 +138,29 @@ export class TopologyTestDriver {
     else restart();
   }
 
+  /** Forgets a crash armed at a point that was never reached. */
+  disarm(): void {
+    this.armed = undefined;
+  }
+
+  /** False between a crash and the restart. */
+  get running(): boolean {
+    return this.instance?.alive ?? false;
+  }
+
+  /** The event at the head of a parked key: the one a resolution decides. */
+  parkedHead(partition: number, lane: string): ParkedEvent {
+    return this.requireLive('parkedHead').engine.parkedHead(partition, lane);
+  }
+
   /** Resolves a parked key; the replay runs as the driver runs. */
   async resolve(partition: number, key: string, resolution: Resolution): Promise<void> {
     const instance = this.requireLive('resolve');
     const done = instance.engine.resolve(partition, key, resolution);
     let settled = false;
     done.then(() => (settled = true), () => (settled = true));
-    while (!settled && !this.failure) await this.step(Infinity);
+    while (!settled && (await this.step(Infinity)));
+    if (!settled) throw new Error('TopologyTestDriver.resolve: the engine crashed before the resolution was recorded; restart() it and resolve again');
     await done;
   }
 
@@ -150,6 +172,11 @@ export class TopologyTestDriver {
   /** Every effect recorded, in the order the store received them. */
   effects(): readonly AppliedEffect[] {
     return this.observations.effects;
+  }
+
+  /** Effect ids of the parked events discarded by a resolution. */
+  discarded(): ReadonlySet<string> {
+    return this.observations.discarded;
   }
 
   /** The group's committed offset of each partition of the source topic. */
@@ -214,7 +241,7 @@ export class TopologyTestDriver {
 
   private startInstance(): void {
     const id = `engine-${++this.generation}`;
-    const consumer = new DriverConsumer(id, this.io, this.log, () => this.clock.now(), (tp, offset) => this.observations.delivered(tp, offset));
+    const consumer = new DriverConsumer(id, this.io, this.log, () => this.clock.now(), (record) => this.observations.delivered(record), this.options.faults?.commitAheadBy ?? 0);
     const engine = new Engine({
       topology: this.topology,
       log: consumer,
@@ -233,10 +260,16 @@ export class TopologyTestDriver {
     const phase = this.crashPhaseOf(pending.request);
     if (phase === 'before') return this.crashNow();
     let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
+    const request = pending.request;
+    const before = request.kind === 'commit' ? request.offsets.map((tp) => this.log.committed(tp)) : [];
     try {
       outcome = { ok: true, value: await pending.execute() };
     } catch (error) {
       outcome = { ok: false, error };
+    }
+    if (request.kind === 'commit') {
+      // Check what the log holds now, not what was asked: a faulty log may have committed more.
+      this.observations.committed(request.offsets.map((tp, i) => ({ ...tp, from: before[i]!, to: this.log.committed(tp) })));
     }
     if (outcome.ok && pending.request.kind === 'batch') this.observations.written(pending.request.ops, this.generation, this.clock.now());
     if (phase === 'after') return this.crashNow();

@@ -1,9 +1,11 @@
 import type { Topology } from '../src/dsl/topology.js';
 import type { EffectRecord } from '../src/engine/outputs.js';
-import { Outcome, type EngineObserver, type OutcomeEvent } from '../src/engine/outcomes.js';
+import { finishedOutcomes, Outcome, type EngineObserver, type OutcomeEvent } from '../src/engine/outcomes.js';
 import { partitionId, type TopicPartition } from '../src/ports/log.js';
 import type { Store, StoreOp } from '../src/ports/store.js';
 import { stateKeys } from '../src/state/stateKeys.js';
+import { laneOf } from '../src/engine/events.js';
+import type { ParkedEvent } from '../src/engine/parkedKeys.js';
 
 /** An effect as the store received it. */
 export interface AppliedEffect extends Omit<EffectRecord, 'outputs'> {
@@ -23,11 +25,13 @@ export interface DriverMetrics {
   readonly duplicatesPrevented: number;
   /** Calls issued for an event whose effect was already recorded. */
   readonly wastedModelCalls: number;
-  /** Effects of one key recorded out of log order. */
+  /** Effects recorded while an earlier event of their key (in the log) had neither an effect nor an end without one. */
   readonly orderViolations: number;
   /** Effect ids recorded twice. */
   readonly doubleEffects: number;
   readonly crashes: number;
+  /** Commits that passed an event with no finished outcome yet. */
+  readonly commitsPastUnfinished: number;
   readonly outcomes: Readonly<Record<Outcome, number>>;
 }
 
@@ -38,11 +42,14 @@ export interface DriverMetrics {
 export class DriverObservations {
   readonly history: Array<OutcomeEvent & { instance: number }> = [];
   readonly effects: AppliedEffect[] = [];
+  /** Effect ids of the parked events a person discarded, as the store received them. */
+  readonly discarded = new Set<string>();
   private readonly effectIds = new Set<string>();
-  private readonly lastOffsetOfKey = new Map<string, number>();
+  private readonly lanes = new Map<string, LaneOrder>();
   private readonly highestDelivered = new Map<string, number>();
   private readonly outcomes = Object.fromEntries(Object.values(Outcome).map((o) => [o, 0])) as Record<Outcome, number>;
-  private counts = { modelCalls: 0, redeliveries: 0, wastedModelCalls: 0, orderViolations: 0, doubleEffects: 0, crashes: 0 };
+  private counts = { modelCalls: 0, redeliveries: 0, wastedModelCalls: 0, orderViolations: 0, doubleEffects: 0, crashes: 0, commitsPastUnfinished: 0 };
+  private readonly finishedOffsets = new Map<string, Set<number>>();
 
   constructor(
     private readonly topology: Topology,
@@ -55,6 +62,8 @@ export class DriverObservations {
       outcome: (event) => {
         this.history.push({ ...event, instance });
         this.outcomes[event.outcome] += 1;
+        if (endsWithoutEffect.has(event.outcome)) this.lane(event).settle(event.offset);
+        if (finishedOutcomes.has(event.outcome) && !event.replayed) this.finishedIn(event).add(event.offset);
       },
       modelCall: (call) => {
         this.counts.modelCalls += 1;
@@ -64,11 +73,15 @@ export class DriverObservations {
     };
   }
 
-  delivered(tp: TopicPartition, offset: number): void {
-    const id = partitionId(tp);
+  delivered(record: TopicPartition & { offset: number; key: string | null }): void {
+    const id = partitionId(record);
     const highest = this.highestDelivered.get(id) ?? -1;
-    if (offset <= highest) this.counts.redeliveries += 1;
-    else this.highestDelivered.set(id, offset);
+    if (record.offset <= highest) {
+      this.counts.redeliveries += 1;
+    } else {
+      this.highestDelivered.set(id, record.offset);
+      this.lane(record).arrived(record.offset);
+    }
   }
 
   /** A batch reached the store: note the effects it recorded. */
@@ -76,10 +89,35 @@ export class DriverObservations {
     const prefix = this.topology.applyOnce && stateKeys.effectPrefix(this.topology.applyOnce.name);
     if (!prefix) return;
     for (const op of ops) {
+      if (op.type === 'put' && op.key.startsWith(stateKeys.discardedPrefix)) {
+        const { event } = op.value as ParkedEvent;
+        this.discarded.add(event.effectId);
+        this.lane(event).settle(event.offset);
+      }
       if (op.type !== 'put' || !op.key.startsWith(prefix)) continue;
       const { outputs: _outputs, ...record } = op.value as EffectRecord;
       this.noteEffect({ ...record, instance, recordedAtMs: atMs });
     }
+  }
+
+  /** A commit reached the log: every offset below it must have finished. */
+  committed(commits: ReadonlyArray<TopicPartition & { from: number; to: number }>): void {
+    for (const c of commits) {
+      const finished = this.finishedIn(c);
+      for (let o = c.from; o < c.to; o++) {
+        if (!finished.has(o)) {
+          this.counts.commitsPastUnfinished += 1;
+          break;
+        }
+      }
+    }
+  }
+
+  private finishedIn(tp: TopicPartition): Set<number> {
+    const id = partitionId(tp);
+    let set = this.finishedOffsets.get(id);
+    if (!set) this.finishedOffsets.set(id, (set = new Set()));
+    return set;
   }
 
   crashed(_atMs: number): void {
@@ -99,9 +137,39 @@ export class DriverObservations {
     if (this.effectIds.has(effect.effectId)) this.counts.doubleEffects += 1;
     this.effectIds.add(effect.effectId);
     this.effects.push(effect);
-    if (effect.key === null) return;
-    const lane = `${effect.topic}/${effect.partition}/${effect.key}`;
-    if ((this.lastOffsetOfKey.get(lane) ?? -1) > effect.offset) this.counts.orderViolations += 1;
-    this.lastOffsetOfKey.set(lane, effect.offset);
+    const lane = this.lane(effect);
+    if (lane.firstUnsettled() < effect.offset) this.counts.orderViolations += 1;
+    lane.settle(effect.offset);
+  }
+
+  private lane(at: TopicPartition & { key: string | null; offset: number }): LaneOrder {
+    const id = `${partitionId(at)}/${laneOf(at)}`;
+    let lane = this.lanes.get(id);
+    if (!lane) this.lanes.set(id, (lane = new LaneOrder()));
+    return lane;
+  }
+}
+
+// Outcomes that end an event for good without an effect: later events of its key may go on.
+const endsWithoutEffect: ReadonlySet<Outcome> = new Set<Outcome>([Outcome.FILTERED, Outcome.DEAD_LETTERED, Outcome.FORWARDED]);
+
+/** The offsets of one key in the order they arrived, and which of them are settled. */
+class LaneOrder {
+  private readonly offsets: number[] = [];
+  private readonly settled = new Set<number>();
+  private head = 0;
+
+  arrived(offset: number): void {
+    this.offsets.push(offset);
+  }
+
+  settle(offset: number): void {
+    this.settled.add(offset);
+    while (this.head < this.offsets.length && this.settled.has(this.offsets[this.head]!)) this.head += 1;
+  }
+
+  /** The earliest offset of the key with neither an effect nor an end without one. */
+  firstUnsettled(): number {
+    return this.offsets[this.head] ?? Infinity;
   }
 }

@@ -1,4 +1,4 @@
-import type { CommitOffset, Log, LogListener, OutRecord, TopicPartition } from '../src/ports/log.js';
+import type { CommitOffset, Log, LogListener, LogRecord, OutRecord, TopicPartition } from '../src/ports/log.js';
 import { partitionId } from '../src/ports/log.js';
 import type { Store, StoreOp } from '../src/ports/store.js';
 import type { DriverIo } from './driverIo.js';
@@ -55,7 +55,8 @@ export class DriverConsumer implements Log {
     private readonly io: DriverIo,
     private readonly log: MemoryLog,
     private readonly nowMs: () => number,
-    private readonly onDelivered: (tp: TopicPartition, offset: number) => void,
+    private readonly onDelivered: (record: LogRecord) => void,
+    private readonly commitAheadBy = 0,
   ) {}
 
   async subscribe(topics: readonly string[], listener: LogListener): Promise<void> {
@@ -80,7 +81,7 @@ export class DriverConsumer implements Log {
       if (o.offset > polled) throw new Error(`commit of ${partitionId(o)} at ${o.offset}, but only offsets below ${polled} were polled`);
     }
     return this.io.enqueue(this.owner, { kind: 'commit', offsets }, async () => {
-      for (const o of offsets) this.log.commit(o, o.offset);
+      for (const o of offsets) this.log.commit(o, Math.min(o.offset + this.commitAheadBy, this.position(o).offset));
     });
   }
 
@@ -103,7 +104,7 @@ export class DriverConsumer implements Log {
       const batch = this.log.read(position.tp, position.offset, max);
       if (batch.length === 0) continue;
       position.offset += batch.length;
-      for (const r of batch) this.onDelivered(position.tp, r.offset);
+      for (const r of batch) this.onDelivered(r);
       this.listener.records(batch);
       delivered += batch.length;
     }

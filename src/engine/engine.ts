@@ -6,7 +6,7 @@ import type { Store } from '../ports/store.js';
 import type { EngineContext } from './engineContext.js';
 import { MetricsRecorder, type EngineMetrics } from './metrics.js';
 import type { EngineObserver, OutcomeEvent } from './outcomes.js';
-import type { ParkedKeyState, Resolution } from './parkedKeys.js';
+import type { ParkedEvent, ParkedKeyState, Resolution } from './parkedKeys.js';
 import { PartitionTask } from './partitionTask.js';
 import { EventPipeline } from './pipeline.js';
 import { RateGate } from './rateGate.js';
@@ -85,10 +85,19 @@ export class Engine {
 
   /** Resolves a parked key: with a person's decision, a retry of the step, or by discarding its parked event. */
   async resolve(partition: number, key: string, resolution: Resolution): Promise<void> {
+    await this.task(partition, 'resolve').resolve(key, resolution);
+  }
+
+  private task(partition: number, what: string): PartitionTask {
     const tp = { topic: this.ctx.topology.source.topic, partition };
     const task = this.tasks.get(partitionId(tp));
-    if (!task) throw new Error(`resolve: partition ${partitionId(tp)} is not assigned to this engine; resolve it where it runs`);
-    await task.resolve(key, resolution);
+    if (!task) throw new Error(`${what}: partition ${partitionId(tp)} is not assigned to this engine; ask the worker that runs it`);
+    return task;
+  }
+
+  /** The event a resolution of this parked key decides. */
+  parkedHead(partition: number, lane: string): ParkedEvent {
+    return this.task(partition, 'parkedHead').parkedHead(lane);
   }
 
   parked(): ParkedKeyInfo[] {

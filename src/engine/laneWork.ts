@@ -57,7 +57,7 @@ export class LaneWork {
     const head = parked.head(lane);
     const resolution = state.resolution;
     if (resolution && 'discard' in resolution) {
-      await this.ctx.writer.write(parked.advance(lane, head));
+      await this.ctx.writer.write(parked.discard(lane, head, this.ctx.clock.now()));
       this.ctx.report({ ...where(head.event), outcome: Outcome.DISCARDED, replayed: true });
     } else {
       const result = await this.pipeline.run(head.event, this.pipeline.readmit(head.event), {
@@ -77,13 +77,15 @@ export class LaneWork {
     const parked = this.requireParking();
     const stored = parked.findHeld(event.effectId);
     if (stored) {
-      // A redelivery of an event already parked: send its park record again, hold nothing twice.
+      // A redelivery of an event already parked or held: send its park record again, hold nothing twice.
       await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, stored)]);
-    } else {
-      const held: ParkedEvent = { event, reason: 'HELD', step: this.stepName(), attempts: 0, errors: [], parkedAtMs: this.ctx.clock.now() };
-      await this.ctx.writer.write(parked.hold(held));
-      await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, held)]);
+      if (stored.reason === 'POISON') this.reportParked(stored);
+      else this.ctx.report({ ...where(event), outcome: Outcome.HELD });
+      return;
     }
+    const held: ParkedEvent = { event, reason: 'HELD', step: this.stepName(), attempts: 0, errors: [], parkedAtMs: this.ctx.clock.now() };
+    await this.ctx.writer.write(parked.hold(held));
+    await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, held)]);
     this.ctx.report({ ...where(event), outcome: Outcome.HELD });
   }
 
@@ -97,8 +99,10 @@ export class LaneWork {
 
   private async repark(lane: string, head: ParkedEvent, attempts: AttemptsRecord): Promise<void> {
     const poison = this.poison(head.event, attempts);
-    await this.ctx.writer.write([...this.requireParking().repark(lane, poison), { type: 'del', key: attemptsKeyOf(this.ctx.topology.agentStep!, head.event) }]);
+    // The record goes out first: the event's offset is committed, so a crash after the write would
+    // lose it for good, while a crash before the write replays the event and parks it again.
     await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, poison)]);
+    await this.ctx.writer.write([...this.requireParking().repark(lane, poison), { type: 'del', key: attemptsKeyOf(this.ctx.topology.agentStep!, head.event) }]);
     this.reportParked(poison, true);
   }
 

@@ -125,6 +125,11 @@ export class ParkedKeys {
     return [...ops, this.putState(next)];
   }
 
+  /** Discards the head event on a person's word: dropped from the key, kept as a record of the decision. */
+  discard(lane: string, head: ParkedEvent, atMs: number): StoreOp[] {
+    return [...this.advance(lane, head), { type: 'put', key: stateKeys.discarded(this.parkName, head.event.effectId), value: { ...head, discardedAtMs: atMs } }];
+  }
+
   /** The head event failed again during its replay: the key is parked again, with it at the head. */
   repark(lane: string, head: ParkedEvent): StoreOp[] {
     const state = this.require(lane);

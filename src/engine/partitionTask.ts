@@ -5,7 +5,7 @@ import type { EngineContext } from './engineContext.js';
 import { laneOf } from './events.js';
 import { LaneWork } from './laneWork.js';
 import { MinHeap } from './minHeap.js';
-import { ParkedKeys, type ParkedKeyState, type Resolution } from './parkedKeys.js';
+import { ParkedKeys, type ParkedEvent, type ParkedKeyState, type Resolution } from './parkedKeys.js';
 import type { EventPipeline } from './pipeline.js';
 
 /** A partition's lifecycle; any other transition is a bug and throws. */
@@ -92,6 +92,12 @@ export class PartitionTask {
     await this.work.resolve(lane, resolution);
     this.startReplay(lane);
     this.pump();
+  }
+
+  /** The event at the head of a parked key. */
+  parkedHead(lane: string): ParkedEvent {
+    if (!this.parked) throw new Error(`partition ${partitionId(this.tp)}: this topology has no park()`);
+    return this.parked.head(lane);
   }
 
   /** Parked keys of this partition. */

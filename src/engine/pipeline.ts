@@ -14,9 +14,9 @@ export type PipelineResult =
   | { readonly kind: 'finished'; readonly outcome: Outcome }
   | { readonly kind: 'parked'; readonly attempts: AttemptsRecord };
 
-/** How a replayed event enters: with ops to land atomically with its end, and maybe a person's decision. */
+/** How a replayed event enters: with ops to land when it is done, and maybe a person's decision. */
 export interface RunOptions {
-  /** Written in the same batch that finishes the event (a replay removes the held event with it). */
+  /** Written when the event is done: with its effect if it has no outputs, else once they are sent (a replay removes the held event with it). */
   readonly finishOps?: () => readonly StoreOp[];
   /** Skip the agent step and use this (already validated) decision. */
   readonly decision?: { readonly value: unknown };
@@ -78,6 +78,11 @@ export class EventPipeline {
     const apply = this.ctx.topology.applyOnce;
     const recorded = apply && this.ctx.store.get<EffectRecord>(stateKeys.effect(apply.name, event.effectId));
     if (recorded) return this.finish(event, Outcome.DUPLICATE, [], recorded.outputs.map(loadOutput), options);
+    // A person discarded it: a redelivery (its offset was not committed yet) must not run it again.
+    const park = this.ctx.topology.park;
+    if (park && this.ctx.store.get(stateKeys.discarded(park.name, event.effectId)) !== undefined) {
+      return this.finish(event, Outcome.DISCARDED, [], [], options);
+    }
     const staged: StoreOp[] = [];
     const outputs: OutRecord[] = [];
     let current = value;
@@ -134,16 +139,26 @@ export class EventPipeline {
     return { kind: 'next', value: { event: value, decision: result.decision } };
   }
 
-  /** Records the effect (with its outputs) and the caller's ops in one batch, then sends the outputs. */
+  /**
+   * Records the effect (with its outputs) and the caller's ops in one batch, then sends the outputs.
+   * With outputs to send, the caller's ops go in a batch of their own after them: a replayed event's
+   * offset is committed already, so only its held copy, still in the store, can have its outputs
+   * re-sent (as a DUPLICATE) if the engine crashes before they are out.
+   */
   private async finish(event: EngineEvent, outcome: Outcome, staged: StoreOp[], outputs: OutRecord[], options: RunOptions): Promise<PipelineResult> {
-    const ops = [...staged, ...(options.finishOps?.() ?? [])];
+    const ops = [...staged];
     const apply = this.ctx.topology.applyOnce;
     if (outcome === Outcome.APPLIED && apply) {
       const record: EffectRecord = { ...where(event), appliedAtMs: this.ctx.clock.now(), outputs: outputs.map(storeOutput) };
       ops.push({ type: 'put', key: stateKeys.effect(apply.name, event.effectId), value: record });
     }
+    if (outputs.length === 0) ops.push(...(options.finishOps?.() ?? []));
     if (ops.length > 0) await this.ctx.writer.write(ops);
-    if (outputs.length > 0) await this.ctx.log.produce(outputs);
+    if (outputs.length > 0) {
+      await this.ctx.log.produce(outputs);
+      const after = options.finishOps?.() ?? [];
+      if (after.length > 0) await this.ctx.writer.write(after);
+    }
     this.ctx.report({ ...where(event), outcome, ...(options.replayed ? { replayed: true } : {}) });
     return { kind: 'finished', outcome };
   }

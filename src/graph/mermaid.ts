@@ -7,6 +7,7 @@ export function topologyToMermaid(nodes: readonly GraphNode[]): string {
   const id = (i: number) => `n${i}`;
   nodes.forEach((node, i) => {
     lines.push(`  ${id(i)}["${node.kind}: ${node.name}"]`);
+    if (node.kind === 'source') lines.push(`  ${id(i)}in(["${node.topic}"]) --> ${id(i)}`);
     if (i > 0) lines.push(`  ${id(i - 1)} --> ${id(i)}`);
     for (const [j, store] of storesOf(node).entries()) lines.push(`  ${id(i)}s${j}[("${store}")] -.- ${id(i)}`);
     for (const [j, topic] of topicsOf(node).entries()) lines.push(`  ${id(i)} -.-> ${id(i)}t${j}(["${topic}"])`);

@@ -12,7 +12,7 @@
  * `fetchJars`) for a test set-up to call in-process. The brokers run
  * detached: they outlive the process that started them until `down`.
  */
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync, existsSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { spawn } from "node:child_process";
 import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -39,9 +39,16 @@ import { runningPid, startDetached, stopProcess } from "./processes.js";
 
 export { BrokerError, type BrokerOptions } from "./layout.js";
 
-const HEAP = "-Xmx384m";
 const LOG4J_CONFIG = join(REPO_ROOT, "tools", "kafka", "log4j2.properties");
 const DEFAULT_GRACE_SECONDS = 20;
+/** Written to a node's server.log before each start, so errors quote only this start's lines. */
+const START_MARK = "---- start by tools/kafka/broker.ts";
+/**
+ * Small heap, and the C1 compiler only: on 2 cores three JVMs start in about
+ * a third of the time (C2's compile threads compete with start-up). Replace
+ * with ORDERLY_KAFKA_JVM_OPTS (e.g. "-Xmx1g" for a benchmark).
+ */
+const DEFAULT_JVM_OPTS = "-Xmx384m -XX:TieredStopAtLevel=1";
 
 /** Options of {@link up}. */
 export interface UpOptions extends BrokerOptions {
@@ -111,11 +118,15 @@ function shown(path: string): string {
   return rel.length < path.length && !rel.startsWith("..") ? rel : path;
 }
 
-/** The last `count` lines of a file (read from its last 64 KiB), or "" when missing. */
+/**
+ * The last `count` lines of a file (from its last 64 KiB) written since the
+ * last {@link START_MARK}, or "" when missing.
+ */
 function tail(file: string, count: number): string {
   if (!existsSync(file)) return "";
-  const text = readFileSync(file, "utf8");
-  const lines = text.slice(-65536).trimEnd().split("\n");
+  const text = readFileSync(file, "utf8").slice(-65536);
+  const mark = text.lastIndexOf(START_MARK);
+  const lines = text.slice(mark < 0 ? 0 : mark).trimEnd().split("\n");
   return lines.slice(-count).join("\n");
 }
 
@@ -179,8 +190,9 @@ function run(command: string, args: string[], cwd: string): Promise<{ code: numb
 
 /** JVM arguments shared by the broker and the storage tool of `node`. */
 function jvmArgs(cluster: Cluster, node: NodeLayout): string[] {
+  const options = process.env.ORDERLY_KAFKA_JVM_OPTS ?? DEFAULT_JVM_OPTS;
   return [
-    HEAP,
+    ...options.split(/\s+/).filter(Boolean),
     "-Djava.awt.headless=true",
     `-Dlog4j2.configurationFile=${LOG4J_CONFIG}`,
     `-Dkafka.logs.dir=${node.dir}`,
@@ -238,6 +250,7 @@ async function checkPortsFree(nodes: readonly NodeLayout[]): Promise<void> {
 /** Starts the broker JVM of each of `nodes`, detached. */
 function startNodes(cluster: Cluster, nodes: readonly NodeLayout[]): void {
   for (const node of nodes) {
+    appendFileSync(node.logFile, `${START_MARK} at ${new Date().toISOString()}\n`);
     startDetached({
       command: cluster.java,
       args: [...jvmArgs(cluster, node), "kafka.Kafka", node.propertiesFile],
@@ -278,24 +291,28 @@ async function stopNodes(nodes: readonly NodeLayout[], graceMs: number): Promise
   await Promise.all(nodes.map((node) => stopProcess(node.pidFile, node.propertiesFile, graceMs)));
 }
 
-/** Starts `nodes` and waits for the cluster; when it times out, restarts them once. */
+/**
+ * Starts `nodes` (whose ports were found free) and waits for the cluster;
+ * when it does not answer in time, restarts them once. On failure stops
+ * them again, so no half-started node is left behind (their logs stay).
+ */
 async function startAndWait(
   cluster: Cluster,
   nodes: readonly NodeLayout[],
   timeoutMs: number,
   log: (line: string) => void,
 ): Promise<void> {
-  await checkPortsFree(nodes);
-  startNodes(cluster, nodes);
-  try {
-    await waitUntilReady(cluster, nodes, timeoutMs);
-  } catch (error) {
-    if (!(error instanceof StartTimeout)) throw error;
-    log(`the cluster did not answer within ${timeoutMs / 1000} s (quorum not formed?); restarting it once`);
-    await stopNodes(nodes, 5000);
-    await checkPortsFree(nodes);
+  for (let attempt = 1; ; attempt += 1) {
     startNodes(cluster, nodes);
-    await waitUntilReady(cluster, nodes, timeoutMs);
+    try {
+      await waitUntilReady(cluster, nodes, timeoutMs);
+      return;
+    } catch (error) {
+      await stopNodes(nodes, 5000);
+      if (!(error instanceof StartTimeout) || attempt === 2) throw error;
+      log(`the cluster did not answer within ${timeoutMs / 1000} s (quorum not formed?); restarting it once`);
+      await checkPortsFree(nodes);
+    }
   }
 }
 
@@ -306,13 +323,13 @@ async function describe(dir: string, record: ClusterRecord | undefined): Promise
     layouts.map(async (node): Promise<NodeStatus> => {
       const pid = nodePid(node);
       const answering = pid !== undefined && (await liveBrokerIds(node.port, 1000)) !== undefined;
-      const base = { id: node.id, port: node.port, controllerPort: node.controllerPort, logFile: node.logFile };
-      return pid === undefined ? { ...base, running: false, answering } : { ...base, pid, running: true, answering };
+      const { id, port, controllerPort, logFile } = node;
+      return { id, port, controllerPort, pid, running: pid !== undefined, answering, logFile };
     }),
   );
   return {
     dir,
-    ...(record ? { kafkaVersion: record.kafkaVersion } : {}),
+    kafkaVersion: record?.kafkaVersion,
     running: nodes.some((node) => node.running),
     bootstrapServers: bootstrapServers(layouts),
     nodes,
@@ -361,6 +378,7 @@ export async function up(options: UpOptions = {}): Promise<ClusterStatus> {
   }
   const started = Date.now();
   log(`starting Kafka ${version}: node(s) ${stopped.map((node) => node.id).join(", ")} in ${shown(dir)}`);
+  await checkPortsFree(stopped);
   await prepareNodes(cluster);
   await startAndWait(cluster, stopped, timeoutMs, log);
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
@@ -468,24 +486,19 @@ async function main(argv: string[]): Promise<number> {
     },
   });
   const [command, arg] = positionals;
-  const common = values.dir === undefined ? {} : { dir: values.dir };
-  const grace = numberOption(values.grace, "grace");
-  const downOptions = { ...common, ...(grace === undefined ? {} : { graceSeconds: grace }) };
+  const common = { dir: values.dir };
+  const downOptions = { ...common, graceSeconds: numberOption(values.grace, "grace") };
   switch (values.help ? "help" : command) {
-    case "up": {
-      const nodes = numberOption(values.nodes, "nodes");
-      const port = numberOption(values.port, "port");
-      const timeout = numberOption(values.timeout, "timeout");
+    case "up":
       await up({
         ...common,
-        ...(nodes === undefined ? {} : { nodes }),
-        ...(port === undefined ? {} : { port }),
-        ...(timeout === undefined ? {} : { timeoutSeconds: timeout }),
+        nodes: numberOption(values.nodes, "nodes"),
+        port: numberOption(values.port, "port"),
+        timeoutSeconds: numberOption(values.timeout, "timeout"),
       });
       return 0;
-    }
     case "down":
-      await down({ ...downOptions, purge: values.purge ?? false });
+      await down({ ...downOptions, purge: values.purge });
       return 0;
     case "status": {
       const report = await status(common);
@@ -494,8 +507,8 @@ async function main(argv: string[]): Promise<number> {
       return report.running || values.json ? 0 : 1;
     }
     case "kill": {
-      const id = numberOption(arg, "NODE_ID");
-      if (id === undefined) throw new BrokerError("kill needs a node id, e.g. kill 2");
+      const id = Number(arg);
+      if (!arg || !Number.isInteger(id)) throw new BrokerError("kill needs a node id, e.g. kill 2");
       const signal = (values.signal ?? "SIGKILL") as NodeJS.Signals;
       await killNode(id, { ...downOptions, signal });
       return 0;
@@ -509,12 +522,18 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** The message of an expected error (bad option, BrokerError), or the stack of an unexpected one. */
+function errorText(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const badArgs = "code" in error && String(error.code).startsWith("ERR_PARSE_ARGS");
+  return error instanceof BrokerError || badArgs ? error.message : (error.stack ?? error.message);
+}
+
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (error: unknown) => {
-      const known = error instanceof BrokerError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS");
-      console.error(`kafka: error: ${known ? (error as Error).message : ((error as Error).stack ?? String(error))}`);
+      console.error(`kafka: error: ${errorText(error)}`);
       process.exit(1);
     },
   );

@@ -5,7 +5,7 @@ import { spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 
-/** A process to start with its output appended to a file. */
+/** A process to start with its output written to a file (emptied first). */
 export interface DetachedCommand {
   command: string;
   args: string[];
@@ -19,7 +19,7 @@ export interface DetachedCommand {
  * keeps running after node exits), and records its pid.
  */
 export function startDetached(spec: DetachedCommand): number {
-  const output = openSync(spec.outputFile, "a");
+  const output = openSync(spec.outputFile, "w");
   try {
     const child = spawn(spec.command, spec.args, {
       cwd: spec.cwd,

@@ -1,0 +1,45 @@
+/**
+ * orderly's benchmarks: `npm run -s bench` prints a table, `npm run -s bench -- --json` one JSON
+ * object. Progress goes to stderr. Every figure is measured on this run; see docs/benchmarks.md.
+ */
+import { measureCrashSchedules } from './crashSchedules.js';
+import { measureEngineThroughput } from './engineThroughput.js';
+import { describeMachine } from './machine.js';
+import { progressOnStderr } from './progress.js';
+import { formatTable, goalsOf, type BenchmarkReport } from './report.js';
+import { measureWindowUtilization } from './windowUtilization.js';
+
+async function main(argv: readonly string[]): Promise<void> {
+  const unknown = argv.filter((a) => a !== '--json');
+  if (unknown.length > 0) throw new Error(`bench: unknown argument ${unknown.join(' ')}; the only option is --json`);
+  const machine = describeMachine();
+  const progress = progressOnStderr();
+  const engine = await measureEngineThroughput(progress);
+  const retryAfter = await measureWindowUtilization(progress, false);
+  const declared = await measureWindowUtilization(progress, true);
+  const crashes = await measureCrashSchedules(progress);
+  const figures = {
+    engineEventsPerSec: engine.eventsPerSec,
+    windowUtilization: round(retryAfter.windowUtilization, 4),
+    rateLimitedPerWindow: round(retryAfter.rateLimitedPerWindow, 2),
+    declaredLimitRateLimited: declared.rateLimited,
+    declaredLimitWindowUtilization: round(declared.windowUtilization, 4),
+    crashSchedulesPerSec: crashes.schedulesPerSec,
+  };
+  const report: BenchmarkReport = {
+    date: new Date().toISOString(),
+    machine,
+    ...figures,
+    goals: goalsOf(figures, crashes),
+    details: { engine, retryAfter, declared, crashes },
+  };
+  process.stdout.write(argv.includes('--json') ? `${JSON.stringify(report, null, 2)}\n` : formatTable(report));
+  if (crashes.failure) process.exitCode = 1;
+}
+
+const round = (n: number, digits: number): number => Number(n.toFixed(digits));
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  process.stderr.write(`bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exitCode = 1;
+});

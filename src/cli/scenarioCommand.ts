@@ -1,0 +1,42 @@
+import type { Command } from 'commander';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runWorkedExample, workedExampleVariants, type VariantResult } from '../../testkit/scenarios/workedExample.js';
+
+const scenarios = ['worked-example'] as const;
+
+/** `orderly scenario NAME [--json]`: runs a scenario on the test driver and prints its figures. */
+export function registerScenarioCommand(program: Command): void {
+  program
+    .command('scenario')
+    .description('run a scenario on the embedded test driver (in-memory log, virtual clock, LevelDB or memory state)')
+    .argument('<name>', `the scenario: ${scenarios.join(', ')}`)
+    .option('--json', 'print a JSON array, one object per variant')
+    .option('--state-dir <dir>', 'keep the LevelDB state under this directory, one sub-directory per variant (default: a temporary directory, removed afterwards)')
+    .option('--memory', 'keep the state in memory-level instead of LevelDB')
+    .action(async (name: string, options: { json?: boolean; stateDir?: string; memory?: boolean }) => {
+      if (!(scenarios as readonly string[]).includes(name)) {
+        program.error(`orderly scenario: no scenario named '${name}'; the scenarios are: ${scenarios.join(', ')}`);
+      }
+      const temporary = options.memory || options.stateDir ? undefined : await mkdtemp(join(tmpdir(), 'orderly-scenario-'));
+      const root = options.stateDir ?? temporary;
+      try {
+        const results: VariantResult[] = [];
+        for (const variant of workedExampleVariants) {
+          results.push(await runWorkedExample(variant, root ? { stateDir: join(root, variant) } : {}));
+        }
+        process.stdout.write(options.json ? `${JSON.stringify(results, null, 2)}\n` : table(results));
+      } finally {
+        if (temporary) await rm(temporary, { recursive: true, force: true });
+      }
+    });
+}
+
+function table(results: readonly VariantResult[]): string {
+  const columns = Object.keys(results[0]!) as Array<keyof VariantResult>;
+  const rows = [columns.map(String), ...results.map((r) => columns.map((c) => String(r[c])))];
+  const widths = columns.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  const line = (row: string[]) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
+  return `${[line(rows[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n')}\n`;
+}

@@ -1,0 +1,22 @@
+// orderly: the public API. The DSL builds a Topology; the Engine runs it over the ports.
+export { stream, StreamBuilder } from './dsl/stream.js';
+export type { StreamOptions, KeyedSerialOptions, AgentStepOptions, ParkOptions, ToOptions, NameOption } from './dsl/stream.js';
+export { Topology } from './dsl/topology.js';
+export { TopologyError } from './dsl/topologyError.js';
+export { RateLimited, isRateLimited } from './dsl/rateLimited.js';
+export { effect } from './dsl/effect.js';
+export type { Effect, EffectContext, StateTable } from './dsl/effect.js';
+export { json, string } from './dsl/serde.js';
+export type { Serde } from './dsl/serde.js';
+export type { DecideContext, DecideFn, Decided, RateLimit, RecordMeta, EffectIdContext } from './graph/nodes.js';
+export { Engine } from './engine/engine.js';
+export type { EngineOptions, CommitPolicy, ParkedKeyInfo } from './engine/engine.js';
+export { Outcome, finishedOutcomes } from './engine/outcomes.js';
+export type { OutcomeEvent, EngineObserver } from './engine/outcomes.js';
+export type { EngineMetrics } from './engine/metrics.js';
+export type { Resolution, ParkedEvent, ParkedKeyState } from './engine/parkedKeys.js';
+export { EFFECT_ID_HEADER } from './engine/outputs.js';
+export type { EffectRecord } from './engine/outputs.js';
+export { PARK_REASON_HEADER } from './engine/parkRecords.js';
+export { openLevelStore, openMemoryStore, StateDirectoryError } from './state/levelStore.js';
+export * from './ports/index.js';

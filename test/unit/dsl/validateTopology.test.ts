@@ -1,0 +1,235 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { effect } from '../../../src/dsl/effect.js';
+import { stream } from '../../../src/dsl/stream.js';
+import { TopologyError } from '../../../src/dsl/topologyError.js';
+import { validateTopology } from '../../../src/dsl/validateTopology.js';
+
+interface Dispute {
+  readonly id: string;
+  readonly amount: number;
+}
+
+const Decision = z.object({ action: z.enum(['refund', 'reject']) });
+const decide = async () => ({ action: 'refund' as const });
+const effects = effect('dispute-effects', (v: unknown) => v);
+
+/** Runs `build` and returns the TopologyError it throws; fails the test if it throws nothing else. */
+function refusal(build: () => unknown): TopologyError {
+  try {
+    build();
+  } catch (error) {
+    expect(error).toBeInstanceOf(TopologyError);
+    return error as TopologyError;
+  }
+  throw new Error('expected a TopologyError, but the topology was accepted');
+}
+
+describe('a valid topology', () => {
+  it('builds the disputes chain and keeps its operators in order', () => {
+    const topology = stream<Dispute>('disputes')
+      .keyedSerial({ maxInFlight: 3 })
+      .agentStep('decide', decide, { schema: Decision })
+      .park({ attempts: 3 })
+      .applyOnce(effects)
+      .to('dispute-decisions')
+      .build();
+    expect(topology.nodes.map((n) => `${n.kind}:${n.name}`)).toEqual([
+      'source:disputes-source',
+      'keyedSerial:disputes-keyed-serial',
+      'agentStep:decide',
+      'park:decide-park',
+      'applyOnce:dispute-effects',
+      'sink:dispute-decisions-sink',
+    ]);
+    expect(topology.maxInFlight).toBe(3);
+    expect(topology.park?.topic).toBe('disputes.parked');
+    expect(topology.outputTopics).toEqual(['dispute-decisions', 'disputes.parked', 'disputes.dlq']);
+  });
+
+  it('builds a chain with no agent step and no stateful operator', () => {
+    const topology = stream<Dispute>('disputes')
+      .filter((d) => d.amount > 0)
+      .mapValues((d) => d.id)
+      .to('ids')
+      .build();
+    expect(topology.agentStep).toBeUndefined();
+    expect(topology.maxInFlight).toBe(1);
+  });
+});
+
+describe('refusals at build time', () => {
+  it('refuses an agentStep with no keyedSerial upstream, naming the step and the fix', () => {
+    const error = refusal(() =>
+      stream<Dispute>('disputes').agentStep('decide', decide, { schema: Decision }).park({ attempts: 3 }).applyOnce(effects).build(),
+    );
+    expect(error.operator).toBe('decide');
+    expect(error.message).toContain("agentStep 'decide'");
+    expect(error.message).toContain('needs keyedSerial() upstream');
+    expect(error.message).toContain('add .keyedSerial({ maxInFlight: N }) before it');
+  });
+
+  it('refuses a keyedSerial that comes after the agentStep', () => {
+    const error = refusal(() =>
+      stream<Dispute>('disputes').agentStep('decide', decide).park({ attempts: 3 }).keyedSerial().applyOnce(effects).build(),
+    );
+    expect(error.message).toContain("agentStep 'decide' needs keyedSerial() upstream");
+  });
+
+  it('refuses a park with no step before it, naming the park and the fix', () => {
+    const error = refusal(() => stream<Dispute>('disputes').keyedSerial().park({ attempts: 3 }).applyOnce(effects).build());
+    expect(error.operator).toBe('disputes-park');
+    expect(error.message).toContain("park 'disputes-park'");
+    expect(error.message).toContain('no step before it can fail');
+    expect(error.message).toContain('put .park() right after .agentStep()');
+  });
+
+  it('refuses a park that does not follow its step directly', () => {
+    const error = refusal(() =>
+      stream<Dispute>('disputes')
+        .keyedSerial()
+        .agentStep('decide', decide)
+        .mapValues((v) => v, { name: 'unwrap' })
+        .park({ attempts: 3 })
+        .applyOnce(effects)
+        .build(),
+    );
+    expect(error.operator).toBe('decide-park');
+    expect(error.message).toContain("park 'decide-park': it must follow its agentStep directly, but follows mapValues 'unwrap'");
+    expect(error.message).toContain('put .park() right after .agentStep()');
+  });
+
+  it('refuses an agentStep with no park after it, naming the step and the fix', () => {
+    const error = refusal(() => stream<Dispute>('disputes').keyedSerial().agentStep('decide', decide).applyOnce(effects).build());
+    expect(error.operator).toBe('decide');
+    expect(error.message).toContain("agentStep 'decide' has no park() right after it");
+    expect(error.message).toContain('add .park({ attempts: 3 })');
+  });
+
+  it('refuses an agentStep whose decision is never applied, naming the step and the fix', () => {
+    const error = refusal(() => stream<Dispute>('disputes').keyedSerial().agentStep('decide', decide).park({ attempts: 3 }).to('decisions').build());
+    expect(error.operator).toBe('decide');
+    expect(error.message).toContain("agentStep 'decide': its decision is never applied");
+    expect(error.message).toContain('add .applyOnce(effect) after its park()');
+  });
+
+  it.each([0, 1.5, -1, Number.NaN])('refuses keyedSerial maxInFlight %s, naming the operator and the valid range', (maxInFlight) => {
+    const error = refusal(() => stream<Dispute>('disputes').keyedSerial({ maxInFlight }));
+    expect(error.operator).toBe('keyedSerial');
+    expect(error.message).toContain('keyedSerial: maxInFlight must be a whole number of at least 1');
+    expect(error.message).toContain(`got ${JSON.stringify(maxInFlight)}`);
+  });
+
+  it.each([0, 2.5, -3])('refuses park attempts %s, naming the park after its step and the valid range', (attempts) => {
+    const error = refusal(() => stream<Dispute>('disputes').keyedSerial().agentStep('decide', decide).park({ attempts }));
+    expect(error.operator).toBe("park after 'decide'");
+    expect(error.message).toBe(`park after 'decide': attempts must be a whole number of at least 1, got ${attempts}`);
+  });
+
+  it('refuses a park with no attempts at all', () => {
+    const error = refusal(() =>
+      stream<Dispute>('disputes').keyedSerial().agentStep('decide', decide).park({} as unknown as { attempts: number }),
+    );
+    expect(error.message).toContain("park after 'decide': attempts must be a whole number of at least 1");
+  });
+
+  it('refuses two operators with one name, naming the name and the fix', () => {
+    const error = refusal(() =>
+      stream<Dispute>('disputes')
+        .filter((d) => d.amount > 0, { name: 'decide' })
+        .keyedSerial()
+        .agentStep('decide', decide)
+        .park({ attempts: 3 })
+        .applyOnce(effects)
+        .build(),
+    );
+    expect(error.operator).toBe('decide');
+    expect(error.message).toContain("two operators are named 'decide'");
+    expect(error.message).toContain('give one of them another name');
+  });
+
+  it('refuses two filters with one explicit name', () => {
+    const error = refusal(() =>
+      stream<Dispute>('disputes')
+        .filter(() => true, { name: 'keep' })
+        .filter(() => true, { name: 'keep' })
+        .build(),
+    );
+    expect(error.message).toBe("filter 'keep': two operators are named 'keep'; names key state and metrics, so give one of them another name");
+  });
+
+  it.each([
+    ['an empty object', {}],
+    ['a zod-like object without ~standard', { parse: () => ({}) }],
+    ['a ~standard with no validate', { '~standard': { version: 1, vendor: 'x' } }],
+    ['a string', 'Decision'],
+  ])('refuses a bad schema object (%s), naming the step and what it must be', (_what, schema) => {
+    const error = refusal(() =>
+      stream<Dispute>('disputes')
+        .keyedSerial()
+        .agentStep('decide', decide, { schema: schema as never }),
+    );
+    expect(error.operator).toBe("agentStep 'decide'");
+    expect(error.message).toBe("agentStep 'decide': schema must be a Standard Schema (zod, valibot, arktype, ...)");
+  });
+
+  it.each([-1, -0.5, Number.NEGATIVE_INFINITY])('refuses retryDelayMs %s, naming the park and the valid range', (retryDelayMs) => {
+    const error = refusal(() => stream<Dispute>('disputes').keyedSerial().agentStep('decide', decide).park({ attempts: 3, retryDelayMs }));
+    expect(error.operator).toBe("park after 'decide'");
+    expect(error.message).toContain("park after 'decide': retryDelayMs must be a number at least 0");
+  });
+
+  it('refuses a retryJitter outside [0, 1]', () => {
+    const error = refusal(() => stream<Dispute>('disputes').keyedSerial().agentStep('decide', decide).park({ attempts: 3, retryJitter: 1.5 }));
+    expect(error.message).toBe("park after 'decide': retryJitter must be a number between 0 and 1, got 1.5");
+  });
+
+  it('refuses a declared limit of 0 calls', () => {
+    const error = refusal(() =>
+      stream<Dispute>('disputes').keyedSerial().agentStep('decide', decide, { limit: { calls: 0, windowMs: 1000 } }),
+    );
+    expect(error.operator).toBe("agentStep 'decide'");
+    expect(error.message).toBe("agentStep 'decide': limit.calls must be a whole number of at least 1, got 0");
+  });
+
+  it('refuses two agent steps in one topology', () => {
+    const error = refusal(() =>
+      stream<Dispute>('disputes')
+        .keyedSerial()
+        .agentStep('first', decide)
+        .park({ attempts: 1 })
+        .agentStep('second', decide)
+        .applyOnce(effects)
+        .build(),
+    );
+    expect(error.operator).toBe('second');
+    expect(error.message).toContain("agentStep 'second': a topology has at most one agentStep");
+    expect(error.message).toContain('chain two topologies through a topic');
+  });
+
+  it('refuses an effect not made with effect()', () => {
+    const error = refusal(() => stream<Dispute>('disputes').applyOnce({ name: 'x' } as never));
+    expect(error.operator).toBe('applyOnce');
+    expect(error.message).toBe('applyOnce: effect must be made with effect(name, apply)');
+  });
+
+  it('refuses a bad topic name', () => {
+    const error = refusal(() => stream<Dispute>('my disputes'));
+    expect(error.operator).toBe('stream');
+    expect(error.message).toContain('stream: topic must be a non-empty string');
+  });
+
+  it('refuses a decide that is not a function', () => {
+    const error = refusal(() => stream<Dispute>('disputes').keyedSerial().agentStep('decide', 'model' as never));
+    expect(error.message).toBe("agentStep 'decide': decide must be a function, got string");
+  });
+});
+
+describe('validateTopology over raw nodes', () => {
+  it('accepts what the builder builds and refuses the same chain without its keyedSerial', () => {
+    const topology = stream<Dispute>('disputes').keyedSerial().agentStep('decide', decide).park({ attempts: 2 }).applyOnce(effects).build();
+    expect(() => validateTopology(topology.nodes)).not.toThrow();
+    const withoutSerial = topology.nodes.filter((n) => n.kind !== 'keyedSerial');
+    expect(() => validateTopology(withoutSerial)).toThrow(/agentStep 'decide' needs keyedSerial\(\) upstream/);
+  });
+});

@@ -1,0 +1,161 @@
+import { describe, expect, it } from 'vitest';
+import { RateGate } from '../../../src/engine/rateGate.js';
+import type { RateLimit } from '../../../src/graph/nodes.js';
+import { SeededRandom } from '../../../testkit/seededRandom.js';
+import { VirtualClock } from '../../../testkit/virtualClock.js';
+
+const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** A gate on a virtual clock, and the admissions it made, in order, with their virtual times. */
+function setup(limit?: RateLimit) {
+  const clock = new VirtualClock();
+  const gate = new RateGate(clock.view('engine'), limit);
+  const admitted: Array<{ id: string; atMs: number }> = [];
+  const admit = (id: string, options: { front?: boolean } = {}) =>
+    gate.admit(options).then(() => {
+      admitted.push({ id, atMs: clock.now() });
+    });
+  /** Fires every timer due by `ms`, letting admissions settle after each, then moves time to `ms`. */
+  const runTo = async (ms: number) => {
+    await flush();
+    while (clock.fireNext(ms)) await flush();
+    clock.advanceTo(ms);
+    await flush();
+  };
+  return { clock, gate, admitted, admit, runTo };
+}
+
+describe('RateGate', () => {
+  it('admits at once when nothing limits it', async () => {
+    const { gate, admitted, admit, runTo } = setup();
+    void admit('a');
+    void admit('b');
+    await runTo(0);
+    expect(admitted).toEqual([
+      { id: 'a', atMs: 0 },
+      { id: 'b', atMs: 0 },
+    ]);
+    expect(gate.queued).toBe(0);
+  });
+
+  it('admits waiters first come, first served', async () => {
+    const { gate, admitted, admit, runTo } = setup({ calls: 1, windowMs: 1_000 });
+    for (const id of ['a', 'b', 'c', 'd']) void admit(id);
+    await runTo(0);
+    expect(admitted).toEqual([{ id: 'a', atMs: 0 }]);
+    expect(gate.queued).toBe(3);
+    await runTo(10_000);
+    expect(admitted).toEqual([
+      { id: 'a', atMs: 0 },
+      { id: 'b', atMs: 1_000 },
+      { id: 'c', atMs: 2_000 },
+      { id: 'd', atMs: 3_000 },
+    ]);
+  });
+
+  it('after a 429 admits no call until Retry-After has passed, then every waiter in order', async () => {
+    const { clock, gate, admitted, admit, runTo } = setup();
+    await runTo(500);
+    gate.rateLimited(2_000);
+    for (const id of ['a', 'b', 'c']) void admit(id);
+    await runTo(2_499);
+    expect(admitted).toEqual([]);
+    expect(gate.queued).toBe(3);
+    await runTo(2_500);
+    expect(admitted.map((a) => a.id)).toEqual(['a', 'b', 'c']);
+    expect(admitted.every((a) => a.atMs === 2_500)).toBe(true);
+    expect(clock.now()).toBe(2_500);
+  });
+
+  it('blocks a call asked for while it is blocked, and keeps the later of two Retry-Afters', async () => {
+    const { gate, admitted, admit, runTo } = setup();
+    gate.rateLimited(3_000);
+    await runTo(1_000);
+    gate.rateLimited(500); // ends at 1500, before the first one: the gate stays blocked until 3000
+    void admit('late');
+    await runTo(2_999);
+    expect(admitted).toEqual([]);
+    await runTo(3_000);
+    expect(admitted).toEqual([{ id: 'late', atMs: 3_000 }]);
+  });
+
+  it('extends the block when a longer Retry-After comes in while calls wait', async () => {
+    const { gate, admitted, admit, runTo } = setup();
+    gate.rateLimited(1_000);
+    void admit('a');
+    await runTo(500);
+    gate.rateLimited(2_000); // now until 2500
+    await runTo(2_499);
+    expect(admitted).toEqual([]);
+    await runTo(2_500);
+    expect(admitted).toEqual([{ id: 'a', atMs: 2_500 }]);
+  });
+
+  it('puts a refused call back at the front, ahead of the calls that waited', async () => {
+    const { gate, admitted, admit, runTo } = setup();
+    gate.rateLimited(1_000);
+    void admit('b');
+    void admit('c');
+    void admit('refused', { front: true });
+    await runTo(1_000);
+    expect(admitted.map((a) => a.id)).toEqual(['refused', 'b', 'c']);
+  });
+
+  it('puts a refused call at the front under a declared limit too', async () => {
+    const { admitted, admit, runTo } = setup({ calls: 1, windowMs: 100 });
+    void admit('first');
+    void admit('b');
+    await runTo(0);
+    void admit('refused', { front: true });
+    await runTo(1_000);
+    expect(admitted).toEqual([
+      { id: 'first', atMs: 0 },
+      { id: 'refused', atMs: 100 },
+      { id: 'b', atMs: 200 },
+    ]);
+  });
+
+  it('with a declared limit admits `calls` at once and the next one when the oldest leaves the window', async () => {
+    const { admitted, admit, runTo } = setup({ calls: 3, windowMs: 1_000 });
+    for (const id of ['a', 'b', 'c', 'd', 'e', 'f', 'g']) void admit(id);
+    await runTo(10_000);
+    expect(admitted.map((a) => a.atMs)).toEqual([0, 0, 0, 1_000, 1_000, 1_000, 2_000]);
+  });
+
+  it('never admits more than `calls` in any `windowMs`, whatever the arrivals', async () => {
+    const limit = { calls: 4, windowMs: 1_000 };
+    const { clock, admitted, admit, runTo } = setup(limit);
+    const random = new SeededRandom(42);
+    let t = 0;
+    for (let i = 0; i < 200; i++) {
+      t += random.int(0, 400);
+      // Arrivals come on a driver timer, as calls arrive from events finishing.
+      clock.view('arrivals').setTimer(t - clock.now(), () => void admit(`call-${i}`));
+    }
+    await runTo(1_000_000);
+    expect(admitted).toHaveLength(200);
+    const times = admitted.map((a) => a.atMs);
+    for (let i = 0; i + limit.calls < times.length; i++) {
+      // The (calls+1)-th admission after i is a full window later.
+      expect(times[i + limit.calls]! - times[i]!).toBeGreaterThanOrEqual(limit.windowMs);
+    }
+    // Times never go back, and FIFO holds.
+    expect(admitted.map((a) => a.id)).toEqual(Array.from({ length: 200 }, (_, i) => `call-${i}`));
+    for (let i = 1; i < times.length; i++) expect(times[i]!).toBeGreaterThanOrEqual(times[i - 1]!);
+  });
+
+  it('honours a 429 on top of a declared limit', async () => {
+    const { gate, admitted, admit, runTo } = setup({ calls: 10, windowMs: 1_000 });
+    void admit('a');
+    await runTo(100);
+    gate.rateLimited(5_000);
+    void admit('b');
+    await runTo(5_099);
+    expect(admitted.map((a) => a.id)).toEqual(['a']);
+    await runTo(5_100);
+    expect(admitted).toEqual([
+      { id: 'a', atMs: 0 },
+      { id: 'b', atMs: 5_100 },
+    ]);
+  });
+});

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { StagedTable } from '../../../src/engine/stagedTable.js';
+import { openMemoryStore } from '../../../src/state/levelStore.js';
+import { stateKeys } from '../../../src/state/stateKeys.js';
+
+describe('StagedTable', () => {
+  it('reads the store through, and its own staged writes first', async () => {
+    const store = await openMemoryStore();
+    await store.batch([
+      { type: 'put', key: stateKeys.table('fx', 'a'), value: 1 },
+      { type: 'put', key: stateKeys.table('fx', 'b'), value: 2 },
+      { type: 'put', key: stateKeys.table('other', 'a'), value: 'not mine' },
+    ]);
+    const table = new StagedTable(store, 'fx');
+    expect(table.get('a')).toBe(1);
+    expect(table.get('c')).toBeUndefined();
+    table.put('a', 10);
+    table.del('b');
+    table.put('c', { nested: true });
+    expect(table.get('a')).toBe(10);
+    expect(table.get('b')).toBeUndefined();
+    expect(table.get('c')).toEqual({ nested: true });
+    await store.close();
+  });
+
+  it('writes nothing until its ops are written, and then only the last write of each row', async () => {
+    const store = await openMemoryStore();
+    const table = new StagedTable(store, 'fx');
+    table.put('a', 1);
+    table.put('a', 2);
+    table.put('b', 3);
+    table.del('b');
+    expect(store.get(stateKeys.table('fx', 'a'))).toBeUndefined();
+    expect(table.ops()).toEqual([
+      { type: 'put', key: 'table/fx/a', value: 2 },
+      { type: 'del', key: 'table/fx/b' },
+    ]);
+    await store.batch(table.ops());
+    expect(store.get('table/fx/a')).toBe(2);
+    expect(await store.entries('table/')).toEqual([['table/fx/a', 2]]);
+    await store.close();
+  });
+
+  it('refuses to put undefined, pointing at del', async () => {
+    const store = await openMemoryStore();
+    const table = new StagedTable(store, 'fx');
+    expect(() => table.put('row', undefined)).toThrow("state table 'fx': put('row', undefined); use del('row') to remove a row");
+    expect(table.ops()).toEqual([]);
+    await store.close();
+  });
+});

@@ -1,0 +1,59 @@
+import fc from 'fast-check';
+import { crashPoints } from './crashPoints.js';
+import type { CrashScenario, ScenarioCrash, ScenarioEvent } from './crashScenario.js';
+
+/** Bounds of {@link crashScenarioArbitrary}. */
+export interface CrashScenarioBounds {
+  maxPartitions?: number;
+  maxEvents?: number;
+  maxKeys?: number;
+  maxCrashes?: number;
+}
+
+/** Events over a small pool of keys (so keys repeat), some of them poison. */
+export function scenarioEventsArbitrary(partitions: number, bounds: CrashScenarioBounds = {}): fc.Arbitrary<ScenarioEvent[]> {
+  const keys = fc.integer({ min: 0, max: (bounds.maxKeys ?? 5) - 1 }).map((k) => `k${k}`);
+  // Poison is rare (about one event in eight), as in a real stream.
+  const event = fc.record({
+    key: keys,
+    partition: fc.integer({ min: 0, max: partitions - 1 }),
+    poison: fc.integer({ min: 0, max: 7 }).map((draw) => draw === 0),
+  });
+  return fc.array(event, { maxLength: bounds.maxEvents ?? 24 });
+}
+
+/** A crash at a random virtual time or at a random named point, and a restart after a random delay. */
+export function crashArbitrary(): fc.Arbitrary<ScenarioCrash> {
+  const restartAfterMs = fc.integer({ min: 0, max: 20_000 });
+  return fc.oneof(
+    fc.record({ kind: fc.constant('at' as const), delayMs: fc.integer({ min: 0, max: 40_000 }), restartAfterMs }),
+    fc.record({ kind: fc.constant('point' as const), point: fc.constantFrom(...crashPoints), nth: fc.integer({ min: 1, max: 4 }), restartAfterMs }),
+  );
+}
+
+/**
+ * Random streams (keys, partitions, poison), random model behaviour (latency, windows, declared or
+ * only Retry-After), random engine options (window, attempts, both commit modes) and a random
+ * schedule of crashes and restarts.
+ */
+export function crashScenarioArbitrary(bounds: CrashScenarioBounds = {}): fc.Arbitrary<CrashScenario> {
+  return fc.integer({ min: 1, max: bounds.maxPartitions ?? 3 }).chain((partitions) =>
+    fc.record({
+      partitions: fc.constant(partitions),
+      events: scenarioEventsArbitrary(partitions, bounds),
+      maxInFlight: fc.integer({ min: 1, max: 4 }),
+      attempts: fc.integer({ min: 1, max: 3 }),
+      retryDelayMs: fc.constantFrom(0, 500, 1_000),
+      commit: fc.oneof(fc.constant('each' as const), fc.record({ everyMs: fc.constantFrom(1_000, 5_000) })),
+      model: fc.record({
+        latencyMs: fc.integer({ min: 0, max: 5_000 }),
+        limit: fc.option(fc.record({ calls: fc.integer({ min: 1, max: 8 }), windowMs: fc.constantFrom(1_000, 10_000) }), { nil: undefined }),
+        declareLimit: fc.boolean(),
+      }),
+      crashes: fc.array(crashArbitrary(), { maxLength: bounds.maxCrashes ?? 3 }),
+      resolutions: fc.array(fc.constantFrom('decision' as const, 'discard' as const), { minLength: 1, maxLength: 4 }),
+      replayCrash: fc.option(fc.record({ nth: fc.integer({ min: 1, max: 3 }), restartAfterMs: fc.integer({ min: 0, max: 5_000 }) }), { nil: undefined }),
+      seed: fc.integer(),
+    }),
+  ) as fc.Arbitrary<CrashScenario>;
+}
