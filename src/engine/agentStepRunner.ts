@@ -21,7 +21,8 @@ export interface AttemptsRecord {
 }
 
 export type StepResult =
-  | { readonly ok: true; readonly decision: unknown }
+  /** `attemptsStored`: an earlier attempt failed, so its record is in the store, to delete with the decision. */
+  | { readonly ok: true; readonly decision: unknown; readonly attemptsStored: boolean }
   | { readonly ok: false; readonly attempts: AttemptsRecord };
 
 /**
@@ -38,7 +39,7 @@ export async function runAgentStep(ctx: EngineContext, step: AgentStepNode, park
     const attempt = attempts.count + 1;
     const outcome = await callOnce(ctx, step, event, value, attempt, attempts.errors);
     refused = outcome.kind === 'refused';
-    if (outcome.kind === 'decided') return { ok: true, decision: outcome.decision };
+    if (outcome.kind === 'decided') return { ok: true, decision: outcome.decision, attemptsStored: attempts.count > 0 };
     if (outcome.kind === 'refused') continue;
     attempts = { count: attempt, errors: [...attempts.errors, { attempt, atMs: ctx.clock.now(), error: outcome.error }] };
     if (attempts.count >= park.attempts) break;

@@ -135,7 +135,8 @@ export class EventPipeline {
     if (options.decision) return { kind: 'next', value: { event: value, decision: options.decision.value } };
     const result = await runAgentStep(this.ctx, node, this.ctx.topology.park!, event, value);
     if (!result.ok) return { kind: 'stop', result: { kind: 'parked', attempts: result.attempts } };
-    staged.push({ type: 'del', key: attemptsKeyOf(node, event) });
+    // Most decisions come at the first attempt: then there is no attempts record to delete.
+    if (result.attemptsStored) staged.push({ type: 'del', key: attemptsKeyOf(node, event) });
     return { kind: 'next', value: { event: value, decision: result.decision } };
   }
 
