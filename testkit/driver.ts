@@ -290,7 +290,7 @@ export class TopologyTestDriver {
     instance.alive = false;
     this.io.fence(instance.id);
     this.clock.fence(instance.id);
-    this.observations.crashed(this.clock.now());
+    this.observations.crashed();
   }
 
   private async restartNow(): Promise<void> {

@@ -120,7 +120,7 @@ export class DriverObservations {
     return set;
   }
 
-  crashed(_atMs: number): void {
+  crashed(): void {
     this.counts.crashes += 1;
   }
 

@@ -4,7 +4,7 @@ import type { AgentStepNode, ParkNode } from '../graph/nodes.js';
 import { sleep } from '../ports/clock.js';
 import { stateKeys } from '../state/stateKeys.js';
 import type { EngineContext } from './engineContext.js';
-import { metaOf, type EngineEvent } from './events.js';
+import { messageOf, metaOf, where, type EngineEvent } from './events.js';
 import { Outcome } from './outcomes.js';
 
 /** One failed attempt, as it is stored and parked. */
@@ -31,7 +31,7 @@ export type StepResult =
  * failed attempts: committing, skipping, applying and parking are the engine's.
  */
 export async function runAgentStep(ctx: EngineContext, step: AgentStepNode, park: ParkNode, event: EngineEvent, value: unknown): Promise<StepResult> {
-  const attemptsKey = stateKeys.attempts(step.name, event, event.offset);
+  const attemptsKey = attemptsKeyOf(step, event);
   let attempts = ctx.store.get<AttemptsRecord>(attemptsKey) ?? { count: 0, errors: [] };
   let refused = false;
   while (attempts.count < park.attempts) {
@@ -110,12 +110,4 @@ function pathOf(issue: StandardSchemaV1.Issue): string {
 
 function retryDelayMs(ctx: EngineContext, park: ParkNode): number {
   return park.retryDelayMs * (1 + park.retryJitter * (2 * ctx.random.next() - 1));
-}
-
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-export function where(event: EngineEvent) {
-  return { topic: event.topic, partition: event.partition, offset: event.offset, key: event.key, effectId: event.effectId };
 }

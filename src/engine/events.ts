@@ -56,3 +56,12 @@ export function metaOf(event: EngineEvent): RecordMeta {
     headers: event.headers,
   };
 }
+
+/** Where an event stands, as outcomes and records report it. */
+export function where(event: EngineEvent) {
+  return { topic: event.topic, partition: event.partition, offset: event.offset, key: event.key, effectId: event.effectId };
+}
+
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

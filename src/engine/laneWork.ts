@@ -1,7 +1,7 @@
 import type { LogRecord, TopicPartition } from '../ports/log.js';
-import { attemptsKeyOf, validateDecision, where, type AttemptsRecord } from './agentStepRunner.js';
+import { attemptsKeyOf, validateDecision, type AttemptsRecord } from './agentStepRunner.js';
 import type { EngineContext } from './engineContext.js';
-import type { EngineEvent } from './events.js';
+import { where, type EngineEvent } from './events.js';
 import { Outcome } from './outcomes.js';
 import type { ParkedEvent, ParkedKeys, Resolution } from './parkedKeys.js';
 import { parkRecord } from './parkRecords.js';
@@ -29,7 +29,7 @@ export class LaneWork {
       return;
     }
     const { event, value } = admission;
-    if (this.parked?.get(event.lane)) {
+    if (this.parked?.get(event.lane) && !this.pipeline.isDone(event)) {
       await this.hold(event);
       return;
     }

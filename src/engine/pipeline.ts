@@ -2,9 +2,9 @@ import type { ProcessorNode } from '../graph/nodes.js';
 import type { LogRecord, OutRecord } from '../ports/log.js';
 import type { StoreOp } from '../ports/store.js';
 import { stateKeys } from '../state/stateKeys.js';
-import { attemptsKeyOf, messageOf, runAgentStep, where, type AttemptsRecord } from './agentStepRunner.js';
+import { attemptsKeyOf, runAgentStep, type AttemptsRecord } from './agentStepRunner.js';
 import type { EngineContext } from './engineContext.js';
-import { metaOf, offsetEffectId, rawValue, toEngineEvent, type EngineEvent } from './events.js';
+import { messageOf, metaOf, offsetEffectId, rawValue, toEngineEvent, where, type EngineEvent } from './events.js';
 import { Outcome } from './outcomes.js';
 import { EFFECT_ID_HEADER, loadOutput, storeOutput, type EffectRecord } from './outputs.js';
 import { StagedTable } from './stagedTable.js';
@@ -73,16 +73,20 @@ export class EventPipeline {
     return Outcome.DEAD_LETTERED;
   }
 
+  /**
+   * True if the event already ended for good (its effect recorded, or a person discarded it): a
+   * redelivery of it must not run again, nor be held behind a key parked after it ended.
+   */
+  isDone(event: EngineEvent): boolean {
+    return this.recorded(event) !== undefined || this.discarded(event);
+  }
+
   /** Runs a decoded event through every operator. */
   async run(event: EngineEvent, value: unknown, options: RunOptions = {}): Promise<PipelineResult> {
     const apply = this.ctx.topology.applyOnce;
-    const recorded = apply && this.ctx.store.get<EffectRecord>(stateKeys.effect(apply.name, event.effectId));
+    const recorded = this.recorded(event);
     if (recorded) return this.finish(event, Outcome.DUPLICATE, [], recorded.outputs.map(loadOutput), options);
-    // A person discarded it: a redelivery (its offset was not committed yet) must not run it again.
-    const park = this.ctx.topology.park;
-    if (park && this.ctx.store.get(stateKeys.discarded(park.name, event.effectId)) !== undefined) {
-      return this.finish(event, Outcome.DISCARDED, [], [], options);
-    }
+    if (this.discarded(event)) return this.finish(event, Outcome.DISCARDED, [], [], options);
     const staged: StoreOp[] = [];
     const outputs: OutRecord[] = [];
     let current = value;
@@ -92,6 +96,16 @@ export class EventPipeline {
       current = step.value;
     }
     return this.finish(event, apply ? Outcome.APPLIED : Outcome.FORWARDED, staged, outputs, options);
+  }
+
+  private recorded(event: EngineEvent): EffectRecord | undefined {
+    const apply = this.ctx.topology.applyOnce;
+    return apply && this.ctx.store.get<EffectRecord>(stateKeys.effect(apply.name, event.effectId));
+  }
+
+  private discarded(event: EngineEvent): boolean {
+    const park = this.ctx.topology.park;
+    return park !== undefined && this.ctx.store.get(stateKeys.discarded(park.name, event.effectId)) !== undefined;
   }
 
   private async runNode(
