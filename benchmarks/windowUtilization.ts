@@ -23,13 +23,15 @@ export interface WindowUtilization {
   readonly fullWindows: number;
   /** Accepted calls in the full windows ÷ (fullWindows × the limit). */
   readonly windowUtilization: number;
+  /** Full windows with fewer accepted calls than the limit allows. */
+  readonly underusedWindows: number;
   /** 429s in the full windows ÷ fullWindows. */
   readonly rateLimitedPerWindow: number;
   /** The most 429s in any one window, the last one included. */
   readonly maxRateLimitedInAWindow: number;
   /** Virtual time at which the last event was applied. */
   readonly virtualEndMs: number;
-  /** events ÷ limit × window: no run can take less. */
+  /** What the budget alone allows: events ÷ calls per window × window length. */
   readonly lowerBoundMs: number;
   readonly wallMs: number;
 }
@@ -103,6 +105,7 @@ function perWindow(calls: readonly ModelCall[]) {
     rateLimited: calls.filter((c) => !c.accepted).length,
     fullWindows: full.length,
     windowUtilization: sum((w) => w.accepted) / (full.length * providerLimit.calls),
+    underusedWindows: full.filter((w) => w.accepted < providerLimit.calls).length,
     rateLimitedPerWindow: sum((w) => w.refused) / full.length,
     maxRateLimitedInAWindow: Math.max(0, ...windows.map((w) => w.refused)),
   };

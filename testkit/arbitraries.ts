@@ -19,7 +19,8 @@ export function scenarioEventsArbitrary(partitions: number, bounds: CrashScenari
     partition: fc.integer({ min: 0, max: partitions - 1 }),
     poison: fc.integer({ min: 0, max: 7 }).map((draw) => draw === 0),
   });
-  return fc.array(event, { maxLength: bounds.maxEvents ?? 24 });
+  // 'medium' lets lengths reach maxEvents; fast-check's default size keeps arrays to about 10.
+  return fc.array(event, { maxLength: bounds.maxEvents ?? 24, size: 'medium' });
 }
 
 /** A crash at a random virtual time or at a random named point, and a restart after a random delay. */

@@ -87,7 +87,7 @@ export class TopologyTestDriver {
     this.log = new MemoryLog(partitions);
     this.log.partitions(topology.source.topic);
     this.random = new SeededRandom(options.seed ?? 0);
-    this.observations = new DriverObservations(topology, () => this.state);
+    this.observations = new DriverObservations(topology);
   }
 
   createInputTopic<T>(name: string, options: { value?: Serde<T> } = {}): TestInputTopic<T> {

@@ -2,10 +2,9 @@ import type { Topology } from '../src/dsl/topology.js';
 import type { EffectRecord } from '../src/engine/outputs.js';
 import { finishedOutcomes, Outcome, type EngineObserver, type OutcomeEvent } from '../src/engine/outcomes.js';
 import { partitionId, type TopicPartition } from '../src/ports/log.js';
-import type { Store, StoreOp } from '../src/ports/store.js';
+import type { StoreOp } from '../src/ports/store.js';
 import { stateKeys } from '../src/state/stateKeys.js';
 import { laneOf } from '../src/engine/events.js';
-import type { ParkedEvent } from '../src/engine/parkedKeys.js';
 
 /** An effect as the store received it. */
 export interface AppliedEffect extends Omit<EffectRecord, 'outputs'> {
@@ -51,13 +50,9 @@ export class DriverObservations {
   private counts = { modelCalls: 0, redeliveries: 0, wastedModelCalls: 0, orderViolations: 0, doubleEffects: 0, crashes: 0, commitsPastUnfinished: 0 };
   private readonly finishedOffsets = new Map<string, Set<number>>();
 
-  constructor(
-    private readonly topology: Topology,
-    private readonly state: () => Store | undefined,
-  ) {}
+  constructor(private readonly topology: Topology) {}
 
   observer(instance: number, onFatal: (error: Error) => void): EngineObserver {
-    const effectStore = this.topology.applyOnce?.name;
     return {
       outcome: (event) => {
         this.history.push({ ...event, instance });
@@ -67,7 +62,7 @@ export class DriverObservations {
       },
       modelCall: (call) => {
         this.counts.modelCalls += 1;
-        if (effectStore && this.state()?.get(stateKeys.effect(effectStore, call.effectId)) !== undefined) this.counts.wastedModelCalls += 1;
+        if (this.effectIds.has(call.effectId) || this.discarded.has(call.effectId)) this.counts.wastedModelCalls += 1;
       },
       fatal: onFatal,
     };
@@ -89,14 +84,14 @@ export class DriverObservations {
     const prefix = this.topology.applyOnce && stateKeys.effectPrefix(this.topology.applyOnce.name);
     if (!prefix) return;
     for (const op of ops) {
-      if (op.type === 'put' && op.key.startsWith(stateKeys.discardedPrefix)) {
-        const { event } = op.value as ParkedEvent;
-        this.discarded.add(event.effectId);
-        this.lane(event).settle(event.offset);
-      }
       if (op.type !== 'put' || !op.key.startsWith(prefix)) continue;
       const { outputs: _outputs, ...record } = op.value as EffectRecord;
-      this.noteEffect({ ...record, instance, recordedAtMs: atMs });
+      if (record.discardedAtMs !== undefined) {
+        this.discarded.add(record.effectId);
+        this.lane(record).settle(record.offset);
+      } else {
+        this.noteEffect({ ...record, instance, recordedAtMs: atMs });
+      }
     }
   }
 

@@ -4,6 +4,7 @@ import type { AgentStepNode, ParkNode } from '../graph/nodes.js';
 import { sleep } from '../ports/clock.js';
 import { stateKeys } from '../state/stateKeys.js';
 import type { EngineContext } from './engineContext.js';
+import type { Admission } from './rateGate.js';
 import { messageOf, metaOf, where, type EngineEvent } from './events.js';
 import { Outcome } from './outcomes.js';
 
@@ -35,9 +36,9 @@ export async function runAgentStep(ctx: EngineContext, step: AgentStepNode, park
   let attempts = ctx.store.get<AttemptsRecord>(attemptsKey) ?? { count: 0, errors: [] };
   let refused = false;
   while (attempts.count < park.attempts) {
-    await ctx.gate!.admit({ front: refused });
+    const admission = await ctx.gate!.admit({ front: refused });
     const attempt = attempts.count + 1;
-    const outcome = await callOnce(ctx, step, event, value, attempt, attempts.errors);
+    const outcome = await callOnce(ctx, step, event, value, attempt, attempts.errors, admission);
     refused = outcome.kind === 'refused';
     if (outcome.kind === 'decided') return { ok: true, decision: outcome.decision, attemptsStored: attempts.count > 0 };
     if (outcome.kind === 'refused') continue;
@@ -51,7 +52,7 @@ export async function runAgentStep(ctx: EngineContext, step: AgentStepNode, park
 }
 
 /** The store key of an event's attempts at a step, to delete once it is decided or parked. */
-export function attemptsKeyOf(step: AgentStepNode, event: EngineEvent): string {
+export function attemptsKeyOf(step: AgentStepNode, event: { topic: string; partition: number; offset: number }): string {
   return stateKeys.attempts(step.name, event, event.offset);
 }
 
@@ -64,6 +65,7 @@ async function callOnce(
   value: unknown,
   attempt: number,
   previous: readonly AttemptError[],
+  admission: Admission,
 ): Promise<CallOutcome> {
   const atMs = ctx.clock.now();
   ctx.metrics.modelCall();
@@ -80,7 +82,7 @@ async function callOnce(
     });
   } catch (error) {
     if (isRateLimited(error)) {
-      ctx.gate!.rateLimited(error.retryAfterMs);
+      ctx.gate!.rateLimited(error.retryAfterMs, admission);
       ctx.report({ ...where(event), outcome: Outcome.RATE_LIMITED, attempt });
       return { kind: 'refused' };
     }

@@ -3,7 +3,7 @@ import type { RecordMeta } from '../graph/nodes.js';
 
 /**
  * An event as the engine carries it: the record's place in the log, its raw bytes, and the id of
- * its effect. A parked event is stored in this form and replayed from it.
+ * its effect.
  */
 export interface EngineEvent {
   readonly effectId: string;
@@ -15,8 +15,18 @@ export interface EngineEvent {
   readonly offset: number;
   readonly timestampMs: number;
   readonly headers: Headers;
-  /** The raw value, base64, so that the event survives a JSON store and a topic unchanged. */
-  readonly valueBase64: string | null;
+  readonly value: Uint8Array | null;
+}
+
+/** An event as the store keeps it (a parked or held one): its value in base64, so it survives JSON unchanged. */
+export type StoredEvent = Omit<EngineEvent, 'value'> & { readonly valueBase64: string | null };
+
+export function toStoredEvent({ value, ...rest }: EngineEvent): StoredEvent {
+  return { ...rest, valueBase64: value === null ? null : Buffer.from(value).toString('base64') };
+}
+
+export function fromStoredEvent({ valueBase64, ...rest }: StoredEvent): EngineEvent {
+  return { ...rest, value: valueBase64 === null ? null : Buffer.from(valueBase64, 'base64') };
 }
 
 export function toEngineEvent(record: LogRecord, effectId: string): EngineEvent {
@@ -29,7 +39,7 @@ export function toEngineEvent(record: LogRecord, effectId: string): EngineEvent 
     offset: record.offset,
     timestampMs: record.timestampMs,
     headers: record.headers,
-    valueBase64: record.value === null ? null : Buffer.from(record.value).toString('base64'),
+    value: record.value,
   };
 }
 
@@ -43,11 +53,7 @@ export function offsetEffectId(record: { topic: string; partition: number; offse
   return `${record.topic}/${record.partition}/${record.offset}`;
 }
 
-export function rawValue(event: EngineEvent): Uint8Array | null {
-  return event.valueBase64 === null ? null : Buffer.from(event.valueBase64, 'base64');
-}
-
-export function metaOf(event: EngineEvent): RecordMeta {
+export function metaOf(event: Omit<EngineEvent, 'value'>): RecordMeta {
   return {
     topic: event.topic,
     partition: event.partition,
@@ -58,7 +64,7 @@ export function metaOf(event: EngineEvent): RecordMeta {
 }
 
 /** Where an event stands, as outcomes and records report it. */
-export function where(event: EngineEvent) {
+export function where(event: Omit<EngineEvent, 'value'>) {
   return { topic: event.topic, partition: event.partition, offset: event.offset, key: event.key, effectId: event.effectId };
 }
 

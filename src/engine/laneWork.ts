@@ -1,7 +1,7 @@
 import type { LogRecord, TopicPartition } from '../ports/log.js';
 import { attemptsKeyOf, validateDecision, type AttemptsRecord } from './agentStepRunner.js';
 import type { EngineContext } from './engineContext.js';
-import { where, type EngineEvent } from './events.js';
+import { fromStoredEvent, toStoredEvent, where, type EngineEvent } from './events.js';
 import { Outcome } from './outcomes.js';
 import type { ParkedEvent, ParkedKeys, Resolution } from './parkedKeys.js';
 import { parkRecord } from './parkRecords.js';
@@ -57,10 +57,11 @@ export class LaneWork {
     const head = parked.head(lane);
     const resolution = state.resolution;
     if (resolution && 'discard' in resolution) {
-      await this.ctx.writer.write(parked.discard(lane, head, this.ctx.clock.now()));
+      await this.ctx.writer.write([...parked.advance(lane, head), this.pipeline.discardRecord(head.event)]);
       this.ctx.report({ ...where(head.event), outcome: Outcome.DISCARDED, replayed: true });
     } else {
-      const result = await this.pipeline.run(head.event, this.pipeline.readmit(head.event), {
+      const event = fromStoredEvent(head.event);
+      const result = await this.pipeline.run(event, this.pipeline.readmit(event), {
         finishOps: () => parked.advance(lane, head),
         replayed: true,
         ...(resolution && 'decision' in resolution ? { decision: { value: resolution.decision } } : {}),
@@ -83,7 +84,7 @@ export class LaneWork {
       else this.ctx.report({ ...where(event), outcome: Outcome.HELD });
       return;
     }
-    const held: ParkedEvent = { event, reason: 'HELD', step: this.stepName(), attempts: 0, errors: [], parkedAtMs: this.ctx.clock.now() };
+    const held: ParkedEvent = { event: toStoredEvent(event), reason: 'HELD', step: this.stepName(), attempts: 0, errors: [], parkedAtMs: this.ctx.clock.now() };
     await this.ctx.writer.write(parked.hold(held));
     await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, held)]);
     this.ctx.report({ ...where(event), outcome: Outcome.HELD });
@@ -98,7 +99,7 @@ export class LaneWork {
   }
 
   private async repark(lane: string, head: ParkedEvent, attempts: AttemptsRecord): Promise<void> {
-    const poison = this.poison(head.event, attempts);
+    const poison = this.poison(fromStoredEvent(head.event), attempts);
     // The record goes out first: the event's offset is committed, so a crash after the write would
     // lose it for good, while a crash before the write replays the event and parks it again.
     await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, poison)]);
@@ -107,7 +108,7 @@ export class LaneWork {
   }
 
   private poison(event: EngineEvent, attempts: AttemptsRecord): ParkedEvent {
-    return { event, reason: 'POISON', step: this.stepName(), attempts: attempts.count, errors: attempts.errors, parkedAtMs: this.ctx.clock.now() };
+    return { event: toStoredEvent(event), reason: 'POISON', step: this.stepName(), attempts: attempts.count, errors: attempts.errors, parkedAtMs: this.ctx.clock.now() };
   }
 
   private reportParked(poison: ParkedEvent, replayed = false): void {

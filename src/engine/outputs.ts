@@ -29,7 +29,7 @@ export function loadOutput(stored: StoredOutput): OutRecord {
   };
 }
 
-/** What orderly records for an applied effect, under its effect id. */
+/** What orderly records under an effect id once the event has ended for good: its effect applied, or discarded. */
 export interface EffectRecord {
   readonly effectId: string;
   readonly topic: string;
@@ -38,4 +38,6 @@ export interface EffectRecord {
   readonly key: string | null;
   readonly appliedAtMs: number;
   readonly outputs: readonly StoredOutput[];
+  /** Set when a person discarded the event instead: it ended for good, with no effect. */
+  readonly discardedAtMs?: number;
 }

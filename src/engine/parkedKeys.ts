@@ -2,7 +2,7 @@ import type { TopicPartition } from '../ports/log.js';
 import type { Store, StoreOp } from '../ports/store.js';
 import { stateKeys } from '../state/stateKeys.js';
 import type { AttemptError } from './agentStepRunner.js';
-import type { EngineEvent } from './events.js';
+import type { StoredEvent } from './events.js';
 
 /** How a person resolves a parked key. Only its parked (head) event is affected; the rest replay. */
 export type Resolution =
@@ -15,7 +15,7 @@ export type ParkReason = 'POISON' | 'HELD';
 
 /** A parked or held event as the store keeps it and the parking topic shows it. */
 export interface ParkedEvent {
-  readonly event: EngineEvent;
+  readonly event: StoredEvent;
   readonly reason: ParkReason;
   readonly step: string;
   readonly attempts: number;
@@ -123,11 +123,6 @@ export class ParkedKeys {
     const next: ParkedKeyState = { ...rest, headSeq: state.headSeq + 1 };
     this.keys.set(lane, next);
     return [...ops, this.putState(next)];
-  }
-
-  /** Discards the head event on a person's word: dropped from the key, kept as a record of the decision. */
-  discard(lane: string, head: ParkedEvent, atMs: number): StoreOp[] {
-    return [...this.advance(lane, head), { type: 'put', key: stateKeys.discarded(this.parkName, head.event.effectId), value: { ...head, discardedAtMs: atMs } }];
   }
 
   /** The head event failed again during its replay: the key is parked again, with it at the head. */

@@ -4,7 +4,7 @@ import type { StoreOp } from '../ports/store.js';
 import { stateKeys } from '../state/stateKeys.js';
 import { attemptsKeyOf, runAgentStep, type AttemptsRecord } from './agentStepRunner.js';
 import type { EngineContext } from './engineContext.js';
-import { messageOf, metaOf, offsetEffectId, rawValue, toEngineEvent, where, type EngineEvent } from './events.js';
+import { messageOf, metaOf, offsetEffectId, toEngineEvent, where, type EngineEvent } from './events.js';
 import { Outcome } from './outcomes.js';
 import { EFFECT_ID_HEADER, loadOutput, storeOutput, type EffectRecord } from './outputs.js';
 import { StagedTable } from './stagedTable.js';
@@ -56,7 +56,7 @@ export class EventPipeline {
 
   /** Decodes a stored (parked) event again. */
   readmit(event: EngineEvent): unknown {
-    return this.ctx.topology.source.value.deserialize(rawValue(event)!);
+    return this.ctx.topology.source.value.deserialize(event.value!);
   }
 
   /** Sends an undecodable record to the dead-letter topic with its error. */
@@ -78,15 +78,15 @@ export class EventPipeline {
    * redelivery of it must not run again, nor be held behind a key parked after it ended.
    */
   isDone(event: EngineEvent): boolean {
-    return this.recorded(event) !== undefined || this.discarded(event);
+    return this.recorded(event) !== undefined;
   }
 
   /** Runs a decoded event through every operator. */
   async run(event: EngineEvent, value: unknown, options: RunOptions = {}): Promise<PipelineResult> {
     const apply = this.ctx.topology.applyOnce;
     const recorded = this.recorded(event);
+    if (recorded?.discardedAtMs !== undefined) return this.finish(event, Outcome.DISCARDED, [], [], options);
     if (recorded) return this.finish(event, Outcome.DUPLICATE, [], recorded.outputs.map(loadOutput), options);
-    if (this.discarded(event)) return this.finish(event, Outcome.DISCARDED, [], [], options);
     const staged: StoreOp[] = [];
     const outputs: OutRecord[] = [];
     let current = value;
@@ -103,9 +103,11 @@ export class EventPipeline {
     return apply && this.ctx.store.get<EffectRecord>(stateKeys.effect(apply.name, event.effectId));
   }
 
-  private discarded(event: EngineEvent): boolean {
-    const park = this.ctx.topology.park;
-    return park !== undefined && this.ctx.store.get(stateKeys.discarded(park.name, event.effectId)) !== undefined;
+  /** The record that ends a discarded event for good, written with its removal from its parked key. */
+  discardRecord(event: Omit<EngineEvent, 'value'>): StoreOp {
+    const apply = this.ctx.topology.applyOnce!;
+    const record: EffectRecord = { ...where(event), appliedAtMs: this.ctx.clock.now(), discardedAtMs: this.ctx.clock.now(), outputs: [] };
+    return { type: 'put', key: stateKeys.effect(apply.name, event.effectId), value: record };
   }
 
   private async runNode(

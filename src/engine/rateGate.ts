@@ -1,16 +1,33 @@
 import type { Clock, Timer } from '../ports/clock.js';
 import type { RateLimit } from '../graph/nodes.js';
 
+/** A call the gate let through: which of the provider's windows it started in, and its place there. */
+export interface Admission {
+  readonly windowStartMs: number;
+  /** Calls admitted in the same window before this one. */
+  readonly index: number;
+}
+
 /**
  * Admits the calls of one agent step, engine-wide, because a provider's budget is shared by every
- * partition. After a 429 it admits nothing until Retry-After has passed; with a declared limit it
- * admits at most `calls` in any `windowMs`, so none is refused. Waiters are admitted first come,
- * first served; a call that was refused goes back to the front.
+ * partition. First come, first served; a call that was refused goes back to the front.
+ *
+ * - After a 429 it admits nothing until Retry-After has passed.
+ * - With a declared limit it admits at most `calls` in any `windowMs`, so none is refused.
+ * - With no declared limit it learns one from the 429s: the refused call's place in its window is
+ *   the budget, and Retry-After marks where the provider's window ends. From then on it admits the
+ *   budget plus one call per window: the one extra call finds out whether the budget has grown, so
+ *   at most one call a window is refused, and if none is the budget grows by one.
  */
 export class RateGate {
-  private readonly waiting: Array<() => void> = [];
+  private readonly waiting: Array<(admission: Admission) => void> = [];
   private readonly recentStartsMs: number[] = [];
   private blockedUntilMs = 0;
+  private learned: RateLimit | undefined;
+  private learnedFromMs = -1;
+  private windowStartMs = 0;
+  private startedInWindow = 0;
+  private refusedInWindow = false;
   private timer: Timer | undefined;
 
   constructor(
@@ -19,7 +36,7 @@ export class RateGate {
   ) {}
 
   /** Resolves when a call may start now; the call is counted as started. */
-  admit(options: { front?: boolean } = {}): Promise<void> {
+  admit(options: { front?: boolean } = {}): Promise<Admission> {
     return new Promise((resolve) => {
       if (options.front) this.waiting.unshift(resolve);
       else this.waiting.push(resolve);
@@ -27,9 +44,17 @@ export class RateGate {
     });
   }
 
-  /** A call was refused with a 429: no call starts for `retryAfterMs`. */
-  rateLimited(retryAfterMs: number): void {
-    this.blockedUntilMs = Math.max(this.blockedUntilMs, this.clock.now() + retryAfterMs);
+  /** A call was refused with a 429: no call starts for `retryAfterMs`; the admission teaches the budget. */
+  rateLimited(retryAfterMs: number, refused?: Admission): void {
+    const endMs = this.clock.now() + retryAfterMs;
+    this.blockedUntilMs = Math.max(this.blockedUntilMs, endMs);
+    if (!refused || this.limit) return;
+    if (refused.windowStartMs === this.windowStartMs) this.refusedInWindow = true;
+    // Of the calls refused in one window, the first refused is the one past the budget.
+    const sameWindow = this.learnedFromMs === refused.windowStartMs && this.learned;
+    const calls = Math.max(1, sameWindow ? Math.min(sameWindow.calls, refused.index) : refused.index);
+    this.learned = { calls, windowMs: Math.max(1, endMs - refused.windowStartMs) };
+    this.learnedFromMs = refused.windowStartMs;
   }
 
   /** Calls waiting to start. */
@@ -37,31 +62,63 @@ export class RateGate {
     return this.waiting.length;
   }
 
+  /** The budget learned from 429s, if any. */
+  get learnedLimit(): RateLimit | undefined {
+    return this.learned;
+  }
+
   private pump(): void {
     while (this.waiting.length > 0) {
-      const waitMs = this.waitMs(this.clock.now());
+      const nowMs = this.clock.now();
+      this.rollWindow(nowMs);
+      const waitMs = this.waitMs(nowMs);
       if (waitMs > 0) {
         this.wakeIn(waitMs);
         return;
       }
-      this.start();
-      this.waiting.shift()!();
+      this.waiting.shift()!(this.start(nowMs));
     }
   }
 
-  private start(): void {
-    if (!this.limit) return;
-    this.recentStartsMs.push(this.clock.now());
-    if (this.recentStartsMs.length > this.limit.calls) this.recentStartsMs.shift();
+  /** Starts a new window where a Retry-After ended, or where the learned window ends. */
+  private rollWindow(nowMs: number): void {
+    if (this.blockedUntilMs > this.windowStartMs && nowMs >= this.blockedUntilMs) {
+      this.openWindow(this.blockedUntilMs);
+    } else if (this.learned && nowMs >= this.windowStartMs + this.learned.windowMs) {
+      // No call was refused in a full window: the provider may allow more now.
+      if (!this.refusedInWindow && this.startedInWindow > this.learned.calls) this.learned = { ...this.learned, calls: this.learned.calls + 1 };
+      const elapsed = Math.floor((nowMs - this.windowStartMs) / this.learned.windowMs);
+      this.openWindow(this.windowStartMs + elapsed * this.learned.windowMs);
+    }
+  }
+
+  private openWindow(startMs: number): void {
+    this.windowStartMs = startMs;
+    this.startedInWindow = 0;
+    this.refusedInWindow = false;
+  }
+
+  private start(nowMs: number): Admission {
+    const admission = { windowStartMs: this.windowStartMs, index: this.startedInWindow++ };
+    if (this.limit) {
+      this.recentStartsMs.push(nowMs);
+      if (this.recentStartsMs.length > this.limit.calls) this.recentStartsMs.shift();
+    }
+    return admission;
   }
 
   /** How long until the next call may start. */
   private waitMs(nowMs: number): number {
     const blocked = this.blockedUntilMs - nowMs;
-    if (!this.limit || this.recentStartsMs.length < this.limit.calls) return Math.max(0, blocked);
-    // The window is full: the oldest of the last `calls` starts must leave it first.
-    const windowFrees = this.recentStartsMs[0]! + this.limit.windowMs - nowMs;
-    return Math.max(0, blocked, windowFrees);
+    if (this.limit) {
+      // The declared window is full: the oldest of the last `calls` starts must leave it first.
+      const full = this.recentStartsMs.length >= this.limit.calls;
+      return Math.max(0, blocked, full ? this.recentStartsMs[0]! + this.limit.windowMs - nowMs : 0);
+    }
+    if (this.learned && this.startedInWindow > this.learned.calls) {
+      return Math.max(0, blocked, this.windowStartMs + this.learned.windowMs - nowMs);
+    }
+    return Math.max(0, blocked);
   }
 
   private wakeIn(delayMs: number): void {

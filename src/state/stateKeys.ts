@@ -22,9 +22,6 @@ export const stateKeys = {
   heldEvent: (step: string, tp: TopicPartition, lane: string, seq: number) =>
     `held/${step}/${part(tp)}/${enc(lane)}/${pad(seq)}`,
   heldEventPrefix: (step: string, tp: TopicPartition, lane: string) => `held/${step}/${part(tp)}/${enc(lane)}/`,
-  /** A parked event a person discarded, kept as the record of that decision. */
-  discarded: (step: string, effectId: string) => `discarded/${step}/${effectId}`,
-  discardedPrefix: 'discarded/',
   /** Which parked key holds an event, by effect id: a redelivered held event is not held twice. */
   heldIndex: (step: string, effectId: string) => `heldid/${step}/${effectId}`,
 } as const;

@@ -159,3 +159,29 @@ describe('RateGate', () => {
     ]);
   });
 });
+
+describe('RateGate learning a budget from 429s', () => {
+  it('after a 429 admits the budget it learned plus one probe per window, and grows it when the probe is accepted', async () => {
+    const { gate, admitted, admit, runTo } = setup();
+    const admissions: Array<Promise<{ windowStartMs: number; index: number }>> = [];
+    for (let i = 0; i < 4; i++) admissions.push(gate.admit());
+    await runTo(100);
+    // Three calls went through; the provider refused the third (index 2): the budget is 2 calls
+    // in a window that ends at Retry-After, 10 000 ms after it began.
+    const third = await admissions[2]!;
+    gate.rateLimited(9_900, third);
+    expect(gate.learnedLimit).toEqual({ calls: 2, windowMs: 10_000 });
+    for (const id of ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']) void admit(id);
+    await runTo(9_999);
+    expect(admitted).toEqual([]);
+    // The window that opens at 10 000 takes the budget plus one probe.
+    await runTo(10_000);
+    expect(admitted.map((a) => a.id)).toEqual(['a', 'b', 'c']);
+    await runTo(19_999);
+    expect(admitted).toHaveLength(3);
+    // No call of that window was refused: the budget grows to 3, so 3 + 1 go through at 20 000.
+    await runTo(20_000);
+    expect(gate.learnedLimit).toEqual({ calls: 3, windowMs: 10_000 });
+    expect(admitted.filter((a) => a.atMs === 20_000).map((a) => a.id)).toEqual(['d', 'e', 'f', 'g']);
+  });
+});
