@@ -1,7 +1,7 @@
 import type { Topology } from '../src/dsl/topology.js';
 import type { EffectRecord } from '../src/engine/outputs.js';
 import { finishedOutcomes, Outcome, type EngineObserver, type OutcomeEvent } from '../src/engine/outcomes.js';
-import { partitionId, type TopicPartition } from '../src/ports/log.js';
+import type { TopicPartition } from '../src/ports/log.js';
 import type { StoreOp } from '../src/ports/store.js';
 import { stateKeys } from '../src/state/stateKeys.js';
 import { laneOf } from '../src/engine/events.js';
@@ -44,18 +44,20 @@ export class DriverObservations {
   /** Effect ids of the parked events a person discarded, as the store received them. */
   readonly discarded = new Set<string>();
   private readonly effectIds = new Set<string>();
-  private readonly lanes = new Map<string, LaneOrder>();
-  private readonly highestDelivered = new Map<string, number>();
+  // Keyed by partition, then lane: only the source topic's partitions are observed.
+  private readonly lanes = new Map<number, Map<string, LaneOrder>>();
+  private readonly highestDelivered = new Map<number, number>();
   private readonly outcomes = Object.fromEntries(Object.values(Outcome).map((o) => [o, 0])) as Record<Outcome, number>;
   private counts = { modelCalls: 0, redeliveries: 0, wastedModelCalls: 0, orderViolations: 0, doubleEffects: 0, crashes: 0, commitsPastUnfinished: 0 };
-  private readonly finishedOffsets = new Map<string, Set<number>>();
+  private readonly finishedOffsets = new Map<number, Set<number>>();
 
   constructor(private readonly topology: Topology) {}
 
   observer(instance: number, onFatal: (error: Error) => void): EngineObserver {
     return {
       outcome: (event) => {
-        this.history.push({ ...event, instance });
+        // The engine made this object for the observer alone: tag it rather than copy it.
+        this.history.push(Object.assign(event, { instance }));
         this.outcomes[event.outcome] += 1;
         if (endsWithoutEffect.has(event.outcome)) this.lane(event).settle(event.offset);
         if (finishedOutcomes.has(event.outcome) && !event.replayed) this.finishedIn(event).add(event.offset);
@@ -69,12 +71,11 @@ export class DriverObservations {
   }
 
   delivered(record: TopicPartition & { offset: number; key: string | null }): void {
-    const id = partitionId(record);
-    const highest = this.highestDelivered.get(id) ?? -1;
+    const highest = this.highestDelivered.get(record.partition) ?? -1;
     if (record.offset <= highest) {
       this.counts.redeliveries += 1;
     } else {
-      this.highestDelivered.set(id, record.offset);
+      this.highestDelivered.set(record.partition, record.offset);
       this.lane(record).arrived(record.offset);
     }
   }
@@ -85,12 +86,13 @@ export class DriverObservations {
     if (!prefix) return;
     for (const op of ops) {
       if (op.type !== 'put' || !op.key.startsWith(prefix)) continue;
-      const { outputs: _outputs, ...record } = op.value as EffectRecord;
+      const record = op.value as EffectRecord;
       if (record.discardedAtMs !== undefined) {
         this.discarded.add(record.effectId);
         this.lane(record).settle(record.offset);
       } else {
-        this.noteEffect({ ...record, instance, recordedAtMs: atMs });
+        const { effectId, topic, partition, offset, key, appliedAtMs } = record;
+        this.noteEffect({ effectId, topic, partition, offset, key, appliedAtMs, instance, recordedAtMs: atMs });
       }
     }
   }
@@ -109,9 +111,8 @@ export class DriverObservations {
   }
 
   private finishedIn(tp: TopicPartition): Set<number> {
-    const id = partitionId(tp);
-    let set = this.finishedOffsets.get(id);
-    if (!set) this.finishedOffsets.set(id, (set = new Set()));
+    let set = this.finishedOffsets.get(tp.partition);
+    if (!set) this.finishedOffsets.set(tp.partition, (set = new Set()));
     return set;
   }
 
@@ -138,11 +139,14 @@ export class DriverObservations {
   }
 
   private lane(at: TopicPartition & { key: string | null; offset: number }): LaneOrder {
-    const id = `${partitionId(at)}/${laneOf(at)}`;
-    let lane = this.lanes.get(id);
-    if (!lane) this.lanes.set(id, (lane = new LaneOrder()));
+    let lanes = this.lanes.get(at.partition);
+    if (!lanes) this.lanes.set(at.partition, (lanes = new Map()));
+    const id = laneOf(at);
+    let lane = lanes.get(id);
+    if (!lane) lanes.set(id, (lane = new LaneOrder()));
     return lane;
   }
+
 }
 
 // Outcomes that end an event for good without an effect: later events of its key may go on.

@@ -5,7 +5,7 @@ import { sleep } from '../ports/clock.js';
 import { stateKeys } from '../state/stateKeys.js';
 import type { EngineContext } from './engineContext.js';
 import type { Admission } from './rateGate.js';
-import { messageOf, metaOf, where, type EngineEvent } from './events.js';
+import { messageOf, metaOf, type EngineEvent } from './events.js';
 import { Outcome } from './outcomes.js';
 
 /** One failed attempt, as it is stored and parked. */
@@ -45,7 +45,7 @@ export async function runAgentStep(ctx: EngineContext, step: AgentStepNode, park
     attempts = { count: attempt, errors: [...attempts.errors, { attempt, atMs: ctx.clock.now(), error: outcome.error }] };
     if (attempts.count >= park.attempts) break;
     await ctx.writer.write([{ type: 'put', key: attemptsKey, value: attempts }]);
-    ctx.report({ ...where(event), outcome: Outcome.RETRY, attempt, error: outcome.error });
+    ctx.report(Outcome.RETRY, event, { attempt, error: outcome.error });
     await sleep(ctx.clock, retryDelayMs(ctx, park));
   }
   return { ok: false, attempts };
@@ -83,7 +83,7 @@ async function callOnce(
   } catch (error) {
     if (isRateLimited(error)) {
       ctx.gate!.rateLimited(error.retryAfterMs, admission);
-      ctx.report({ ...where(event), outcome: Outcome.RATE_LIMITED, attempt });
+      ctx.report(Outcome.RATE_LIMITED, event, { attempt });
       return { kind: 'refused' };
     }
     return { kind: 'failed', error: `agentStep '${step.name}' threw: ${messageOf(error)}` };

@@ -5,7 +5,7 @@ import type { Random } from '../ports/random.js';
 import type { Store } from '../ports/store.js';
 import type { EngineContext } from './engineContext.js';
 import { MetricsRecorder, type EngineMetrics } from './metrics.js';
-import type { EngineObserver, OutcomeEvent } from './outcomes.js';
+import type { EngineObserver } from './outcomes.js';
 import type { ParkedEvent, ParkedKeyState, Resolution } from './parkedKeys.js';
 import { PartitionTask } from './partitionTask.js';
 import { EventPipeline } from './pipeline.js';
@@ -66,9 +66,11 @@ export class Engine {
       gate: step && new RateGate(clock, step.limit),
       observer,
       metrics,
-      report: (event) => {
-        metrics.outcome(event.outcome);
-        observer.outcome?.({ ...event, atMs: clock.now() } as OutcomeEvent);
+      report: (outcome, event, details) => {
+        metrics.outcome(outcome);
+        if (!observer.outcome) return;
+        const { topic, partition, offset, key, effectId } = event;
+        observer.outcome({ outcome, atMs: clock.now(), topic, partition, offset, key, effectId, ...details });
       },
     };
     this.pipeline = new EventPipeline(this.ctx);

@@ -4,7 +4,8 @@ import type { Log } from '../ports/log.js';
 import type { Random } from '../ports/random.js';
 import type { Store } from '../ports/store.js';
 import type { MetricsRecorder } from './metrics.js';
-import type { EngineObserver, OutcomeEvent } from './outcomes.js';
+import type { EngineObserver, Outcome, OutcomeDetails } from './outcomes.js';
+import type { EngineEvent } from './events.js';
 import type { RateGate } from './rateGate.js';
 import type { StateWriter } from './stateWriter.js';
 
@@ -20,5 +21,6 @@ export interface EngineContext {
   readonly gate: RateGate | undefined;
   readonly observer: EngineObserver;
   readonly metrics: MetricsRecorder;
-  report(event: Omit<OutcomeEvent, 'atMs'>): void;
+  /** Counts an outcome and tells the observer, stamped with the clock's time. */
+  report(outcome: Outcome, event: Omit<EngineEvent, 'value'>, details?: OutcomeDetails): void;
 }

@@ -1,7 +1,7 @@
 import type { LogRecord, TopicPartition } from '../ports/log.js';
 import { attemptsKeyOf, validateDecision, type AttemptsRecord } from './agentStepRunner.js';
 import type { EngineContext } from './engineContext.js';
-import { fromStoredEvent, toStoredEvent, where, type EngineEvent } from './events.js';
+import { fromStoredEvent, toStoredEvent, type EngineEvent } from './events.js';
 import { Outcome } from './outcomes.js';
 import type { ParkedEvent, ParkedKeys, Resolution } from './parkedKeys.js';
 import { parkRecord } from './parkRecords.js';
@@ -58,7 +58,7 @@ export class LaneWork {
     const resolution = state.resolution;
     if (resolution && 'discard' in resolution) {
       await this.ctx.writer.write([...parked.advance(lane, head), this.pipeline.discardRecord(head.event)]);
-      this.ctx.report({ ...where(head.event), outcome: Outcome.DISCARDED, replayed: true });
+      this.ctx.report(Outcome.DISCARDED, head.event, { replayed: true });
     } else {
       const event = fromStoredEvent(head.event);
       const result = await this.pipeline.run(event, this.pipeline.readmit(event), {
@@ -81,13 +81,13 @@ export class LaneWork {
       // A redelivery of an event already parked or held: send its park record again, hold nothing twice.
       await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, stored)]);
       if (stored.reason === 'POISON') this.reportParked(stored);
-      else this.ctx.report({ ...where(event), outcome: Outcome.HELD });
+      else this.ctx.report(Outcome.HELD, event);
       return;
     }
     const held: ParkedEvent = { event: toStoredEvent(event), reason: 'HELD', step: this.stepName(), attempts: 0, errors: [], parkedAtMs: this.ctx.clock.now() };
     await this.ctx.writer.write(parked.hold(held));
     await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, held)]);
-    this.ctx.report({ ...where(event), outcome: Outcome.HELD });
+    this.ctx.report(Outcome.HELD, event);
   }
 
   private async park(event: EngineEvent, attempts: AttemptsRecord): Promise<void> {
@@ -113,9 +113,7 @@ export class LaneWork {
 
   private reportParked(poison: ParkedEvent, replayed = false): void {
     const last = poison.errors[poison.errors.length - 1];
-    this.ctx.report({
-      ...where(poison.event),
-      outcome: Outcome.PARKED,
+    this.ctx.report(Outcome.PARKED, poison.event, {
       ...(last ? { error: last.error, attempt: last.attempt } : {}),
       ...(replayed ? { replayed } : {}),
     });

@@ -38,8 +38,18 @@ export const finishedOutcomes: ReadonlySet<Outcome> = new Set<Outcome>([
   Outcome.FORWARDED,
 ]);
 
+/** What an outcome may add about its event. */
+export interface OutcomeDetails {
+  /** The error of a RETRY, PARKED or DEAD_LETTERED event. */
+  readonly error?: string;
+  /** The attempt that failed, for RETRY and PARKED. */
+  readonly attempt?: number;
+  /** True when the event came from a parked key's replay, not from the log. */
+  readonly replayed?: boolean;
+}
+
 /** One entry of the engine's history. */
-export interface OutcomeEvent {
+export interface OutcomeEvent extends OutcomeDetails {
   readonly outcome: Outcome;
   readonly atMs: number;
   readonly topic: string;
@@ -47,12 +57,6 @@ export interface OutcomeEvent {
   readonly offset: number;
   readonly key: string | null;
   readonly effectId: string;
-  /** The error of a RETRY, PARKED or DEAD_LETTERED event. */
-  readonly error?: string;
-  /** The attempt that failed, for RETRY and PARKED. */
-  readonly attempt?: number;
-  /** True when the event came from a parked key's replay, not from the log. */
-  readonly replayed?: boolean;
 }
 
 /** Everything the engine reports as it goes. Every callback is optional and must return at once. */

@@ -69,7 +69,7 @@ export class EventPipeline {
         headers: { ...record.headers, 'orderly-error': error, 'orderly-source': event.effectId },
       },
     ]);
-    this.ctx.report({ ...where(event), outcome: Outcome.DEAD_LETTERED, error });
+    this.ctx.report(Outcome.DEAD_LETTERED, event, { error });
     return Outcome.DEAD_LETTERED;
   }
 
@@ -176,7 +176,7 @@ export class EventPipeline {
       const after = options.finishOps?.() ?? [];
       if (after.length > 0) await this.ctx.writer.write(after);
     }
-    this.ctx.report({ ...where(event), outcome, ...(options.replayed ? { replayed: true } : {}) });
+    this.ctx.report(outcome, event, options.replayed ? { replayed: true } : undefined);
     return { kind: 'finished', outcome };
   }
 }
