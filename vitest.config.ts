@@ -2,10 +2,34 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    // The property files are long and CPU-bound; two cores run two files at a time.
-    maxWorkers: 2,
     testTimeout: 60_000,
     reporters: ['default'],
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/kafka/**', '**/node_modules/**'],
+          // The property files are long and CPU-bound; two cores run two files at a time.
+          maxWorkers: 2,
+        },
+      },
+      {
+        // Against a real broker that the global set-up starts (port 19092) and stops. Runs after
+        // the unit project, one file at a time: each file runs worker processes beside the broker.
+        extends: true,
+        test: {
+          name: 'kafka',
+          include: ['test/kafka/**/*.test.ts'],
+          globalSetup: ['test/kafka/globalSetup.ts'],
+          maxWorkers: 1,
+          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+          testTimeout: 240_000,
+          hookTimeout: 120_000,
+        },
+      },
+    ],
   },
 });

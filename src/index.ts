@@ -20,3 +20,4 @@ export type { EffectRecord } from './engine/outputs.js';
 export { PARK_REASON_HEADER } from './engine/parkRecords.js';
 export { openLevelStore, openMemoryStore, StateDirectoryError } from './state/levelStore.js';
 export * from './ports/index.js';
+export * from './kafka/index.js';

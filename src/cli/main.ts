@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { registerRunCommand } from './runCommand.js';
 import { registerScenarioCommand } from './scenarioCommand.js';
 
 /** Builds the `orderly` command line. */
@@ -7,6 +8,7 @@ export function createProgram(): Command {
     .description('per-key order, exactly-once effects and parking for agent steps in Kafka consumers')
     .showHelpAfterError();
   registerScenarioCommand(program);
+  registerRunCommand(program);
   return program;
 }
 

@@ -1,0 +1,10 @@
+// The Kafka transport: the Log port over @confluentinc/kafka-javascript, and a worker that runs a topology on it.
+export { runTopology } from './runner.js';
+export type { RunTopologyOptions, RunningTopology } from './runner.js';
+export { KafkaLog } from './kafkaLog.js';
+export type { KafkaLogOptions } from './kafkaLog.js';
+export type { KafkaSettings, LibrdkafkaConfig } from './kafkaConfig.js';
+export { ensureTopics, TopicError } from './topics.js';
+export type { TopicPlan } from './topics.js';
+export { systemClock } from './systemClock.js';
+export { systemRandom } from './systemRandom.js';

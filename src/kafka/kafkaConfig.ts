@@ -1,0 +1,92 @@
+import type { ConsumerGlobalConfig, GlobalConfig, ProducerGlobalConfig } from '@confluentinc/kafka-javascript';
+
+/** librdkafka property values as orderly passes them. */
+export type LibrdkafkaConfig = Readonly<Record<string, string | number | boolean>>;
+
+/** Where and as whom a worker connects, and how its consumer group behaves. */
+export interface KafkaSettings {
+  /** Bootstrap servers, `host:port[,host:port...]`. */
+  readonly bootstrap: string;
+  /** The consumer group: workers of one group share the source topic's partitions. */
+  readonly group: string;
+  /** @defaultValue `orderly` */
+  readonly clientId?: string;
+  /**
+   * `classic` (default): the classic group protocol with cooperative-sticky assignment, so a
+   * rebalance moves only the partitions that change owner. `consumer`: KIP-848, where the broker
+   * assigns (incremental too); session and heartbeat times are then the broker's settings.
+   */
+  readonly groupProtocol?: 'classic' | 'consumer';
+  /** Classic protocol only: how long a silent worker keeps its partitions. @defaultValue librdkafka's 45000 */
+  readonly sessionTimeoutMs?: number;
+  /** Static membership: a restarted worker with the same id gets its partitions back without a rebalance. */
+  readonly groupInstanceId?: string;
+  /** @defaultValue `read_committed`: never read an aborted transaction's records */
+  readonly isolationLevel?: 'read_committed' | 'read_uncommitted';
+  /** Where a group with no committed offset starts. @defaultValue `earliest` */
+  readonly autoOffsetReset?: 'earliest' | 'latest';
+  /** Any other librdkafka property (security, SASL...), given to every client; wins over orderly's. */
+  readonly librdkafka?: LibrdkafkaConfig;
+  /** librdkafka properties of the consumer only (max.poll.interval.ms, fetch sizes...). */
+  readonly consumerConfig?: LibrdkafkaConfig;
+  /** librdkafka properties of the producer only (linger.ms, compression...). */
+  readonly producerConfig?: LibrdkafkaConfig;
+}
+
+function common(settings: KafkaSettings, role: string): GlobalConfig {
+  return {
+    'bootstrap.servers': settings.bootstrap,
+    'client.id': `${settings.clientId ?? 'orderly'}-${role}`,
+    // An idle connection closed by the broker is normal, not worth a log line.
+    'log.connection.close': false,
+  } as GlobalConfig;
+}
+
+/**
+ * The consumer: offsets are committed only by hand (the engine commits each partition's finished
+ * prefix), assignments are incremental, and the rebalance callback is orderly's, so that the
+ * engine finishes and commits a revoked partition before it is given up.
+ */
+export function consumerConfig(settings: KafkaSettings): ConsumerGlobalConfig {
+  const protocol = settings.groupProtocol ?? 'classic';
+  const config: Record<string, unknown> = {
+    ...common(settings, 'consumer'),
+    'group.id': settings.group,
+    'group.protocol': protocol,
+    'enable.auto.commit': false,
+    'enable.auto.offset.store': false,
+    'auto.offset.reset': settings.autoOffsetReset ?? 'earliest',
+    'isolation.level': settings.isolationLevel ?? 'read_committed',
+    'enable.partition.eof': false,
+    'allow.auto.create.topics': false,
+  };
+  if (protocol === 'classic') {
+    config['partition.assignment.strategy'] = 'cooperative-sticky';
+    if (settings.sessionTimeoutMs !== undefined) config['session.timeout.ms'] = settings.sessionTimeoutMs;
+  }
+  if (settings.groupInstanceId !== undefined) config['group.instance.id'] = settings.groupInstanceId;
+  return { ...config, ...settings.librdkafka, ...settings.consumerConfig } as ConsumerGlobalConfig;
+}
+
+/**
+ * The producer: idempotent, acks from all in-sync replicas, and the Java client's murmur2
+ * partitioner, so that a key lands on the partition every other client (and the test driver)
+ * picks for it.
+ */
+export function producerConfig(settings: KafkaSettings): ProducerGlobalConfig {
+  return {
+    ...common(settings, 'producer'),
+    'enable.idempotence': true,
+    'request.required.acks': -1,
+    partitioner: 'murmur2_random',
+    'linger.ms': 5,
+    dr_cb: true,
+    ...settings.librdkafka,
+    ...settings.producerConfig,
+  } as ProducerGlobalConfig;
+}
+
+/** The admin client that checks and creates topics. */
+export function adminConfig(settings: KafkaSettings): GlobalConfig {
+  return { ...common(settings, 'admin'), ...settings.librdkafka } as GlobalConfig;
+}

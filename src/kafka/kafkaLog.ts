@@ -1,0 +1,299 @@
+import rdkafka, { type Assignment, type LibrdKafkaError, type Message, type TopicPartitionOffset } from '@confluentinc/kafka-javascript';
+import type { Logger } from 'pino';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { partitionId, type CommitOffset, type Log, type LogListener, type OutRecord, type TopicPartition } from '../ports/log.js';
+import { AckedProducer } from './ackedProducer.js';
+import { CommitWaiter, isRetriableCommitError } from './commitWaiter.js';
+import { consumerConfig, type KafkaSettings } from './kafkaConfig.js';
+import { logClientTo } from './kafkaLogger.js';
+import { toLogRecord } from './records.js';
+
+const ERR_ASSIGN_PARTITIONS = -175;
+const ERR_REVOKE_PARTITIONS = -174;
+
+/** The consumer methods orderly uses that the library's typings leave out. */
+interface Consumer extends rdkafka.KafkaConsumer {
+  incrementalAssign(assignments: Assignment[]): void;
+  incrementalUnassign(assignments: Assignment[]): void;
+  assignmentLost(): boolean;
+  rebalanceProtocol(): 'COOPERATIVE' | 'EAGER' | 'NONE';
+  setDefaultIsTimeoutOnlyForFirstMessage(value: boolean): void;
+}
+
+/**
+ * Where this consumer stands with a partition. `assigning`: the engine restores it, no record is
+ * delivered yet; `owned`: records flow; `revoking`: the engine finishes and commits it, new
+ * records are dropped (the next owner reads them from the committed offset); `lost`: taken away
+ * without a revocation (this worker was fenced), so its offsets can no longer be committed.
+ */
+type Ownership = 'assigning' | 'owned' | 'revoking' | 'lost';
+
+interface PartitionState {
+  readonly tp: TopicPartition;
+  ownership: Ownership;
+  /** What the engine asked for; applied to librdkafka while the partition is owned. */
+  paused: boolean;
+}
+
+export interface KafkaLogOptions {
+  readonly settings: KafkaSettings;
+  readonly logger: Logger;
+  /** Most records one poll returns. @defaultValue 500 */
+  readonly maxPollRecords?: number;
+  /** How long one poll waits for its first record. @defaultValue 100 */
+  readonly pollTimeoutMs?: number;
+  /** How long a commit is retried on a retriable error (coordinator moving, rebalance in progress). @defaultValue 60000 */
+  readonly commitRetryMs?: number;
+  /** Hears, once, an error after which this log cannot go on (a fatal client error, a failed rebalance callback). */
+  readonly onFatal?: (error: Error) => void;
+}
+
+/**
+ * The Log port over @confluentinc/kafka-javascript (librdkafka).
+ *
+ * - The consume loop is its own: it polls librdkafka and hands each batch to the engine
+ *   synchronously, whatever the engine is doing, so a slow model never delays a poll and the
+ *   worker never passes `max.poll.interval.ms`.
+ * - Rebalances are incremental (cooperative-sticky, or KIP-848): the engine's `assigned` settles
+ *   before a partition is assigned in librdkafka (so no record comes before it), and its `revoked`
+ *   (finish, commit) settles before a partition is given up.
+ * - `commit` commits exactly the offsets the engine gives and settles when the broker has them.
+ * - `produce` settles when every record is acknowledged by all in-sync replicas (idempotent producer).
+ */
+export class KafkaLog implements Log {
+  private consumer: Consumer | undefined;
+  private producer: AckedProducer | undefined;
+  private listener: LogListener | undefined;
+  private readonly partitions = new Map<string, PartitionState>();
+  private rebalances: Promise<void> = Promise.resolve();
+  private readonly commits = new CommitWaiter();
+  private loop: Promise<void> | undefined;
+  private closing = false;
+  private fatal: Error | undefined;
+  private readonly logger: Logger;
+
+  constructor(private readonly options: KafkaLogOptions) {
+    this.logger = options.logger;
+  }
+
+  async subscribe(topics: readonly string[], listener: LogListener): Promise<void> {
+    if (this.consumer) throw new Error('KafkaLog: subscribe() was called twice; one KafkaLog serves one engine');
+    const { settings } = this.options;
+    this.listener = listener;
+    this.producer = await AckedProducer.connect(settings, this.logger.child({ client: 'producer' }), (error) => this.fail(error));
+    const consumer = new rdkafka.KafkaConsumer(
+      {
+        ...consumerConfig(settings),
+        rebalance_cb: (error: LibrdKafkaError, assignment: Assignment[]) => this.onRebalance(error, assignment),
+        offset_commit_cb: (error: LibrdKafkaError | undefined, offsets: TopicPartitionOffset[]) => this.commits.settled(error, offsets),
+      },
+      // No topic config object: with one (even empty) the binding ignores the topic-level
+      // properties of the global config, auto.offset.reset among them.
+      undefined,
+    ) as Consumer;
+    logClientTo(consumer, this.logger.child({ client: 'consumer' }), (error) => this.fail(error));
+    await new Promise<void>((resolve, reject) => {
+      consumer.connect({}, (error) =>
+        error ? reject(new Error(`Kafka consumer could not connect to ${settings.bootstrap}: ${error.message}`)) : resolve(),
+      );
+    });
+    consumer.setDefaultConsumeTimeout(this.options.pollTimeoutMs ?? 100);
+    consumer.setDefaultIsTimeoutOnlyForFirstMessage(true);
+    consumer.subscribe([...topics]);
+    this.consumer = consumer;
+    this.logger.info({ topics, group: settings.group, protocol: settings.groupProtocol ?? 'classic' }, 'subscribed');
+    this.loop = this.consumeLoop();
+  }
+
+  pause(partitions: readonly TopicPartition[]): void {
+    this.setPaused(partitions, true);
+  }
+
+  resume(partitions: readonly TopicPartition[]): void {
+    this.setPaused(partitions, false);
+  }
+
+  async commit(offsets: readonly CommitOffset[]): Promise<void> {
+    const consumer = this.requireConsumer('commit');
+    const deadline = Date.now() + (this.options.commitRetryMs ?? 60_000);
+    for (let attempt = 1; ; attempt += 1) {
+      // Offsets of a lost partition cannot be committed (another worker may own it): skip them.
+      const live = offsets.filter((o) => {
+        const ownership = this.partitions.get(partitionId(o))?.ownership;
+        return ownership !== undefined && ownership !== 'lost';
+      });
+      if (live.length < offsets.length) {
+        const skipped = offsets.filter((o) => !live.includes(o)).map((o) => `${partitionId(o)}@${o.offset}`);
+        this.logger.warn({ skipped }, 'not committing offsets of partitions this worker no longer owns');
+      }
+      if (live.length === 0) return;
+      try {
+        await this.commits.commit(consumer, live);
+        this.logger.debug({ offsets: live.map((o) => `${partitionId(o)}@${o.offset}`) }, 'committed');
+        return;
+      } catch (error) {
+        if (!isRetriableCommitError(error) || Date.now() >= deadline) {
+          throw new Error(`Kafka commit of ${live.map((o) => `${partitionId(o)}@${o.offset}`).join(', ')} failed: ${(error as Error).message}`, { cause: error });
+        }
+        this.logger.warn({ attempt, error: (error as Error).message }, 'commit failed; retrying');
+        await sleep(Math.min(100 * 2 ** attempt, 2_000));
+      }
+    }
+  }
+
+  async produce(records: readonly OutRecord[]): Promise<void> {
+    if (this.fatal) throw this.fatal;
+    await this.requireProducer().produce(records);
+  }
+
+  /**
+   * Stops delivering records, leaves the group (librdkafka's close revokes every partition; the
+   * engine is no longer asked, it finished and committed before it closed the log) and flushes
+   * the producer.
+   */
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    this.listener = undefined;
+    await this.loop;
+    await this.rebalances;
+    const consumer = this.consumer;
+    if (consumer) {
+      await new Promise<void>((resolve) =>
+        consumer.disconnect((error: unknown) => {
+          if (error) this.logger.warn({ error: String(error) }, 'consumer close');
+          resolve();
+        }),
+      );
+    }
+    this.commits.abandon(new Error('KafkaLog closed'));
+    await this.producer?.close();
+    this.logger.info('left the group and closed');
+  }
+
+  /** Partitions this consumer owns now (assigned and restored), for tests and metrics. */
+  owned(): TopicPartition[] {
+    return [...this.partitions.values()].filter((p) => p.ownership === 'owned').map((p) => p.tp);
+  }
+
+  private async consumeLoop(): Promise<void> {
+    const consumer = this.requireConsumer('poll');
+    const max = this.options.maxPollRecords ?? 500;
+    while (!this.closing && !this.fatal) {
+      let messages: Message[];
+      try {
+        messages = await new Promise<Message[]>((resolve, reject) =>
+          consumer.consume(max, (error, batch) => (error ? reject(error) : resolve(batch))),
+        );
+      } catch (error) {
+        if (this.closing) break;
+        const e = error as LibrdKafkaError;
+        if (e.isFatal) {
+          this.fail(new Error(`Kafka consumer failed: ${e.message} (code ${e.code})`));
+          break;
+        }
+        this.logger.warn({ code: e.code }, `poll: ${e.message}`);
+        await sleep(200);
+        continue;
+      }
+      try {
+        this.deliver(messages);
+      } catch (error) {
+        this.fail(error as Error);
+      }
+    }
+  }
+
+  /** Hands the records of owned partitions to the engine, in one synchronous call. */
+  private deliver(messages: readonly Message[]): void {
+    const listener = this.listener;
+    if (!listener || messages.length === 0) return;
+    const records = [];
+    let dropped = 0;
+    for (const message of messages) {
+      if (this.partitions.get(partitionId(message))?.ownership === 'owned') records.push(toLogRecord(message));
+      else dropped += 1;
+    }
+    if (dropped > 0) this.logger.debug({ dropped }, 'dropped records of partitions being revoked');
+    if (records.length > 0) listener.records(records);
+  }
+
+  private onRebalance(error: LibrdKafkaError, assignment: Assignment[]): void {
+    const consumer = this.consumer;
+    if (!consumer) return;
+    const tps = assignment.map(({ topic, partition }) => ({ topic, partition }));
+    const cooperative = consumer.rebalanceProtocol() !== 'EAGER';
+    if (error?.code === ERR_ASSIGN_PARTITIONS) {
+      // An empty assignment completes a rebalance that gave this worker nothing new.
+      if (tps.length > 0) this.logger.info({ partitions: tps.map(partitionId) }, 'assigned');
+      this.serialize(async () => {
+        const states = tps.map((tp): PartitionState => ({ tp, ownership: 'assigning', paused: false }));
+        for (const state of states) this.partitions.set(partitionId(state.tp), state);
+        if (this.listener && tps.length > 0) await this.listener.assigned(tps);
+        for (const state of states) if (state.ownership === 'assigning') state.ownership = 'owned';
+        if (cooperative) consumer.incrementalAssign(assignment);
+        else consumer.assign(assignment);
+      });
+    } else if (error?.code === ERR_REVOKE_PARTITIONS) {
+      const lost = consumer.assignmentLost();
+      // At once, not in turn: from now on no record of these partitions reaches the engine.
+      const states = tps.flatMap((tp) => this.partitions.get(partitionId(tp)) ?? []);
+      for (const state of states) state.ownership = lost ? 'lost' : 'revoking';
+      this.logger.info({ partitions: tps.map(partitionId), lost }, lost ? 'partitions lost' : 'revoking');
+      this.serialize(async () => {
+        if (this.listener) await this.listener.revoked(tps);
+        for (const tp of tps) {
+          const id = partitionId(tp);
+          const state = this.partitions.get(id);
+          if (state && (state.ownership === 'revoking' || state.ownership === 'lost')) this.partitions.delete(id);
+        }
+        if (cooperative) consumer.incrementalUnassign(assignment);
+        else consumer.unassign();
+        this.logger.info({ partitions: tps.map(partitionId) }, 'revoked');
+      });
+    } else {
+      this.logger.error({ code: error?.code }, `rebalance error: ${error?.message}`);
+    }
+  }
+
+  /** Runs rebalance steps one after another, in the order librdkafka gave them. */
+  private serialize(step: () => Promise<void>): void {
+    this.rebalances = this.rebalances.then(step).catch((error: unknown) => {
+      this.fail(new Error(`rebalance callback failed: ${(error as Error).message}`, { cause: error }));
+    });
+  }
+
+  private setPaused(partitions: readonly TopicPartition[], paused: boolean): void {
+    const apply: TopicPartition[] = [];
+    for (const tp of partitions) {
+      const state = this.partitions.get(partitionId(tp));
+      if (!state) continue;
+      state.paused = paused;
+      if (state.ownership === 'owned') apply.push(tp);
+    }
+    if (apply.length === 0 || !this.consumer || this.closing) return;
+    try {
+      if (paused) this.consumer.pause(apply);
+      else this.consumer.resume(apply);
+    } catch (error) {
+      this.logger.warn({ partitions: apply.map(partitionId), error: (error as Error).message }, paused ? 'pause failed' : 'resume failed');
+    }
+  }
+
+  private fail(error: Error): void {
+    if (this.fatal) return;
+    this.fatal = error;
+    this.logger.error({ err: error }, 'Kafka log failed');
+    this.options.onFatal?.(error);
+  }
+
+  private requireConsumer(what: string): Consumer {
+    if (!this.consumer) throw new Error(`KafkaLog: ${what} before subscribe()`);
+    return this.consumer;
+  }
+
+  private requireProducer(): AckedProducer {
+    if (!this.producer) throw new Error('KafkaLog: produce before subscribe()');
+    return this.producer;
+  }
+}

@@ -1,0 +1,34 @@
+import type { Message, MessageHeader } from '@confluentinc/kafka-javascript';
+import type { Headers, LogRecord, OutRecord } from '../ports/log.js';
+
+/** A consumed Kafka message as the Log port's record: key and headers as UTF-8 strings. */
+export function toLogRecord(message: Message): LogRecord {
+  return {
+    topic: message.topic,
+    partition: message.partition,
+    offset: message.offset,
+    key: message.key === null || message.key === undefined ? null : message.key.toString(),
+    value: message.value ?? null,
+    timestampMs: message.timestamp ?? 0,
+    headers: fromKafkaHeaders(message.headers),
+  };
+}
+
+/** librdkafka's header list (one `{ name: value }` object per header) as one object; a repeated name keeps its last value. */
+export function fromKafkaHeaders(headers: readonly MessageHeader[] | undefined): Headers {
+  const result: Record<string, string> = {};
+  for (const header of headers ?? []) {
+    for (const [name, value] of Object.entries(header)) result[name] = value.toString();
+  }
+  return result;
+}
+
+export function toKafkaHeaders(headers: Headers | undefined): MessageHeader[] {
+  return Object.entries(headers ?? {}).map(([name, value]) => ({ [name]: value }));
+}
+
+/** The arguments of librdkafka's produce() for one record; partition -1 lets the partitioner choose from the key. */
+export function toProduceArgs(record: OutRecord): { topic: string; partition: number; value: Buffer | null; key: string | null; headers: MessageHeader[] } {
+  const value = record.value === null ? null : Buffer.from(record.value.buffer, record.value.byteOffset, record.value.byteLength);
+  return { topic: record.topic, partition: record.partition ?? -1, value, key: record.key, headers: toKafkaHeaders(record.headers) };
+}

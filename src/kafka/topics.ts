@@ -1,0 +1,101 @@
+import rdkafka, { type IAdminClient, type LibrdKafkaError, type TopicDescription } from '@confluentinc/kafka-javascript';
+import type { Logger } from 'pino';
+import { adminConfig, type KafkaSettings } from './kafkaConfig.js';
+
+const UNKNOWN_TOPIC = 3;
+const TOPIC_AUTHORIZATION_FAILED = 29;
+const CLUSTER_AUTHORIZATION_FAILED = 31;
+const TOPIC_ALREADY_EXISTS = 36;
+
+/** A topic orderly needs that is missing and cannot be made, or cannot be seen; names the topic and what to grant. */
+export class TopicError extends Error {
+  constructor(
+    readonly topic: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'TopicError';
+  }
+}
+
+export interface TopicPlan {
+  /** The topic the topology reads: it must exist (orderly does not choose its partitions). */
+  readonly source: string;
+  /** Topics the topology writes (sinks, parking, dead letters): created when missing. */
+  readonly outputs: readonly string[];
+  /** Partitions of a created topic. @defaultValue the source topic's count (co-partitioned by key) */
+  readonly partitions?: number;
+  /** @defaultValue -1: the broker's default.replication.factor */
+  readonly replicationFactor?: number;
+  readonly timeoutMs?: number;
+}
+
+/**
+ * Checks that the source topic exists and creates the missing output topics. Fails with a
+ * {@link TopicError} naming the topic and the permission (ACL) the principal lacks.
+ *
+ * @returns the source topic's partition count
+ */
+export async function ensureTopics(settings: KafkaSettings, logger: Logger, plan: TopicPlan): Promise<{ sourcePartitions: number }> {
+  const admin = rdkafka.AdminClient.create(adminConfig(settings));
+  const timeout = plan.timeoutMs ?? 30_000;
+  try {
+    const described = await describe(admin, [plan.source, ...plan.outputs], timeout);
+    const source = described.get(plan.source)!;
+    if (source.error) throw describeError(plan.source, source.error, settings.bootstrap, 'source');
+    const sourcePartitions = source.partitions.length;
+    for (const topic of plan.outputs) {
+      const found = described.get(topic)!;
+      if (!found.error) continue;
+      if (found.error.code !== UNKNOWN_TOPIC) throw describeError(topic, found.error, settings.bootstrap, 'output');
+      const partitions = plan.partitions ?? sourcePartitions;
+      await create(admin, topic, partitions, plan.replicationFactor ?? -1, timeout);
+      logger.info({ topic, partitions }, 'created topic');
+    }
+    return { sourcePartitions };
+  } finally {
+    admin.disconnect();
+  }
+}
+
+function describe(admin: IAdminClient, topics: readonly string[], timeout: number): Promise<Map<string, TopicDescription>> {
+  return new Promise((resolve, reject) => {
+    admin.describeTopics([...new Set(topics)], { timeout }, (error, result) => {
+      if (error) reject(new Error(`could not describe topics ${topics.join(', ')}: ${error.message}`));
+      else resolve(new Map(result.map((t) => [t.name, t])));
+    });
+  });
+}
+
+function create(admin: IAdminClient, topic: string, partitions: number, replicationFactor: number, timeout: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    admin.createTopic({ topic, num_partitions: partitions, replication_factor: replicationFactor }, timeout, (error) => {
+      if (!error || error.code === TOPIC_ALREADY_EXISTS) resolve();
+      else reject(createError(topic, error));
+    });
+  });
+}
+
+function describeError(topic: string, error: LibrdKafkaError, bootstrap: string, role: 'source' | 'output'): TopicError {
+  if (error.code === TOPIC_AUTHORIZATION_FAILED) {
+    const needs = role === 'source' ? 'DESCRIBE and READ' : 'DESCRIBE and WRITE';
+    return new TopicError(topic, `topic '${topic}': not authorized to describe it; grant this principal ${needs} on Topic:${topic}`);
+  }
+  if (error.code === UNKNOWN_TOPIC) {
+    return new TopicError(
+      topic,
+      `source topic '${topic}' does not exist on ${bootstrap}; create it first (orderly does not choose the partition count of its input)`,
+    );
+  }
+  return new TopicError(topic, `topic '${topic}': ${error.message} (code ${error.code})`);
+}
+
+function createError(topic: string, error: LibrdKafkaError): TopicError {
+  if (error.code === TOPIC_AUTHORIZATION_FAILED || error.code === CLUSTER_AUTHORIZATION_FAILED) {
+    return new TopicError(
+      topic,
+      `topic '${topic}' is missing and this principal may not create it: grant CREATE on Topic:${topic} (or on the Cluster), or create the topic yourself`,
+    );
+  }
+  return new TopicError(topic, `could not create topic '${topic}': ${error.message} (code ${error.code})`);
+}

@@ -1,0 +1,29 @@
+// Global set-up of the Kafka tests (the `kafka` project in vitest.config.ts): compiles the CLI and
+// the example (the tests run ./bin/orderly as a child process), then starts a one-node Apache
+// Kafka broker of their own on port 19092 with tools/kafka/broker.ts (fetching its jars with Maven
+// on first use), and stops and deletes it afterwards.
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { down, up } from '../../tools/kafka/broker.js';
+import { REPO } from './worker.js';
+
+const PORT = Number(process.env.ORDERLY_TEST_KAFKA_PORT ?? 19092);
+const DIR = join(REPO, '.orderly', 'kafka-test');
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    kafkaBootstrap: string;
+  }
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const log = (line: string) => console.log(`[kafka tests] ${line}`);
+  log('compiling (npm run build): the tests run ./bin/orderly');
+  execFileSync('npm', ['run', '-s', 'build'], { cwd: REPO, stdio: 'inherit' });
+  const cluster = await up({ port: PORT, dir: DIR, log });
+  project.provide('kafkaBootstrap', cluster.bootstrapServers);
+  return async () => {
+    await down({ dir: DIR, purge: true, graceSeconds: 10, log });
+  };
+}

@@ -1,0 +1,186 @@
+// The Log port's Kafka adapter in-process, on the real broker: delivery, commits, pause and
+// resume, incremental rebalances whose callbacks are awaited.
+import rdkafka from '@confluentinc/kafka-javascript';
+import { pino } from 'pino';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { partitionId, type LogListener, type LogRecord, type TopicPartition } from '../../src/ports/log.js';
+import { KafkaLog } from '../../src/kafka/kafkaLog.js';
+import { ensureTopics, TopicError } from '../../src/kafka/topics.js';
+import { createTopic, produce } from './kafkaClient.js';
+import { scenario } from './disputes.js';
+
+const bootstrap = inject('kafkaBootstrap');
+const logger = pino({ level: process.env.ORDERLY_TEST_LOG_LEVEL ?? 'silent' });
+const open: KafkaLog[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((log) => log.close()));
+});
+
+/** A listener that keeps what it was told, with the time of each callback. */
+class Recorder implements LogListener {
+  readonly received: LogRecord[] = [];
+  readonly events: Array<{ kind: 'assigned' | 'revoked' | 'revoked-done'; partitions: string[]; atMs: number }> = [];
+  constructor(private readonly onRevoked: (tps: readonly TopicPartition[]) => Promise<void> = async () => undefined) {}
+
+  async assigned(tps: readonly TopicPartition[]): Promise<void> {
+    this.events.push({ kind: 'assigned', partitions: tps.map(partitionId), atMs: Date.now() });
+  }
+
+  async revoked(tps: readonly TopicPartition[]): Promise<void> {
+    this.events.push({ kind: 'revoked', partitions: tps.map(partitionId), atMs: Date.now() });
+    await this.onRevoked(tps);
+    this.events.push({ kind: 'revoked-done', partitions: tps.map(partitionId), atMs: Date.now() });
+  }
+
+  records(batch: readonly LogRecord[]): void {
+    // Synchronous, as the port requires: it only keeps them.
+    this.received.push(...batch);
+  }
+
+  of(partition: number): LogRecord[] {
+    return this.received.filter((r) => r.partition === partition);
+  }
+}
+
+async function until(what: string, condition: () => boolean, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+function kafkaLog(group: string, options: { sessionTimeoutMs?: number } = {}): KafkaLog {
+  const log = new KafkaLog({ settings: { bootstrap, group, ...options }, logger });
+  open.push(log);
+  return log;
+}
+
+async function committed(group: string, topic: string, partitions: number): Promise<Array<number | undefined>> {
+  const consumer = new rdkafka.KafkaConsumer({ 'bootstrap.servers': bootstrap, 'group.id': group }, {});
+  await new Promise<void>((resolve, reject) => consumer.connect({}, (error) => (error ? reject(error) : resolve())));
+  try {
+    const tps = Array.from({ length: partitions }, (_, partition) => ({ topic, partition }));
+    const offsets = await new Promise<Array<{ partition: number; offset: number }>>((resolve, reject) =>
+      consumer.committed(tps, 10_000, (error, result) => (error ? reject(error) : resolve(result))),
+    );
+    return tps.map((tp) => {
+      const offset = offsets.find((o) => o.partition === tp.partition)?.offset;
+      return offset === undefined || offset < 0 ? undefined : offset;
+    });
+  } finally {
+    await new Promise<void>((resolve) => consumer.disconnect(() => resolve()));
+  }
+}
+
+const values = (records: readonly LogRecord[]) => records.map((r) => new TextDecoder().decode(r.value!));
+
+describe('KafkaLog', () => {
+  it('delivers every record in offset order per partition and commits exactly the offsets asked for', async () => {
+    const { prefix, group } = await scenario('log-commit');
+    const topic = `${prefix}in`;
+    await createTopic(bootstrap, topic, 2);
+    await produce(bootstrap, topic, Array.from({ length: 20 }, (_, i) => ({ key: null, value: `v${i}`, partition: i % 2 })));
+    const recorder = new Recorder();
+    const log = kafkaLog(group);
+    await log.subscribe([topic], recorder);
+    await until('20 records', () => recorder.received.length === 20);
+    for (const partition of [0, 1]) {
+      const offsets = recorder.of(partition).map((r) => r.offset);
+      expect(offsets).toEqual([...offsets].sort((a, b) => a - b));
+      expect(offsets).toEqual(Array.from({ length: 10 }, (_, i) => i));
+    }
+    expect(recorder.events.map((e) => e.kind)).toEqual(['assigned']);
+
+    await log.commit([{ topic, partition: 0, offset: 4 }]);
+    // Settled means the broker has it.
+    expect(await committed(group, topic, 2)).toEqual([4, undefined]);
+    await log.commit([{ topic, partition: 0, offset: 7 }, { topic, partition: 1, offset: 10 }]);
+    expect(await committed(group, topic, 2)).toEqual([7, 10]);
+  });
+
+  it('delivers nothing of a paused partition until it is resumed, then goes on where it stopped', async () => {
+    const { prefix, group } = await scenario('log-pause');
+    const topic = `${prefix}in`;
+    await createTopic(bootstrap, topic, 2);
+    const recorder = new Recorder();
+    const log = kafkaLog(group);
+    await log.subscribe([topic], recorder);
+    await until('assignment', () => log.owned().length === 2);
+    await produce(bootstrap, topic, [0, 1, 2].map((i) => ({ key: null, value: `a${i}`, partition: 0 })));
+    await until('3 records of partition 0', () => recorder.of(0).length === 3);
+
+    log.pause([{ topic, partition: 0 }]);
+    await produce(bootstrap, topic, [
+      ...[3, 4, 5].map((i) => ({ key: null, value: `a${i}`, partition: 0 })),
+      ...[0, 1].map((i) => ({ key: null, value: `b${i}`, partition: 1 })),
+    ]);
+    await until('partition 1 (not paused) goes on', () => recorder.of(1).length === 2);
+    await sleep(1_500);
+    expect(values(recorder.of(0))).toEqual(['a0', 'a1', 'a2']);
+
+    log.resume([{ topic, partition: 0 }]);
+    await until('partition 0 resumed', () => recorder.of(0).length === 6);
+    expect(values(recorder.of(0))).toEqual(['a0', 'a1', 'a2', 'a3', 'a4', 'a5']);
+    expect(recorder.of(0).map((r) => r.offset)).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+
+  it('moves only the partitions that change owner, after the old owner finished and committed them', async () => {
+    const { prefix, group } = await scenario('log-rebalance');
+    const topic = `${prefix}in`;
+    await createTopic(bootstrap, topic, 4);
+    await produce(bootstrap, topic, Array.from({ length: 40 }, (_, i) => ({ key: null, value: `v${i}`, partition: i % 4 })));
+
+    // The first owner takes its time to hand over: it finishes, then commits half of what it read.
+    let first!: KafkaLog;
+    const firstRecorder = new Recorder(async (tps) => {
+      await sleep(1_500);
+      await first.commit(tps.map((tp) => ({ ...tp, offset: 5 })));
+    });
+    first = kafkaLog(group);
+    await first.subscribe([topic], firstRecorder);
+    await until('first owner read everything', () => firstRecorder.received.length === 40);
+
+    const secondRecorder = new Recorder();
+    const second = kafkaLog(group);
+    await second.subscribe([topic], secondRecorder);
+    await until('second owner assigned', () => second.owned().length > 0);
+    await until('second owner read its partitions from the committed offset', () => secondRecorder.received.length === 5 * second.owned().length);
+
+    const revoked = firstRecorder.events.filter((e) => e.kind === 'revoked');
+    expect(revoked).toHaveLength(1);
+    const moved = revoked[0]!.partitions.sort();
+    expect(moved).toHaveLength(2);
+    // Incremental: the second owner got exactly the moved partitions; the first kept the others.
+    expect(second.owned().map(partitionId).sort()).toEqual(moved);
+    expect(first.owned().map(partitionId).sort()).toEqual(['0', '1', '2', '3'].map((p) => `${topic}/${p}`).filter((p) => !moved.includes(p)));
+    // Assigned to the second only after the first's revoked() settled (and committed).
+    const done = firstRecorder.events.find((e) => e.kind === 'revoked-done')!;
+    const assigned = secondRecorder.events.find((e) => e.kind === 'assigned' && e.partitions.length > 0)!;
+    expect(assigned.atMs).toBeGreaterThanOrEqual(done.atMs);
+    expect(secondRecorder.received.every((r) => r.offset >= 5)).toBe(true);
+    expect(firstRecorder.events.filter((e) => e.kind === 'assigned').flatMap((e) => e.partitions)).toHaveLength(4);
+  });
+
+  it('fails with an error naming a missing source topic, and creates missing output topics with its partition count', async () => {
+    const { prefix, group } = await scenario('log-topics');
+    const settings = { bootstrap, group };
+    await expect(ensureTopics(settings, logger, { source: `${prefix}missing`, outputs: [`${prefix}out`] })).rejects.toThrow(
+      new TopicError(`${prefix}missing`, `source topic '${prefix}missing' does not exist on ${bootstrap}; create it first (orderly does not choose the partition count of its input)`),
+    );
+    await createTopic(bootstrap, `${prefix}in`, 3);
+    expect(await ensureTopics(settings, logger, { source: `${prefix}in`, outputs: [`${prefix}out`, `${prefix}in.dlq`] })).toEqual({ sourcePartitions: 3 });
+    // Idempotent: a second worker finds them.
+    expect(await ensureTopics(settings, logger, { source: `${prefix}in`, outputs: [`${prefix}out`, `${prefix}in.dlq`] })).toEqual({ sourcePartitions: 3 });
+    const admin = rdkafka.AdminClient.create({ 'bootstrap.servers': bootstrap });
+    try {
+      const described = await new Promise<Array<{ name: string; partitions: unknown[] }>>((resolve, reject) =>
+        admin.describeTopics([`${prefix}out`, `${prefix}in.dlq`], { timeout: 10_000 }, (error, result) => (error ? reject(error) : resolve(result))),
+      );
+      expect(described.map((t) => t.partitions.length)).toEqual([3, 3]);
+    } finally {
+      admin.disconnect();
+    }
+  });
+});

@@ -1,0 +1,122 @@
+// `./bin/orderly run` as a child process, with its JSON log lines collected.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export const REPO = fileURLToPath(new URL('../..', import.meta.url));
+/** The disputes example as `npm run build` compiles it (the Kafka tests' global set-up builds). */
+export const DISPUTES_MODULE = 'dist/examples/disputes/topology.js';
+
+export interface WorkerOptions {
+  readonly bootstrap: string;
+  readonly group: string;
+  readonly stateDir: string;
+  readonly topicPrefix: string;
+  readonly env?: Record<string, string>;
+  readonly args?: readonly string[];
+}
+
+/** One parsed pino line of the worker. */
+export type LogLine = Record<string, unknown> & { msg?: string; level?: number };
+
+export class Worker {
+  readonly lines: LogLine[] = [];
+  private readonly child: ChildProcess;
+  private readonly exited: Promise<number | null>;
+  private stderr = '';
+
+  constructor(options: WorkerOptions) {
+    const args = [
+      'bin/orderly',
+      'run',
+      DISPUTES_MODULE,
+      '--bootstrap',
+      options.bootstrap,
+      '--group',
+      options.group,
+      '--state-dir',
+      options.stateDir,
+      '--session-timeout-ms',
+      '6000',
+      '--commit-every-ms',
+      '500',
+      '--log-level',
+      'debug',
+      ...(options.args ?? []),
+    ];
+    this.child = spawn(process.execPath, args, {
+      cwd: REPO,
+      env: {
+        ...process.env,
+        ORDERLY_TOPIC_PREFIX: options.topicPrefix,
+        ORDERLY_MODEL_LATENCY_MS: '20',
+        ORDERLY_RETRY_DELAY_MS: '100',
+        ...options.env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let partial = '';
+    this.child.stdout!.on('data', (chunk: Buffer) => {
+      partial += chunk.toString();
+      const parts = partial.split('\n');
+      partial = parts.pop()!;
+      for (const line of parts) {
+        if (!line.trim()) continue;
+        try {
+          this.lines.push(JSON.parse(line) as LogLine);
+        } catch {
+          this.lines.push({ msg: line });
+        }
+      }
+    });
+    this.child.stderr!.on('data', (chunk: Buffer) => (this.stderr += chunk.toString()));
+    this.exited = once(this.child, 'exit').then(([code]) => code as number | null);
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  get running(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** Outcome lines (`event APPLIED`, ...) of this worker. */
+  outcomes(outcome?: string): LogLine[] {
+    return this.lines.filter((l) => typeof l.outcome === 'string' && (outcome === undefined || l.outcome === outcome));
+  }
+
+  /** Waits until `predicate` holds of the lines; fails early when the worker exits. */
+  async waitFor(what: string, predicate: (lines: readonly LogLine[]) => boolean, timeoutMs = 90_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!predicate(this.lines)) {
+      if (!this.running) throw new Error(`worker exited (code ${this.child.exitCode}) before ${what}\n${this.tail()}`);
+      if (Date.now() > deadline) throw new Error(`worker: no ${what} within ${timeoutMs} ms\n${this.tail()}`);
+      await sleep(100);
+    }
+  }
+
+  /** SIGTERM, then the exit code (a clean stop is 0). */
+  async stop(timeoutMs = 60_000): Promise<number | null> {
+    if (this.running) this.child.kill('SIGTERM');
+    const code = await Promise.race([this.exited, sleep(timeoutMs).then(() => 'timeout' as const)]);
+    if (code === 'timeout') {
+      this.child.kill('SIGKILL');
+      throw new Error(`worker did not stop within ${timeoutMs} ms of SIGTERM\n${this.tail()}`);
+    }
+    return code;
+  }
+
+  /** kill -9: no cleanup at all, as a crash. */
+  async kill(): Promise<void> {
+    if (this.running) this.child.kill('SIGKILL');
+    await this.exited;
+  }
+
+  /** The last log lines and stderr, for failure messages. */
+  tail(count = 25): string {
+    const lines = this.lines.slice(-count).map((l) => JSON.stringify(l));
+    return `--- last ${lines.length} log lines:\n${lines.join('\n')}\n--- stderr:\n${this.stderr.slice(-3000)}`;
+  }
+}
