@@ -10,4 +10,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
 npm run -s build
 npm run -s typecheck
-npx vitest run
+mkdir -p .cache
+status=0
+npx vitest run --reporter=default --reporter=json --outputFile.json=.cache/vitest-results.json || status=$?
+# One plain closing line, 'N passed, N failed, N skipped', that any CI can read.
+node -e '
+  const r = JSON.parse(require("fs").readFileSync(".cache/vitest-results.json", "utf8"));
+  console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped`);
+' || true
+exit "$status"
