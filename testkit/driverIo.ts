@@ -35,10 +35,6 @@ export class DriverIo {
     return this.queue.shift();
   }
 
-  get size(): number {
-    return this.queue.length;
-  }
-
   /** Drops an instance's waiting requests and refuses its next ones. */
   fence(owner: string): void {
     this.fenced.add(owner);

@@ -71,10 +71,5 @@ export class TestOutputTopic<T> {
   readValuesToList(): T[] {
     return this.readRecordsToList().map((r) => r.value);
   }
-
-  /** Records appended and not read yet. */
-  get queueSize(): number {
-    return this.log.appended(this.name, this.read).length;
-  }
 }
 

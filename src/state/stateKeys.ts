@@ -21,7 +21,6 @@ export const stateKeys = {
   /** One event held behind a parked key, in arrival order. */
   heldEvent: (step: string, tp: TopicPartition, lane: string, seq: number) =>
     `held/${step}/${part(tp)}/${enc(lane)}/${pad(seq)}`,
-  heldEventPrefix: (step: string, tp: TopicPartition, lane: string) => `held/${step}/${part(tp)}/${enc(lane)}/`,
   /** Which parked key holds an event, by effect id: a redelivered held event is not held twice. */
   heldIndex: (step: string, effectId: string) => `heldid/${step}/${effectId}`,
 } as const;

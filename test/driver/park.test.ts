@@ -111,6 +111,10 @@ describe('a decision that fails its schema', () => {
     expect(d.parked()).toEqual([
       expect.objectContaining({ topic: 'events', partition: 0, key: 'a', status: 'parked', headSeq: 0, nextSeq: 3, parkedAtMs: 2_300 }),
     ]);
+    // The event a resolution would decide: the poison one, with its three errors.
+    const head = d.parkedHead(0, 'a');
+    expect(head).toMatchObject({ reason: 'POISON', attempts: 3, event: { effectId: 'events/0/0', offset: 0, key: 'a' } });
+    expect(head.errors.map((e) => e.attempt)).toEqual([1, 2, 3]);
     // Parked and held events are finished: the commit passes them.
     expect(d.committed()).toEqual([{ topic: 'events', partition: 0, offset: 5 }]);
   });
