@@ -8,39 +8,31 @@ import { topologyToMermaid } from '../graph/mermaid.js';
  * it starts from fresh operator state and the store.
  */
 export class Topology {
+  /** Events in flight per partition. 1 when the chain has no keyedSerial. */
+  readonly maxInFlight: number;
+  readonly agentStep: AgentStepNode | undefined;
+  readonly park: ParkNode | undefined;
+  readonly applyOnce: ApplyOnceNode | undefined;
+  /** Every topic the topology writes: sinks, then the parking and dead-letter topics. */
+  readonly outputTopics: readonly string[];
+
   /** @internal */
   constructor(
     readonly source: SourceNode,
     readonly processors: readonly ProcessorNode[],
-  ) {}
+  ) {
+    // Derived once: the engine reads these for every event.
+    this.maxInFlight = this.find('keyedSerial')?.maxInFlight ?? 1;
+    this.agentStep = this.find('agentStep');
+    this.park = this.find('park');
+    this.applyOnce = this.find('applyOnce');
+    const sinks = processors.flatMap((n) => (n.kind === 'sink' ? [n.topic] : []));
+    this.outputTopics = [...new Set([...sinks, ...(this.park ? [this.park.topic] : []), source.deadLetterTopic])];
+  }
 
   /** Every node, the source first, in chain order. */
   get nodes(): readonly GraphNode[] {
     return [this.source, ...this.processors];
-  }
-
-  /** Events in flight per partition. 1 when the chain has no keyedSerial. */
-  get maxInFlight(): number {
-    return this.find('keyedSerial')?.maxInFlight ?? 1;
-  }
-
-  get agentStep(): AgentStepNode | undefined {
-    return this.find('agentStep');
-  }
-
-  get park(): ParkNode | undefined {
-    return this.find('park');
-  }
-
-  get applyOnce(): ApplyOnceNode | undefined {
-    return this.find('applyOnce');
-  }
-
-  /** Every topic the topology writes: sinks, then the parking and dead-letter topics. */
-  get outputTopics(): readonly string[] {
-    const sinks = this.processors.flatMap((n) => (n.kind === 'sink' ? [n.topic] : []));
-    const park = this.park ? [this.park.topic] : [];
-    return [...new Set([...sinks, ...park, this.source.deadLetterTopic])];
   }
 
   /** The operator graph in Kafka Streams' `describe()` form: source, processors with their stores, sinks. */
