@@ -99,6 +99,8 @@ describe('state follows its partition on Kafka', () => {
     const onChangelogs = (await Promise.all(changelogs.map((t) => readAll(bootstrap, t)))).reduce((n, records) => n + records.length, 0);
     expect(readBack, "A read only what followed its checkpoint, not its own writes again").toBeLessThan(onChangelogs);
     expect(await a2.stop()).toBe(0);
+    const summary = (w: Worker) => restores(w).map((l) => `${l.mode} ${l.records} records ${l.tookMs} ms`).join(', ');
+    console.log(`hand-over test: B restored ${summary(b)}; A came back with ${summary(a2)} (${onChangelogs} on the changelogs)`);
 
     expect(twice(idsOf(a, 'APPLIED'), idsOf(b, 'APPLIED'), idsOf(a2, 'APPLIED')), 'effects applied twice').toEqual([]);
     const expected = inputs.filter((d, i) => i !== POISON && !isHeld(d, i));
@@ -195,6 +197,7 @@ describe('state follows its partition on Kafka', () => {
     expect(restore).toMatchObject({ mode: 'full', reason: expect.stringMatching(/no checkpoint/) });
     expect(Number(restore!.wiped), 'the local keys of the partition were wiped').toBeGreaterThanOrEqual(60);
     expect(Number(restore!.records), 'and read back from the changelogs').toBeGreaterThanOrEqual(60);
+    console.log(`rebuild test: wiped ${restore!.wiped} local keys, read ${restore!.records} changelog records in ${restore!.tookMs} ms`);
     // The effect the local state lacked came back from the changelog: found, not applied again...
     expect(idsOf(a2, 'DUPLICATE')).toContain(`${topic}/0/7`);
     // ...and the one only the local state had is gone: the event behind it is applied for real.
