@@ -4,7 +4,7 @@ import type { StateStore } from '../../../src/graph/stores.js';
 import { ChangelogStore, type ChangelogSource, type RestoreReport } from '../../../src/kafka/changelog/changelogStore.js';
 import { checkpoints } from '../../../src/kafka/changelog/checkpoints.js';
 import { partitionId, type OutRecord, type TopicPartition } from '../../../src/ports/log.js';
-import type { Store } from '../../../src/ports/store.js';
+import type { LocalStore } from '../../../src/state/levelStore.js';
 import { openMemoryStore } from '../../../src/state/levelStore.js';
 import { stateKeys } from '../../../src/state/stateKeys.js';
 
@@ -54,7 +54,7 @@ class MemoryChangelog implements ChangelogSource {
   async close() {}
 }
 
-async function worker(changelog: MemoryChangelog, local?: Store, handedBackCleanly?: (tp: TopicPartition) => boolean) {
+async function worker(changelog: MemoryChangelog, local?: LocalStore, handedBackCleanly?: (tp: TopicPartition) => boolean) {
   const reports: RestoreReport[] = [];
   const store = new ChangelogStore({
     local: local ?? (await openMemoryStore()),
