@@ -66,6 +66,7 @@ export class Engine {
       gate: step && new RateGate(clock, step.limit),
       observer,
       metrics,
+      atomically: options.log.atomic ? (work) => options.log.atomic!(work) : (work) => work(),
       report: (outcome, event, details) => {
         metrics.outcome(outcome);
         if (!observer.outcome) return;
