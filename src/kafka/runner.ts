@@ -7,7 +7,11 @@ import type { Topology } from '../dsl/topology.js';
 import { Engine, type CommitPolicy } from '../engine/engine.js';
 import { Outcome, type EngineObserver, type OutcomeEvent } from '../engine/outcomes.js';
 import type { Store } from '../ports/store.js';
+import { topologyStores } from '../graph/stores.js';
 import { openLevelStore } from '../state/levelStore.js';
+import { ChangelogReader } from './changelog/changelogReader.js';
+import { checkedChangelogTopic } from './changelog/changelogRecords.js';
+import { ChangelogStore, type RestoreReport } from './changelog/changelogStore.js';
 import type { KafkaSettings, TransactionSettings } from './kafkaConfig.js';
 import { KafkaLog } from './kafkaLog.js';
 import { systemClock } from './systemClock.js';
@@ -39,6 +43,8 @@ export interface RunTopologyOptions {
    * interval then defaults to 100 ms (each commit ends a transaction, and outputs are visible only then).
    */
   readonly exactlyOnce?: boolean | ExactlyOnceOptions;
+  /** Hears how the state of each partition this worker takes over was restored from its changelogs. */
+  readonly onRestored?: (report: RestoreReport) => void;
 }
 
 /** How an exactly-once worker names and times its transactions. */
@@ -67,8 +73,9 @@ export interface RunningTopology {
 
 /**
  * Runs a topology on a Kafka cluster: checks the source topic and creates the missing output,
- * parking and dead-letter topics, opens the LevelDB state, joins the consumer group and runs the
- * engine until {@link RunningTopology.stop} or a fatal error.
+ * parking, dead-letter and changelog topics, opens the LevelDB state, joins the consumer group and
+ * runs the engine until {@link RunningTopology.stop} or a fatal error. The state of each partition
+ * is written to its stores' changelogs and restored from them when this worker takes it over.
  *
  * @example
  * const worker = await runTopology({ topology, bootstrap: 'localhost:9092', group: 'disputes', stateDir: './state' });
@@ -79,9 +86,19 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
   const logger = options.logger ?? pino({ level: process.env.ORDERLY_LOG_LEVEL ?? 'info' });
   const { topology } = options;
   const settings: KafkaSettings = { ...options.kafka, bootstrap: options.bootstrap, group: options.group };
-  await ensureTopics(settings, logger, { source: topology.source.topic, outputs: topology.outputTopics });
+  const stores = topologyStores(topology.nodes);
+  // Checked before anything is created: a store whose changelog name Kafka refuses stops here.
+  const changelogs = stores.map((s) => checkedChangelogTopic(options.group, s.name));
+  await ensureTopics(settings, logger, { source: topology.source.topic, outputs: topology.outputTopics, changelogs });
   await mkdir(options.stateDir, { recursive: true });
-  const store = await openLevelStore(options.stateDir);
+  const local = await openLevelStore(options.stateDir);
+  let source: ChangelogReader;
+  try {
+    source = await ChangelogReader.connect(settings, logger.child({ component: 'changelog' }));
+  } catch (error) {
+    await closeStore(local, logger);
+    throw error;
+  }
 
   let resolveDone!: () => void;
   let rejectDone!: (error: Error) => void;
@@ -118,6 +135,18 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
     ...(exactlyOnce ? { exactlyOnce } : {}),
   });
   const commit = options.commit ?? (exactlyOnce ? { everyMs: 100 } : undefined);
+  // Every state write goes to its changelog through the outputs' producer; each partition's state
+  // is restored from its changelogs when this worker takes the partition over.
+  const store = new ChangelogStore({
+    local,
+    group: options.group,
+    stores,
+    produce: (records) => log.produce(records),
+    source,
+    logger: logger.child({ component: 'changelog' }),
+    handedBackCleanly: (tp) => !log.isLost(tp),
+    ...(options.onRestored ? { onRestored: options.onRestored } : {}),
+  });
   const engine = new Engine({
     topology,
     log,
