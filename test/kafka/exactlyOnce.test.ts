@@ -52,6 +52,8 @@ describe('orderly run --exactly-once on Kafka', () => {
     // Exactly once: no effect id twice on the output, not even a copy with the same effect id.
     expect(dedupe(all).copies, 'decisions a read_committed reader sees more than once').toBe(0);
     expect(all).toHaveLength(inputs.length);
+    // The restart did not trust its LevelDB: it rebuilt the state from the committed changelog.
+    expect(again.lines.filter((l) => l.mode === 'full' && String(l.msg).startsWith('restored the state')).length).toBeGreaterThan(0);
     const redelivered = runs.reduce((n, w) => n + w.outcomes('DUPLICATE').length, 0);
     console.log(`exactly-once test: ${runs.map((w) => w.outcomes('APPLIED').length).join('+')} applied, ${redelivered} redelivered and found applied`);
   });
