@@ -15,6 +15,9 @@ interface RunOptions {
   instanceId?: string;
   commitEveryMs?: number;
   maxBuffered?: number;
+  exactlyOnce?: boolean;
+  transactionalId?: string;
+  transactionTimeoutMs?: number;
   kafkaConfig: string[];
   consumerConfig: string[];
   producerConfig: string[];
@@ -38,11 +41,17 @@ export function registerRunCommand(program: Command): void {
     .option('--instance-id <id>', 'static group membership: a restarted worker with the same id gets its partitions back without a rebalance')
     .option('--commit-every-ms <ms>', "commit each partition's finished prefix this often (default 5000)", toInteger)
     .option('--max-buffered <n>', 'unfinished events per partition before it is paused (default 1000)', toInteger)
+    .option('--exactly-once', 'outputs, state changelogs and input offsets in one Kafka transaction per commit: a read_committed reader sees each output once (commits every 100 ms unless --commit-every-ms)')
+    .option('--transactional-id <id>', "with --exactly-once: this worker's transactional id, stable across its restarts and unique in the group (default: derived from the group, the host and the state directory)")
+    .option('--transaction-timeout-ms <ms>', 'with --exactly-once: how long the broker keeps a transaction open before aborting it (default 10000)', toInteger)
     .option('-X, --kafka-config <key=value>', 'a librdkafka property for every client, e.g. security.protocol=SSL (repeatable)', collect, [])
     .option('--consumer-config <key=value>', 'a librdkafka property of the consumer only, e.g. max.poll.interval.ms=600000 (repeatable)', collect, [])
     .option('--producer-config <key=value>', 'a librdkafka property of the producer only, e.g. linger.ms=20 (repeatable)', collect, [])
     .option('--log-level <level>', 'pino level: trace, debug, info, warn, error', process.env.ORDERLY_LOG_LEVEL ?? 'info')
     .action(async (module: string, options: RunOptions) => {
+      if (!options.exactlyOnce && (options.transactionalId || options.transactionTimeoutMs)) {
+        program.error('orderly run: --transactional-id and --transaction-timeout-ms need --exactly-once');
+      }
       if (!['classic', 'consumer'].includes(options.groupProtocol)) {
         program.error(`orderly run: --group-protocol must be classic or consumer, got '${options.groupProtocol}'`);
       }
@@ -91,6 +100,14 @@ async function startWorker(module: string, options: RunOptions, logger: Logger, 
     logger,
     ...(options.commitEveryMs ? { commit: { everyMs: options.commitEveryMs } } : {}),
     ...(options.maxBuffered ? { maxBufferedPerPartition: options.maxBuffered } : {}),
+    ...(options.exactlyOnce
+      ? {
+          exactlyOnce: {
+            ...(options.transactionalId ? { transactionalId: options.transactionalId } : {}),
+            ...(options.transactionTimeoutMs ? { transactionTimeoutMs: options.transactionTimeoutMs } : {}),
+          },
+        }
+      : {}),
     kafka: {
       groupProtocol: options.groupProtocol,
       ...(options.sessionTimeoutMs ? { sessionTimeoutMs: options.sessionTimeoutMs } : {}),

@@ -66,6 +66,7 @@ export class Engine {
       gate: step && new RateGate(clock, step.limit),
       observer,
       metrics,
+      atomically: options.log.atomic ? (work) => options.log.atomic!(work) : (work) => work(),
       report: (outcome, event, details) => {
         metrics.outcome(outcome);
         if (!observer.outcome) return;
@@ -149,10 +150,15 @@ export class Engine {
     for (const tp of tps) this.tasks.delete(partitionId(tp));
   }
 
-  /** Tells the store that these partitions were handed back, their work finished and committed. */
+  /**
+   * Tells the store that these partitions were handed back, their work finished and committed.
+   * Not after a failure: the last commit may not have landed (on an exactly-once log, the local
+   * state then holds writes of an aborted transaction), so the store must not vouch for its state.
+   */
   private async closePartitions(tps: readonly TopicPartition[]): Promise<void> {
     const store = this.options.store;
-    if (store.closePartition) await Promise.all(tps.map((tp) => store.closePartition!(tp)));
+    if (this.failed || !store.closePartition) return;
+    await Promise.all(tps.map((tp) => store.closePartition!(tp)));
   }
 
   private receive(batch: readonly LogRecord[]): void {

@@ -21,6 +21,11 @@ export interface EngineContext {
   readonly gate: RateGate | undefined;
   readonly observer: EngineObserver;
   readonly metrics: MetricsRecorder;
+  /**
+   * Runs the end of an event (its state write and the records it sends) as one unit: on an
+   * exactly-once log, one transaction holds all of it.
+   */
+  atomically<T>(work: () => Promise<T>): Promise<T>;
   /** Counts an outcome and tells the observer, stamped with the clock's time. */
   report(outcome: Outcome, event: Omit<EngineEvent, 'value'>, details?: OutcomeDetails): void;
 }

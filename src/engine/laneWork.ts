@@ -85,16 +85,20 @@ export class LaneWork {
       return;
     }
     const held: ParkedEvent = { event: toStoredEvent(event), reason: 'HELD', step: this.stepName(), attempts: 0, errors: [], parkedAtMs: this.ctx.clock.now() };
-    await this.ctx.writer.write(parked.hold(held));
-    await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, held)]);
+    await this.ctx.atomically(async () => {
+      await this.ctx.writer.write(parked.hold(held));
+      await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, held)]);
+    });
     this.ctx.report(Outcome.HELD, event);
   }
 
   private async park(event: EngineEvent, attempts: AttemptsRecord): Promise<void> {
     const parked = this.requireParking();
     const poison = this.poison(event, attempts);
-    await this.ctx.writer.write([...parked.park(poison), { type: 'del', key: attemptsKeyOf(this.ctx.topology.agentStep!, event) }]);
-    await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, poison)]);
+    await this.ctx.atomically(async () => {
+      await this.ctx.writer.write([...parked.park(poison), { type: 'del', key: attemptsKeyOf(this.ctx.topology.agentStep!, event) }]);
+      await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, poison)]);
+    });
     this.reportParked(poison);
   }
 
@@ -102,8 +106,10 @@ export class LaneWork {
     const poison = this.poison(fromStoredEvent(head.event), attempts);
     // The record goes out first: the event's offset is committed, so a crash after the write would
     // lose it for good, while a crash before the write replays the event and parks it again.
-    await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, poison)]);
-    await this.ctx.writer.write([...this.requireParking().repark(lane, poison), { type: 'del', key: attemptsKeyOf(this.ctx.topology.agentStep!, head.event) }]);
+    await this.ctx.atomically(async () => {
+      await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, poison)]);
+      await this.ctx.writer.write([...this.requireParking().repark(lane, poison), { type: 'del', key: attemptsKeyOf(this.ctx.topology.agentStep!, head.event) }]);
+    });
     this.reportParked(poison, true);
   }
 

@@ -86,7 +86,8 @@ export class EventPipeline {
     const apply = this.ctx.topology.applyOnce;
     const recorded = this.recorded(event);
     if (recorded?.discardedAtMs !== undefined) return this.finish(event, Outcome.DISCARDED, [], [], options);
-    if (recorded) return this.finish(event, Outcome.DUPLICATE, [], recorded.outputs.map(loadOutput), options);
+    // On an exactly-once log the outputs were committed in the effect record's transaction.
+    if (recorded) return this.finish(event, Outcome.DUPLICATE, [], this.ctx.log.atomic ? [] : recorded.outputs.map(loadOutput), options);
     const staged: StoreOp[] = [];
     const outputs: OutRecord[] = [];
     let current = value;
@@ -169,13 +170,15 @@ export class EventPipeline {
       const record: EffectRecord = { ...where(event), appliedAtMs: this.ctx.clock.now(), outputs: outputs.map(storeOutput) };
       ops.push({ type: 'put', key: stateKeys.effect(apply.name, event, event.effectId), value: record });
     }
-    if (outputs.length === 0) ops.push(...(options.finishOps?.() ?? []));
-    if (ops.length > 0) await this.ctx.writer.write(ops);
-    if (outputs.length > 0) {
-      await this.ctx.log.produce(outputs);
-      const after = options.finishOps?.() ?? [];
-      if (after.length > 0) await this.ctx.writer.write(after);
-    }
+    await this.ctx.atomically(async () => {
+      if (outputs.length === 0) ops.push(...(options.finishOps?.() ?? []));
+      if (ops.length > 0) await this.ctx.writer.write(ops);
+      if (outputs.length > 0) {
+        await this.ctx.log.produce(outputs);
+        const after = options.finishOps?.() ?? [];
+        if (after.length > 0) await this.ctx.writer.write(after);
+      }
+    });
     this.ctx.report(outcome, event, options.replayed ? { replayed: true } : undefined);
     return { kind: 'finished', outcome };
   }

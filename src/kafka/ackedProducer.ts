@@ -1,8 +1,8 @@
-import rdkafka, { type DeliveryReport, type LibrdKafkaError } from '@confluentinc/kafka-javascript';
+import rdkafka, { type DeliveryReport, type KafkaConsumer, type LibrdKafkaError } from '@confluentinc/kafka-javascript';
 import type { Logger } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { OutRecord } from '../ports/log.js';
-import { producerConfig, type KafkaSettings } from './kafkaConfig.js';
+import type { CommitOffset, OutRecord } from '../ports/log.js';
+import { producerConfig, type KafkaSettings, type TransactionSettings } from './kafkaConfig.js';
 import { logClientTo } from './kafkaLogger.js';
 import { toProduceArgs } from './records.js';
 
@@ -15,7 +15,8 @@ interface Pending {
 
 /**
  * An idempotent producer whose `produce` settles once every record is acknowledged by all
- * in-sync replicas (or failed for good: librdkafka retries until `message.timeout.ms`).
+ * in-sync replicas (or failed for good: librdkafka retries until `message.timeout.ms`). Given
+ * transaction settings, it is transactional: {@link Transactions} then drives its transactions.
  */
 export class AckedProducer {
   private constructor(
@@ -23,8 +24,8 @@ export class AckedProducer {
     private readonly logger: Logger,
   ) {}
 
-  static async connect(settings: KafkaSettings, logger: Logger, onFatal: (error: Error) => void): Promise<AckedProducer> {
-    const producer = new rdkafka.Producer(producerConfig(settings));
+  static async connect(settings: KafkaSettings, logger: Logger, onFatal: (error: Error) => void, transactions?: TransactionSettings): Promise<AckedProducer> {
+    const producer = new rdkafka.Producer(producerConfig(settings, transactions));
     logClientTo(producer, logger, onFatal);
     producer.on('delivery-report', (error: LibrdKafkaError | null, report: DeliveryReport) => {
       const pending = report.opaque as Pending | undefined;
@@ -36,7 +37,40 @@ export class AckedProducer {
       producer.connect({}, (error) => (error ? reject(new Error(`Kafka producer could not connect to ${settings.bootstrap}: ${error.message}`)) : resolve()));
     });
     producer.setPollInBackground(true);
-    return new AckedProducer(producer, logger);
+    const acked = new AckedProducer(producer, logger);
+    if (transactions) {
+      // Fences a previous incarnation with the same transactional id and aborts its open transaction.
+      await acked.call(`initTransactions (transactional.id ${transactions.transactionalId})`, (cb) => producer.initTransactions(transactions.timeoutMs, cb));
+    }
+    return acked;
+  }
+
+  beginTransaction(): Promise<void> {
+    return this.call('beginTransaction', (cb) => this.producer.beginTransaction(cb));
+  }
+
+  /** Adds the consumer's offsets (with its group metadata, so a fenced member cannot commit) to the open transaction. */
+  sendOffsetsToTransaction(offsets: readonly CommitOffset[], consumer: KafkaConsumer, timeoutMs: number): Promise<void> {
+    const tpos = offsets.map(({ topic, partition, offset }) => ({ topic, partition, offset }));
+    return this.call('sendOffsetsToTransaction', (cb) => this.producer.sendOffsetsToTransaction(tpos, consumer, timeoutMs, cb));
+  }
+
+  commitTransaction(timeoutMs: number): Promise<void> {
+    return this.call('commitTransaction', (cb) => this.producer.commitTransaction(timeoutMs, cb));
+  }
+
+  abortTransaction(timeoutMs: number): Promise<void> {
+    return this.call('abortTransaction', (cb) => this.producer.abortTransaction(timeoutMs, cb));
+  }
+
+  private call(what: string, run: (cb: (error: LibrdKafkaError) => void) => void): Promise<void> {
+    return new Promise((resolve, reject) => {
+      try {
+        run((error) => (error ? reject(new TransactionError(what, error)) : resolve()));
+      } catch (error) {
+        reject(new TransactionError(what, error as LibrdKafkaError));
+      }
+    });
   }
 
   /** Appends the records; settles once all are acknowledged, or rejects with the first failure. */
@@ -70,5 +104,25 @@ export class AckedProducer {
       });
     });
     await new Promise<void>((resolve) => this.producer.disconnect(() => resolve()));
+  }
+}
+
+/** A transactional call that failed, with what librdkafka says may be done about it. */
+export class TransactionError extends Error {
+  readonly code: number;
+  /** The same call may be made again. */
+  readonly retriable: boolean;
+  /** The transaction must be aborted; its records and offsets are lost. */
+  readonly requiresAbort: boolean;
+  /** The producer can do nothing more (fenced by a newer instance with its transactional id). */
+  readonly fatal: boolean;
+
+  constructor(what: string, cause: LibrdKafkaError & { isTxnRequiresAbort?: boolean }) {
+    super(`Kafka ${what} failed: ${cause?.message ?? String(cause)} (code ${cause?.code})`, { cause });
+    this.name = 'TransactionError';
+    this.code = cause?.code ?? -1;
+    this.retriable = cause?.isRetriable === true;
+    this.requiresAbort = cause?.isTxnRequiresAbort === true;
+    this.fatal = cause?.isFatal === true;
   }
 }

@@ -68,12 +68,23 @@ export function consumerConfig(settings: KafkaSettings): ConsumerGlobalConfig {
   return { ...config, ...settings.librdkafka, ...settings.consumerConfig } as ConsumerGlobalConfig;
 }
 
+/** How an exactly-once worker's producer runs its transactions. */
+export interface TransactionSettings {
+  /**
+   * Stable across restarts of one worker, unique among the group's workers: a restarted worker
+   * fences its previous incarnation and aborts the transaction it left open.
+   */
+  readonly transactionalId: string;
+  /** How long the broker lets a transaction stay open before it aborts it; also librdkafka's timeout for each transactional call. */
+  readonly timeoutMs: number;
+}
+
 /**
  * The producer: idempotent, acks from all in-sync replicas, and the Java client's murmur2
  * partitioner, so that a key lands on the partition every other client (and the test driver)
- * picks for it.
+ * picks for it. Transactional with `transactions`.
  */
-export function producerConfig(settings: KafkaSettings): ProducerGlobalConfig {
+export function producerConfig(settings: KafkaSettings, transactions?: TransactionSettings): ProducerGlobalConfig {
   return {
     ...common(settings, 'producer'),
     'enable.idempotence': true,
@@ -81,6 +92,7 @@ export function producerConfig(settings: KafkaSettings): ProducerGlobalConfig {
     partitioner: 'murmur2_random',
     'linger.ms': 5,
     dr_cb: true,
+    ...(transactions ? { 'transactional.id': transactions.transactionalId, 'transaction.timeout.ms': transactions.timeoutMs } : {}),
     ...settings.librdkafka,
     ...settings.producerConfig,
   } as ProducerGlobalConfig;

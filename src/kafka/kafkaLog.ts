@@ -4,9 +4,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { partitionId, type CommitOffset, type Log, type LogListener, type OutRecord, type TopicPartition } from '../ports/log.js';
 import { AckedProducer } from './ackedProducer.js';
 import { CommitWaiter, isRetriableCommitError } from './commitWaiter.js';
-import { consumerConfig, type KafkaSettings } from './kafkaConfig.js';
+import { consumerConfig, type KafkaSettings, type TransactionSettings } from './kafkaConfig.js';
 import { logClientTo } from './kafkaLogger.js';
 import { toLogRecord } from './records.js';
+import { Transactions } from './transactions.js';
 
 const ERR_ASSIGN_PARTITIONS = -175;
 const ERR_REVOKE_PARTITIONS = -174;
@@ -46,6 +47,14 @@ export interface KafkaLogOptions {
   readonly commitRetryMs?: number;
   /** Hears, once, an error after which this log cannot go on (a fatal client error, a failed rebalance callback). */
   readonly onFatal?: (error: Error) => void;
+  /**
+   * Exactly-once: outputs, changelog records and input offsets in one transaction per commit
+   * (see {@link Transactions}). Unset: at-least-once.
+   */
+  readonly exactlyOnce?: TransactionSettings & {
+    /** The longest a transaction with records stays open while no offset moves. @defaultValue a third of `timeoutMs` */
+    readonly maxOpenMs?: number;
+  };
 }
 
 /**
@@ -59,10 +68,16 @@ export interface KafkaLogOptions {
  *   (finish, commit) settles before a partition is given up.
  * - `commit` commits exactly the offsets the engine gives and settles when the broker has them.
  * - `produce` settles when every record is acknowledged by all in-sync replicas (idempotent producer).
+ * - With `exactlyOnce`, records and offsets go in transactions (`commit` commits one) and the log
+ *   offers `atomic`; a failed transaction, or partitions lost without a revocation, is fatal: the
+ *   worker's local state holds what the transaction held, and must be rebuilt by a restart.
  */
 export class KafkaLog implements Log {
   private consumer: Consumer | undefined;
   private producer: AckedProducer | undefined;
+  private transactions: Transactions | undefined;
+  /** Present with exactly-once only; see {@link Log.atomic}. */
+  readonly atomic?: <T>(work: () => Promise<T>) => Promise<T>;
   private listener: LogListener | undefined;
   private readonly partitions = new Map<string, PartitionState>();
   private rebalances: Promise<void> = Promise.resolve();
@@ -74,13 +89,15 @@ export class KafkaLog implements Log {
 
   constructor(private readonly options: KafkaLogOptions) {
     this.logger = options.logger;
+    if (options.exactlyOnce) this.atomic = (work) => this.requireTransactions().unit(work);
   }
 
   async subscribe(topics: readonly string[], listener: LogListener): Promise<void> {
     if (this.consumer) throw new Error('KafkaLog: subscribe() was called twice; one KafkaLog serves one engine');
     const { settings } = this.options;
     this.listener = listener;
-    this.producer = await AckedProducer.connect(settings, this.logger.child({ client: 'producer' }), (error) => this.fail(error));
+    const eos = this.options.exactlyOnce;
+    this.producer = await AckedProducer.connect(settings, this.logger.child({ client: 'producer' }), (error) => this.fail(error), eos);
     const consumer = new rdkafka.KafkaConsumer(
       {
         ...consumerConfig(settings),
@@ -99,8 +116,17 @@ export class KafkaLog implements Log {
     });
     consumer.setDefaultConsumeTimeout(this.options.pollTimeoutMs ?? 100);
     consumer.setDefaultIsTimeoutOnlyForFirstMessage(true);
-    consumer.subscribe([...topics]);
     this.consumer = consumer;
+    if (eos) {
+      this.transactions = await Transactions.begin(
+        this.producer,
+        () => this.requireConsumer('sendOffsetsToTransaction'),
+        this.logger.child({ client: 'transactions' }),
+        { callTimeoutMs: eos.timeoutMs, maxOpenMs: eos.maxOpenMs ?? Math.floor(eos.timeoutMs / 3) },
+        (error) => this.fail(error),
+      );
+    }
+    consumer.subscribe([...topics]);
     this.logger.info({ topics, group: settings.group, protocol: settings.groupProtocol ?? 'classic' }, 'subscribed');
     this.loop = this.consumeLoop();
   }
@@ -127,6 +153,7 @@ export class KafkaLog implements Log {
         this.logger.warn({ skipped }, 'not committing offsets of partitions this worker no longer owns');
       }
       if (live.length === 0) return;
+      if (this.transactions) return await this.transactions.commit(live);
       try {
         await this.commits.commit(consumer, live);
         this.logger.debug({ offsets: live.map((o) => `${partitionId(o)}@${o.offset}`) }, 'committed');
@@ -143,7 +170,8 @@ export class KafkaLog implements Log {
 
   async produce(records: readonly OutRecord[]): Promise<void> {
     if (this.fatal) throw this.fatal;
-    await this.requireProducer().produce(records);
+    if (this.transactions) await this.transactions.produce(records);
+    else await this.requireProducer().produce(records);
   }
 
   /**
@@ -167,6 +195,7 @@ export class KafkaLog implements Log {
       );
     }
     this.commits.abandon(new Error('KafkaLog closed'));
+    await this.transactions?.close();
     await this.producer?.close();
     this.logger.info('left the group and closed');
   }
@@ -244,6 +273,9 @@ export class KafkaLog implements Log {
       // At once, not in turn: from now on no record of these partitions reaches the engine.
       const states = tps.flatMap((tp) => this.partitions.get(partitionId(tp)) ?? []);
       for (const state of states) state.ownership = lost ? 'lost' : 'revoking';
+      if (lost && this.transactions && states.length > 0) {
+        this.fail(new Error(`partitions ${tps.map(partitionId).join(', ')} were lost (this worker was fenced out of its group) while exactly-once: the open transaction cannot commit and local state may hold its writes; restart the worker, which rebuilds its state from the changelog`));
+      }
       this.logger.info({ partitions: tps.map(partitionId), lost }, lost ? 'partitions lost' : 'revoking');
       this.serialize(async () => {
         if (this.listener) await this.listener.revoked(tps);
@@ -295,6 +327,11 @@ export class KafkaLog implements Log {
   private requireConsumer(what: string): Consumer {
     if (!this.consumer) throw new Error(`KafkaLog: ${what} before subscribe()`);
     return this.consumer;
+  }
+
+  private requireTransactions(): Transactions {
+    if (!this.transactions) throw new Error('KafkaLog: atomic() before subscribe()');
+    return this.transactions;
   }
 
   private requireProducer(): AckedProducer {

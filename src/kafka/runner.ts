@@ -1,4 +1,7 @@
+import { createHash } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
 import { pino, type Logger } from 'pino';
 import type { Topology } from '../dsl/topology.js';
 import { Engine, type CommitPolicy } from '../engine/engine.js';
@@ -9,7 +12,7 @@ import { openLevelStore } from '../state/levelStore.js';
 import { ChangelogReader } from './changelog/changelogReader.js';
 import { checkedChangelogTopic } from './changelog/changelogRecords.js';
 import { ChangelogStore, type RestoreReport } from './changelog/changelogStore.js';
-import type { KafkaSettings } from './kafkaConfig.js';
+import type { KafkaSettings, TransactionSettings } from './kafkaConfig.js';
 import { KafkaLog } from './kafkaLog.js';
 import { systemClock } from './systemClock.js';
 import { systemRandom } from './systemRandom.js';
@@ -34,8 +37,26 @@ export interface RunTopologyOptions {
   readonly kafka?: Omit<KafkaSettings, 'bootstrap' | 'group'>;
   /** Hears every outcome, model call, commit and fatal error, besides the log lines. */
   readonly observer?: EngineObserver;
+  /**
+   * Exactly-once: each commit is one Kafka transaction holding the outputs, parking and changelog
+   * records and the input offsets, so a read_committed reader sees every output once. The commit
+   * interval then defaults to 100 ms (each commit ends a transaction, and outputs are visible only then).
+   */
+  readonly exactlyOnce?: boolean | ExactlyOnceOptions;
   /** Hears how the state of each partition this worker takes over was restored from its changelogs. */
   readonly onRestored?: (report: RestoreReport) => void;
+}
+
+/** How an exactly-once worker names and times its transactions. */
+export interface ExactlyOnceOptions {
+  /**
+   * Stable across this worker's restarts and unique in its group, so that a restarted worker
+   * fences its crashed incarnation and aborts the transaction it left open.
+   * @defaultValue `orderly-<group>-<hash of host and state directory>`
+   */
+  readonly transactionalId?: string;
+  /** How long the broker keeps a transaction open before aborting it. @defaultValue 10000 (Kafka Streams' default under exactly-once) */
+  readonly transactionTimeoutMs?: number;
 }
 
 /** A running worker. */
@@ -106,11 +127,14 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
     return stopping;
   };
 
+  const exactlyOnce = options.exactlyOnce ? transactionSettings(options, options.exactlyOnce === true ? {} : options.exactlyOnce) : undefined;
   const log = new KafkaLog({
     settings,
     logger: logger.child({ component: 'kafka' }),
     onFatal: (error) => void stopWith(error),
+    ...(exactlyOnce ? { exactlyOnce } : {}),
   });
+  const commit = options.commit ?? (exactlyOnce ? { everyMs: 100 } : undefined);
   // Every state write goes to its changelog through the outputs' producer; each partition's state
   // is restored from its changelogs when this worker takes the partition over.
   const store = new ChangelogStore({
@@ -130,7 +154,7 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
     store,
     random: systemRandom,
     observer: loggingObserver(logger.child({ component: 'engine' }), options.observer, (error) => void stopWith(error)),
-    ...(options.commit ? { commit: options.commit } : {}),
+    ...(commit ? { commit } : {}),
     ...(options.maxBufferedPerPartition ? { maxBufferedPerPartition: options.maxBufferedPerPartition } : {}),
   });
   try {
@@ -140,8 +164,20 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
     await closeStore(store, logger);
     throw error;
   }
-  logger.info({ source: topology.source.topic, outputs: topology.outputTopics, group: options.group, stateDir: options.stateDir }, 'worker started');
+  logger.info(
+    { source: topology.source.topic, outputs: topology.outputTopics, group: options.group, stateDir: options.stateDir, exactlyOnce: exactlyOnce?.transactionalId ?? false },
+    'worker started',
+  );
   return { engine, done, stop: () => stopWith() };
+}
+
+function transactionSettings(options: RunTopologyOptions, eos: ExactlyOnceOptions): TransactionSettings {
+  const timeoutMs = eos.transactionTimeoutMs ?? 10_000;
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 1_000) {
+    throw new RangeError(`runTopology: exactlyOnce.transactionTimeoutMs must be a whole number of at least 1000, got ${JSON.stringify(eos.transactionTimeoutMs)}`);
+  }
+  const where = createHash('sha256').update(`${hostname()}:${resolve(options.stateDir)}`).digest('hex').slice(0, 12);
+  return { transactionalId: eos.transactionalId ?? `orderly-${options.group}-${where}`, timeoutMs };
 }
 
 async function closeStore(store: Store, logger: Logger): Promise<void> {

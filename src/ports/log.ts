@@ -55,6 +55,14 @@ export interface Log {
   commit(offsets: readonly CommitOffset[]): Promise<void>;
   /** Settles once every record is durably appended (acknowledged). */
   produce(records: readonly OutRecord[]): Promise<void>;
+  /**
+   * Present only on a transactional log (Kafka with exactly-once): the records that `work`
+   * produces, state changelog records included, become visible in one transaction or not at all,
+   * and no commit falls between two of them. The engine runs the end of each event (its state
+   * write and its outputs) inside it, and then need not send a finished event's outputs again
+   * when it is redelivered: they were committed with its effect record.
+   */
+  atomic?<T>(work: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
