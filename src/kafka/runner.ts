@@ -7,6 +7,7 @@ import type { Store } from '../ports/store.js';
 import { openLevelStore } from '../state/levelStore.js';
 import type { KafkaSettings } from './kafkaConfig.js';
 import { KafkaLog } from './kafkaLog.js';
+import { startResolutions, type Resolutions } from './resolutions.js';
 import { systemClock } from './systemClock.js';
 import { systemRandom } from './systemRandom.js';
 import { ensureTopics } from './topics.js';
@@ -73,10 +74,12 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
 
   let stopping: Promise<void> | undefined;
   let failure: Error | undefined;
+  let resolutions: Resolutions | undefined;
   const stopWith = (error?: Error): Promise<void> => {
     if (error && !failure) failure = error;
     stopping ??= (async () => {
       try {
+        await resolutions?.stop();
         await engine.stop();
       } catch (stopError) {
         failure ??= stopError as Error;
@@ -110,6 +113,14 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
     await log.close().catch(() => undefined);
     await closeStore(store, logger);
     throw error;
+  }
+  if (topology.park) {
+    // `orderly parked resolve|replay` reach the owner of a parked key through the control topic.
+    const owns = (partition: number) => log.owned().some((tp) => tp.topic === topology.source.topic && tp.partition === partition);
+    resolutions = await startResolutions({ settings, topology, engine, owns, logger: logger.child({ component: 'resolutions' }) }).catch(async (error: unknown) => {
+      await stopWith(error as Error);
+      throw error;
+    });
   }
   logger.info({ source: topology.source.topic, outputs: topology.outputTopics, group: options.group, stateDir: options.stateDir }, 'worker started');
   return { engine, done, stop: () => stopWith() };
