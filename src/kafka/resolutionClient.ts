@@ -135,7 +135,7 @@ function requestFor(source: ParkedSource, view: ParkedKeyView | undefined, optio
 }
 
 async function waitForResult(source: ParkedSource, changelog: ChangelogReader, request: ResolutionRequest, before: ParkedKeyView, deadline: number): Promise<ResolveResult> {
-  const control = await TopicReader.open({ settings: source.settings, topic: resolutionsTopic(source.settings.group), role: 'cli-resolutions' });
+  const control = await TopicReader.open({ settings: source.settings, topic: resolutionsTopic(source.settings.group), role: 'cli-resolutions', partitions: [0] });
   const { target } = request;
   let outcome: ResolutionOutcome | undefined;
   let lastNextSeq = before.nextSeq;

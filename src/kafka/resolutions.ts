@@ -49,7 +49,8 @@ export async function startResolutions(options: ResolutionsOptions): Promise<Res
   const producer = await AckedProducer.connect({ ...settings, clientId: `${settings.clientId ?? 'orderly'}-resolutions` }, logger.child({ client: 'resolutions-producer' }), (error) =>
     logger.error({ err: error }, 'resolutions producer failed'),
   );
-  const reader = await TopicReader.open({ settings, topic, role: 'resolutions' });
+  // One partition, just created maybe: assigned by number, so a topic not yet in the metadata is waited for, not missed.
+  const reader = await TopicReader.open({ settings, topic, role: 'resolutions', partitions: [0] });
   const worker = new ResolutionWorker(options, producer, reader);
   return worker.start();
 }
