@@ -71,7 +71,7 @@ export class ParkedKeys {
 
   /** The stored form of an event already parked or held (so a redelivery is not held twice). */
   findHeld(effectId: string): ParkedEvent | undefined {
-    const index = this.store.get<{ lane: string; seq: number }>(stateKeys.heldIndex(this.parkName, effectId));
+    const index = this.store.get<{ lane: string; seq: number }>(stateKeys.heldIndex(this.parkName, this.tp, effectId));
     return index && this.store.get<ParkedEvent>(stateKeys.heldEvent(this.parkName, this.tp, index.lane, index.seq));
   }
 
@@ -113,7 +113,7 @@ export class ParkedKeys {
     const state = this.require(lane);
     const ops: StoreOp[] = [
       { type: 'del', key: stateKeys.heldEvent(this.parkName, this.tp, lane, state.headSeq) },
-      { type: 'del', key: stateKeys.heldIndex(this.parkName, head.event.effectId) },
+      { type: 'del', key: stateKeys.heldIndex(this.parkName, this.tp, head.event.effectId) },
     ];
     if (state.headSeq + 1 === state.nextSeq) {
       this.keys.delete(lane);
@@ -141,7 +141,7 @@ export class ParkedKeys {
   private putHeld(lane: string, seq: number, parked: ParkedEvent): StoreOp[] {
     return [
       { type: 'put', key: stateKeys.heldEvent(this.parkName, this.tp, lane, seq), value: parked },
-      { type: 'put', key: stateKeys.heldIndex(this.parkName, parked.event.effectId), value: { lane, seq } },
+      { type: 'put', key: stateKeys.heldIndex(this.parkName, this.tp, parked.event.effectId), value: { lane, seq } },
     ];
   }
 

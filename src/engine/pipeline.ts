@@ -100,14 +100,14 @@ export class EventPipeline {
 
   private recorded(event: EngineEvent): EffectRecord | undefined {
     const apply = this.ctx.topology.applyOnce;
-    return apply && this.ctx.store.get<EffectRecord>(stateKeys.effect(apply.name, event.effectId));
+    return apply && this.ctx.store.get<EffectRecord>(stateKeys.effect(apply.name, event, event.effectId));
   }
 
   /** The record that ends a discarded event for good, written with its removal from its parked key. */
   discardRecord(event: Omit<EngineEvent, 'value'>): StoreOp {
     const apply = this.ctx.topology.applyOnce!;
     const record: EffectRecord = { ...where(event), appliedAtMs: this.ctx.clock.now(), discardedAtMs: this.ctx.clock.now(), outputs: [] };
-    return { type: 'put', key: stateKeys.effect(apply.name, event.effectId), value: record };
+    return { type: 'put', key: stateKeys.effect(apply.name, event, event.effectId), value: record };
   }
 
   private async runNode(
@@ -127,7 +127,7 @@ export class EventPipeline {
       case 'agentStep':
         return this.decide(node, event, value, staged, options);
       case 'applyOnce': {
-        const table = new StagedTable(this.ctx.store, node.name);
+        const table = new StagedTable(this.ctx.store, node.name, event);
         const result = await node.effect.apply(value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table });
         staged.push(...table.ops());
         return { kind: 'next', value: result === undefined ? value : result };
@@ -167,7 +167,7 @@ export class EventPipeline {
     const apply = this.ctx.topology.applyOnce;
     if (outcome === Outcome.APPLIED && apply) {
       const record: EffectRecord = { ...where(event), appliedAtMs: this.ctx.clock.now(), outputs: outputs.map(storeOutput) };
-      ops.push({ type: 'put', key: stateKeys.effect(apply.name, event.effectId), value: record });
+      ops.push({ type: 'put', key: stateKeys.effect(apply.name, event, event.effectId), value: record });
     }
     if (outputs.length === 0) ops.push(...(options.finishOps?.() ?? []));
     if (ops.length > 0) await this.ctx.writer.write(ops);

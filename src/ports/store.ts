@@ -1,3 +1,5 @@
+import type { TopicPartition } from './log.js';
+
 /** One write of an atomic batch. */
 export type StoreOp =
   | { readonly type: 'put'; readonly key: string; readonly value: unknown }
@@ -6,14 +8,29 @@ export type StoreOp =
 /**
  * The Store port: a sorted key-value store with atomic batches. Reads are synchronous (LevelDB's
  * `getSync` costs about 2 µs, its asynchronous `get` about 75 µs); writes are atomic batches.
+ *
+ * Every key belongs to one source partition (see `stateKeys`). A store whose state follows its
+ * partition to another worker (Kafka's changelog store) hears when this engine takes a partition
+ * over and when it hands it back; a store that lives and dies with one engine (memory, or the
+ * test driver's LevelDB) needs neither.
  */
 export interface Store {
   /** Where the state lives, for error messages (a directory, or `memory`). */
   readonly location: string;
   get<T>(key: string): T | undefined;
-  /** Applies every op or none. */
+  /** Applies every op or none; settles when they are durable (for a changelog store: acknowledged). */
   batch(ops: readonly StoreOp[]): Promise<void>;
   /** Every entry whose key starts with `prefix`, in key order. */
   entries<T>(prefix: string): Promise<Array<[string, T]>>;
+  /**
+   * The engine takes the partition over: settles once the store holds the partition's state
+   * (restored from wherever it is kept), before any of its state is read or written.
+   */
+  openPartition?(tp: TopicPartition): Promise<void>;
+  /**
+   * The engine handed the partition back cleanly (its work finished and its offsets committed):
+   * the store may note that its local copy is complete, to restore less the next time.
+   */
+  closePartition?(tp: TopicPartition): Promise<void>;
   close(): Promise<void>;
 }

@@ -1,26 +1,84 @@
+import { attemptsStoreOf, type StateStore, type StoreKind } from '../graph/stores.js';
 import type { TopicPartition } from '../ports/log.js';
 
 // Every key orderly writes, in one place, so that the layout of the state is readable at a glance.
-// A partition's keys share a prefix, so its state can be scanned (and, on Kafka, handed over) alone.
+//
+// Every key is `<kind>/<store>/<topic>/<partition>/<rest>`, partition-scoped like Kafka Streams'
+// stores: a partition's state is a handful of prefixes, so it can be scanned, wiped, restored
+// and handed over to another worker alone, and each key names the changelog (the store) and the
+// changelog partition (the source partition) it belongs to. The store name, the topic and a
+// lane are encoded with encodeURIComponent, so a '/' in them never shifts the segments; `<rest>`
+// is the last segment and may hold '/' (an effect id is `topic/partition/offset`).
 
-const part = (tp: TopicPartition): string => `${encodeURIComponent(tp.topic)}/${tp.partition}`;
+/** The kinds of key, each held by one kind of store. */
+export type KeyKind = 'effect' | 'table' | 'attempts' | 'parked' | 'held' | 'heldid';
+
+const kindsOfStore: Record<StoreKind, readonly KeyKind[]> = {
+  effects: ['effect', 'table'],
+  attempts: ['attempts'],
+  park: ['parked', 'held', 'heldid'],
+};
+
+const enc = encodeURIComponent;
 const pad = (n: number): string => n.toString().padStart(16, '0');
-const enc = (lane: string): string => encodeURIComponent(lane);
+const scope = (kind: KeyKind, store: string, tp: TopicPartition): string => `${kind}/${enc(store)}/${enc(tp.topic)}/${tp.partition}/`;
+
+/** A state key taken apart. */
+export interface ParsedKey {
+  readonly kind: KeyKind;
+  readonly store: string;
+  readonly topic: string;
+  readonly partition: number;
+  /** What follows the partition, as written (lanes stay encoded). */
+  readonly rest: string;
+}
+
+const kinds: ReadonlySet<string> = new Set<KeyKind>(['effect', 'table', 'attempts', 'parked', 'held', 'heldid']);
+
+/** Takes a state key apart; throws, naming the key, if it is not one of orderly's. */
+function parse(key: string): ParsedKey {
+  const parts = key.split('/');
+  const partition = Number(parts[3]);
+  if (parts.length < 5 || !kinds.has(parts[0]!) || !Number.isInteger(partition) || partition < 0) {
+    throw new Error(`'${key}' is not an orderly state key (<kind>/<store>/<topic>/<partition>/<rest>)`);
+  }
+  return {
+    kind: parts[0] as KeyKind,
+    store: decodeURIComponent(parts[1]!),
+    topic: decodeURIComponent(parts[2]!),
+    partition,
+    rest: parts.slice(4).join('/'),
+  };
+}
 
 export const stateKeys = {
-  /** The record of an applied effect, by effect id. */
-  effect: (store: string, effectId: string) => `effect/${store}/${effectId}`,
-  effectPrefix: (store: string) => `effect/${store}/`,
-  /** Rows that an effect wrote to its own state table. */
-  table: (store: string, row: string) => `table/${store}/${row}`,
-  /** Failed attempts of one event at a step. */
-  attempts: (step: string, tp: TopicPartition, offset: number) => `attempts/${step}/${part(tp)}/${pad(offset)}`,
+  /** The record of an applied (or discarded) effect, by effect id: dedup is per partition. */
+  effect: (store: string, tp: TopicPartition, effectId: string) => `${scope('effect', store, tp)}${effectId}`,
+  /** Effect records of every partition of a store. */
+  effectPrefix: (store: string) => `effect/${enc(store)}/`,
+  /** A row that an effect wrote to its own state table. */
+  table: (store: string, tp: TopicPartition, row: string) => `${scope('table', store, tp)}${row}`,
+  /** Table rows of every partition of a store. */
+  tablePrefix: (store: string) => `table/${enc(store)}/`,
+  /** Failed attempts of one event at a step (in the step's `<step>-attempts` store). */
+  attempts: (step: string, tp: TopicPartition, offset: number) => `${scope('attempts', attemptsStoreOf(step), tp)}${pad(offset)}`,
   /** A parked key of a partition. */
-  parkedKey: (step: string, tp: TopicPartition, lane: string) => `parked/${step}/${part(tp)}/${enc(lane)}`,
-  parkedKeyPrefix: (step: string, tp: TopicPartition) => `parked/${step}/${part(tp)}/`,
+  parkedKey: (park: string, tp: TopicPartition, lane: string) => `${scope('parked', park, tp)}${enc(lane)}`,
+  parkedKeyPrefix: (park: string, tp: TopicPartition) => scope('parked', park, tp),
   /** One event held behind a parked key, in arrival order. */
-  heldEvent: (step: string, tp: TopicPartition, lane: string, seq: number) =>
-    `held/${step}/${part(tp)}/${enc(lane)}/${pad(seq)}`,
+  heldEvent: (park: string, tp: TopicPartition, lane: string, seq: number) => `${scope('held', park, tp)}${enc(lane)}/${pad(seq)}`,
   /** Which parked key holds an event, by effect id: a redelivered held event is not held twice. */
-  heldIndex: (step: string, effectId: string) => `heldid/${step}/${effectId}`,
+  heldIndex: (park: string, tp: TopicPartition, effectId: string) => `${scope('heldid', park, tp)}${effectId}`,
+
+  parse,
+  /** The source partition a key belongs to (and so its changelog partition). */
+  partitionOf: (key: string): TopicPartition => {
+    const { topic, partition } = parse(key);
+    return { topic, partition };
+  },
+  /** The store a key belongs to (and so its changelog topic). */
+  storeOf: (key: string): string => parse(key).store,
+  /** Every prefix of one partition's keys in these stores: together they hold all its state. */
+  partitionPrefixes: (stores: readonly StateStore[], tp: TopicPartition): string[] =>
+    stores.flatMap((store) => kindsOfStore[store.kind].map((kind) => scope(kind, store.name, tp))),
 } as const;

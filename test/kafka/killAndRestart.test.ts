@@ -60,8 +60,8 @@ describe('orderly run: kill -9 and restart on Kafka', () => {
       expect(effects).toHaveLength(inputs.length);
       const effectIds = new Set(effects.map(([, record]) => record.effectId));
       for (const r of output) expect(effectIds.has(r.headers['orderly-effect-id']!)).toBe(true);
-      const rows = await store.entries<{ action: string }>('table/dispute-decisions/');
-      expect(rows.map(([key]) => key.slice('table/dispute-decisions/'.length)).sort()).toEqual(inputs.map((d) => d.disputeId).sort());
+      const rows = await store.entries<{ action: string }>(stateKeys.tablePrefix('dispute-decisions'));
+      expect(rows.map(([key]) => stateKeys.parse(key).rest).sort()).toEqual(inputs.map((d) => d.disputeId).sort());
     } finally {
       await store.close();
     }

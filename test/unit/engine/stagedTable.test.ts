@@ -3,15 +3,17 @@ import { StagedTable } from '../../../src/engine/stagedTable.js';
 import { openMemoryStore } from '../../../src/state/levelStore.js';
 import { stateKeys } from '../../../src/state/stateKeys.js';
 
+const tp = { topic: 'in', partition: 3 };
+
 describe('StagedTable', () => {
   it('reads the store through, and its own staged writes first', async () => {
     const store = await openMemoryStore();
     await store.batch([
-      { type: 'put', key: stateKeys.table('fx', 'a'), value: 1 },
-      { type: 'put', key: stateKeys.table('fx', 'b'), value: 2 },
-      { type: 'put', key: stateKeys.table('other', 'a'), value: 'not mine' },
+      { type: 'put', key: stateKeys.table('fx', tp, 'a'), value: 1 },
+      { type: 'put', key: stateKeys.table('fx', tp, 'b'), value: 2 },
+      { type: 'put', key: stateKeys.table('other', tp, 'a'), value: 'not mine' },
     ]);
-    const table = new StagedTable(store, 'fx');
+    const table = new StagedTable(store, 'fx', tp);
     expect(table.get('a')).toBe(1);
     expect(table.get('c')).toBeUndefined();
     table.put('a', 10);
@@ -25,25 +27,25 @@ describe('StagedTable', () => {
 
   it('writes nothing until its ops are written, and then only the last write of each row', async () => {
     const store = await openMemoryStore();
-    const table = new StagedTable(store, 'fx');
+    const table = new StagedTable(store, 'fx', tp);
     table.put('a', 1);
     table.put('a', 2);
     table.put('b', 3);
     table.del('b');
-    expect(store.get(stateKeys.table('fx', 'a'))).toBeUndefined();
+    expect(store.get(stateKeys.table('fx', tp, 'a'))).toBeUndefined();
     expect(table.ops()).toEqual([
-      { type: 'put', key: 'table/fx/a', value: 2 },
-      { type: 'del', key: 'table/fx/b' },
+      { type: 'put', key: 'table/fx/in/3/a', value: 2 },
+      { type: 'del', key: 'table/fx/in/3/b' },
     ]);
     await store.batch(table.ops());
-    expect(store.get('table/fx/a')).toBe(2);
-    expect(await store.entries('table/')).toEqual([['table/fx/a', 2]]);
+    expect(store.get('table/fx/in/3/a')).toBe(2);
+    expect(await store.entries('table/')).toEqual([['table/fx/in/3/a', 2]]);
     await store.close();
   });
 
   it('refuses to put undefined, pointing at del', async () => {
     const store = await openMemoryStore();
-    const table = new StagedTable(store, 'fx');
+    const table = new StagedTable(store, 'fx', tp);
     expect(() => table.put('row', undefined)).toThrow("state table 'fx': put('row', undefined); use del('row') to remove a row");
     expect(table.ops()).toEqual([]);
     await store.close();

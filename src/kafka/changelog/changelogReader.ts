@@ -1,0 +1,131 @@
+import rdkafka, { type LibrdKafkaError, type Message } from '@confluentinc/kafka-javascript';
+import type { Logger } from 'pino';
+import { partitionId, type TopicPartition } from '../../ports/log.js';
+import type { KafkaSettings } from '../kafkaConfig.js';
+import { logClientTo } from '../kafkaLogger.js';
+
+/** One changelog partition to read, from `from` up to (not including) `to`. */
+export interface ChangelogRange extends TopicPartition {
+  readonly from: number;
+  readonly to: number;
+}
+
+/** The readable range of a changelog partition: `low` its first offset, `end` where a read of it ends. */
+export interface ChangelogEnds {
+  readonly low: number;
+  readonly end: number;
+}
+
+/** A changelog record as a restore applies it. */
+export interface ChangelogMessage {
+  readonly key: string | null;
+  readonly value: Uint8Array | null;
+}
+
+/**
+ * Reads changelog partitions to their end with a consumer of its own that joins no group: it is
+ * assigned the partitions it reads and commits nothing. With `read_committed` (the default, as the
+ * worker's consumer), a read ends at the last stable offset: never in an open transaction, never
+ * an aborted record.
+ */
+export class ChangelogReader {
+  private constructor(
+    private readonly consumer: rdkafka.KafkaConsumer,
+    private readonly logger: Logger,
+    private readonly timeoutMs: number,
+  ) {}
+
+  static async connect(settings: KafkaSettings, logger: Logger, timeoutMs = 60_000): Promise<ChangelogReader> {
+    const consumer = new rdkafka.KafkaConsumer(readerConfig(settings), { 'auto.offset.reset': 'earliest' });
+    logClientTo(consumer, logger, (error) => logger.error({ err: error }, 'changelog reader failed'));
+    await new Promise<void>((resolve, reject) =>
+      consumer.connect({ timeout: timeoutMs }, (error) =>
+        error ? reject(new Error(`changelog reader could not connect to ${settings.bootstrap}: ${error.message}`)) : resolve(),
+      ),
+    );
+    consumer.setDefaultConsumeTimeout(200);
+    return new ChangelogReader(consumer, logger, timeoutMs);
+  }
+
+  /** Where the partition begins and where a read of it ends now. */
+  ends(tp: TopicPartition): Promise<ChangelogEnds> {
+    return new Promise((resolve, reject) =>
+      this.consumer.queryWatermarkOffsets(tp.topic, tp.partition, this.timeoutMs, (error, offsets) =>
+        error
+          ? reject(new Error(`changelog ${partitionId(tp)}: could not read its offsets: ${error.message} (code ${error.code})`))
+          : resolve({ low: offsets.lowOffset, end: offsets.highOffset }),
+      ),
+    );
+  }
+
+  /**
+   * Reads every range to its `to` and hands each polled batch to `apply`, in offset order per
+   * partition. Returns the number of records read.
+   */
+  async read(ranges: readonly ChangelogRange[], apply: (messages: readonly ChangelogMessage[]) => Promise<void>): Promise<number> {
+    const pending = new Map(ranges.filter((r) => r.from < r.to).map((r) => [partitionId(r), r]));
+    if (pending.size === 0) return 0;
+    // A transaction's commit marker takes the last offset(s) and is never delivered: the end of
+    // the partition (partition.eof at or past `to`) says the read is complete then.
+    const onEof = (eof: { topic: string; partition: number; offset: number }): void => {
+      const range = pending.get(partitionId(eof));
+      if (range && eof.offset >= range.to) pending.delete(partitionId(eof));
+    };
+    this.consumer.on('partition.eof', onEof);
+    this.consumer.assign([...pending.values()].map(({ topic, partition, from }) => ({ topic, partition, offset: from })));
+    let read = 0;
+    let lastProgress = Date.now();
+    try {
+      while (pending.size > 0) {
+        const batch = await this.poll();
+        const wanted: ChangelogMessage[] = [];
+        for (const message of batch) {
+          const range = pending.get(partitionId(message));
+          if (!range || message.offset >= range.to) continue;
+          wanted.push({ key: message.key === null || message.key === undefined ? null : message.key.toString(), value: message.value ?? null });
+          if (message.offset + 1 >= range.to) pending.delete(partitionId(message));
+        }
+        if (wanted.length > 0) {
+          await apply(wanted);
+          read += wanted.length;
+          lastProgress = Date.now();
+        } else if (Date.now() - lastProgress > this.timeoutMs) {
+          const where = [...pending.values()].map((r) => `${partitionId(r)} (to offset ${r.to})`).join(', ');
+          throw new Error(`changelog restore made no progress for ${this.timeoutMs} ms on ${where}: check that the brokers of these partitions are up`);
+        }
+      }
+    } finally {
+      this.consumer.removeListener('partition.eof', onEof);
+      this.consumer.unassign();
+    }
+    this.logger.debug({ ranges: ranges.map((r) => `${partitionId(r)}@${r.from}..${r.to}`), read }, 'read changelog');
+    return read;
+  }
+
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => this.consumer.disconnect(() => resolve()));
+  }
+
+  private poll(): Promise<Message[]> {
+    return new Promise((resolve, reject) =>
+      this.consumer.consume(1_000, (error: LibrdKafkaError, messages: Message[]) => (error ? reject(new Error(`changelog read: ${error.message} (code ${error.code})`)) : resolve(messages))),
+    );
+  }
+}
+
+/** A consumer that is assigned its partitions and never commits: no group is joined. */
+function readerConfig(settings: KafkaSettings): rdkafka.ConsumerGlobalConfig {
+  return {
+    'bootstrap.servers': settings.bootstrap,
+    'client.id': `${settings.clientId ?? 'orderly'}-changelog-reader`,
+    'log.connection.close': false,
+    // librdkafka wants a group id; assign() never joins it and nothing is committed to it.
+    'group.id': `${settings.group}-changelog-reader`,
+    'enable.auto.commit': false,
+    'enable.auto.offset.store': false,
+    'isolation.level': settings.isolationLevel ?? 'read_committed',
+    'enable.partition.eof': true,
+    'allow.auto.create.topics': false,
+    ...settings.librdkafka,
+  } as rdkafka.ConsumerGlobalConfig;
+}

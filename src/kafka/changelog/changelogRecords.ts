@@ -1,0 +1,61 @@
+import type { OutRecord } from '../../ports/log.js';
+import type { StoreOp } from '../../ports/store.js';
+import { stateKeys } from '../../state/stateKeys.js';
+
+// The changelog format, which other tools (`orderly parked ...`) read:
+// - topic: `<group>-<store>-changelog`, compacted, with the source topic's partition count;
+// - partition: the source partition of the state key (`<kind>/<store>/<topic>/<partition>/<rest>`);
+// - key: the state key, UTF-8;
+// - value: the stored value as JSON in UTF-8, or null (a tombstone) for a deleted key.
+
+/** Kafka's rule for topic names (legal characters; at most 249 of them). */
+const LEGAL_TOPIC = /^[a-zA-Z0-9._-]{1,249}$/;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Thrown when a store's changelog topic would not be a legal Kafka topic name. */
+export class ChangelogNameError extends Error {
+  constructor(
+    readonly store: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ChangelogNameError';
+  }
+}
+
+/** The changelog topic of a store: `<group>-<store>-changelog`. */
+export function changelogTopic(group: string, store: string): string {
+  return `${group}-${store}-changelog`;
+}
+
+/** The changelog topic of a store, or a {@link ChangelogNameError} naming the store and the fix. */
+export function checkedChangelogTopic(group: string, store: string): string {
+  const topic = changelogTopic(group, store);
+  if (LEGAL_TOPIC.test(topic)) return topic;
+  const why = topic.length > 249 ? `is ${topic.length} characters long (Kafka allows 249)` : 'holds characters Kafka does not allow in a topic name (only a-z, A-Z, 0-9, ., _ and -)';
+  throw new ChangelogNameError(
+    store,
+    `store '${store}': its changelog topic '${topic}' ${why}; rename the operator '${store.replace(/-attempts$/, '')}' ` +
+      `(its name names the store) or use a shorter consumer group name`,
+  );
+}
+
+/** The changelog record of one write to the store. */
+export function toChangelogRecord(group: string, op: StoreOp): OutRecord {
+  const { store, partition } = stateKeys.parse(op.key);
+  return {
+    topic: changelogTopic(group, store),
+    partition,
+    key: op.key,
+    value: op.type === 'put' ? encoder.encode(JSON.stringify(op.value)) : null,
+  };
+}
+
+/** The write to the store that a changelog record stands for. */
+export function fromChangelogRecord(record: { readonly key: string | null; readonly value: Uint8Array | null }): StoreOp {
+  if (record.key === null) throw new Error('a changelog record has no key; orderly writes every record with its state key');
+  if (record.value === null) return { type: 'del', key: record.key };
+  return { type: 'put', key: record.key, value: JSON.parse(decoder.decode(record.value)) as unknown };
+}

@@ -1,0 +1,185 @@
+import type { Logger } from 'pino';
+import type { StateStore } from '../../graph/stores.js';
+import { partitionId, type OutRecord, type TopicPartition } from '../../ports/log.js';
+import type { Store, StoreOp } from '../../ports/store.js';
+import { stateKeys } from '../../state/stateKeys.js';
+import type { ChangelogEnds, ChangelogMessage, ChangelogRange } from './changelogReader.js';
+import { changelogTopic, fromChangelogRecord, toChangelogRecord } from './changelogRecords.js';
+import { checkpoints, type Checkpoint } from './checkpoints.js';
+
+/** Where a restore reads changelogs from (Kafka's {@link ChangelogReader}). */
+export interface ChangelogSource {
+  ends(tp: TopicPartition): Promise<ChangelogEnds>;
+  read(ranges: readonly ChangelogRange[], apply: (messages: readonly ChangelogMessage[]) => Promise<void>): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** How a partition's state was restored when this worker took it over. */
+export interface RestoreReport extends TopicPartition {
+  /** `checkpoint`: the local state was complete up to a checkpoint, only what follows it was read; `full`: wiped and read from the beginning. */
+  readonly mode: 'checkpoint' | 'full';
+  /** Why a full restore (no checkpoint: an unclean stop, or the partition was never here). */
+  readonly reason?: string;
+  /** Local keys of the partition deleted before a full restore. */
+  readonly wiped: number;
+  /** Changelog records applied. */
+  readonly records: number;
+  readonly tookMs: number;
+}
+
+export interface ChangelogStoreOptions {
+  /** The worker's local state (LevelDB). */
+  readonly local: Store;
+  /** The consumer group: changelog topics are `<group>-<store>-changelog`. */
+  readonly group: string;
+  /** The topology's stores, each with its changelog. */
+  readonly stores: readonly StateStore[];
+  /** Appends records, settling once they are acknowledged: the Log port's produce, the outputs' producer. */
+  readonly produce: (records: readonly OutRecord[]) => Promise<void>;
+  readonly source: ChangelogSource;
+  readonly logger: Logger;
+  /**
+   * False when the partition was taken away without a revocation (this worker was fenced): a new
+   * owner may have written to its changelogs already, so no checkpoint is written. @defaultValue always true
+   */
+  readonly handedBackCleanly?: (tp: TopicPartition) => boolean;
+  /** Hears how each taken-over partition was restored. */
+  readonly onRestored?: (report: RestoreReport) => void;
+  /** Deletes per batch when a partition is wiped. @defaultValue 10000 */
+  readonly wipeBatch?: number;
+}
+
+/**
+ * The Store port over a local store whose every write also goes to a compacted changelog topic,
+ * so that a partition's state follows it to whichever worker takes it over.
+ *
+ * - `batch` writes the local store, then the changelog records of the ops (one per op, on the
+ *   op's source partition), and settles once Kafka acknowledged them: an event's offset is
+ *   committed only after its state is in the changelog.
+ * - `openPartition` restores the partition before the engine reads it: from the local checkpoint
+ *   if the partition was handed back cleanly by this worker, otherwise (an unclean stop, which may
+ *   have left local writes the changelog lacks, or a partition new here) the partition's local
+ *   keys are wiped and its changelogs read from the beginning.
+ * - `closePartition` writes the checkpoint.
+ */
+export class ChangelogStore implements Store {
+  readonly location: string;
+  /** Partitions with a local write whose changelog write failed: their local state is ahead of the changelog. */
+  private readonly diverged = new Set<string>();
+  private readonly logger: Logger;
+
+  constructor(private readonly options: ChangelogStoreOptions) {
+    this.location = options.local.location;
+    this.logger = options.logger;
+  }
+
+  get<T>(key: string): T | undefined {
+    return this.options.local.get<T>(key);
+  }
+
+  entries<T>(prefix: string): Promise<Array<[string, T]>> {
+    return this.options.local.entries<T>(prefix);
+  }
+
+  async batch(ops: readonly StoreOp[]): Promise<void> {
+    if (ops.length === 0) return;
+    const { local, group, produce } = this.options;
+    // Built first: a key that is not a state key fails the batch before anything is written.
+    const records = ops.map((op) => toChangelogRecord(group, op));
+    await local.batch(ops);
+    try {
+      await produce(records);
+    } catch (error) {
+      const tps = new Map(ops.map((op) => stateKeys.partitionOf(op.key)).map((tp) => [partitionId(tp), tp]));
+      for (const id of tps.keys()) this.diverged.add(id);
+      // A checkpoint written before this late batch would claim a completeness the changelog lacks.
+      await local.batch([...tps.values()].map(checkpoints.del)).catch(() => undefined);
+      const partitions = [...tps.keys()];
+      throw new Error(`state of ${partitions.join(', ')} was written locally but its changelog write failed: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  async openPartition(tp: TopicPartition): Promise<void> {
+    const { local, stores, source } = this.options;
+    if (stores.length === 0) return;
+    const startedAt = Date.now();
+    const checkpoint = checkpoints.read(local, tp);
+    // Gone before anything is written: from here on the local state may move past it.
+    if (checkpoint) await local.batch([checkpoints.del(tp)]);
+    this.diverged.delete(partitionId(tp));
+    const changelogs = stores.map((store) => ({ store: store.name, topic: changelogTopic(this.options.group, store.name), partition: tp.partition }));
+    const ends = await Promise.all(changelogs.map((c) => source.ends(c)));
+    const usable = checkpoint && changelogs.every((c, i) => within(checkpoint.offsets[c.store], ends[i]!));
+    let wiped = 0;
+    let reason: string | undefined;
+    if (!usable) {
+      reason = checkpoint
+        ? 'its checkpoint lies outside the changelog (was the changelog topic recreated?)'
+        : 'no checkpoint: this worker stopped uncleanly while it owned the partition, or never owned it';
+      wiped = await this.wipe(tp);
+    }
+    const ranges = changelogs.map((c, i): ChangelogRange => ({
+      topic: c.topic,
+      partition: c.partition,
+      from: usable ? checkpoint.offsets[c.store]! : ends[i]!.low,
+      to: ends[i]!.end,
+    }));
+    const records = await source.read(ranges, (messages) => local.batch(messages.map(fromChangelogRecord)));
+    const report: RestoreReport = { ...tp, mode: usable ? 'checkpoint' : 'full', ...(reason ? { reason } : {}), wiped, records, tookMs: Date.now() - startedAt };
+    this.logger.info(report, `restored the state of ${partitionId(tp)} from its changelog (${report.mode})`);
+    this.options.onRestored?.(report);
+  }
+
+  async closePartition(tp: TopicPartition): Promise<void> {
+    const { local, stores, source } = this.options;
+    if (stores.length === 0) return;
+    const id = partitionId(tp);
+    if (this.diverged.delete(id)) {
+      this.logger.warn({ partition: id }, 'no checkpoint: a changelog write of this partition failed; the next owner here restores it in full');
+      return;
+    }
+    if (!(this.options.handedBackCleanly?.(tp) ?? true)) {
+      this.logger.info({ partition: id }, 'no checkpoint: the partition was lost, not handed back');
+      return;
+    }
+    try {
+      const offsets: Record<string, number> = {};
+      for (const store of stores) {
+        offsets[store.name] = (await source.ends({ topic: changelogTopic(this.options.group, store.name), partition: tp.partition })).end;
+      }
+      const checkpoint: Checkpoint = { offsets, writtenAtMs: Date.now() };
+      await local.batch([checkpoints.put(tp, checkpoint)]);
+      this.logger.debug({ partition: id, offsets }, 'checkpoint written');
+    } catch (error) {
+      // Without a checkpoint the next take-over here restores in full: slower, never wrong.
+      this.logger.warn({ partition: id, err: error }, 'no checkpoint: reading the changelog offsets failed');
+    }
+  }
+
+  async close(): Promise<void> {
+    try {
+      await this.options.source.close();
+    } finally {
+      await this.options.local.close();
+    }
+  }
+
+  /** Deletes every local key of the partition; returns how many. */
+  private async wipe(tp: TopicPartition): Promise<number> {
+    const { local, stores } = this.options;
+    const size = this.options.wipeBatch ?? 10_000;
+    let wiped = 0;
+    for (const prefix of stateKeys.partitionPrefixes(stores, tp)) {
+      const keys = (await local.entries(prefix)).map(([key]) => key);
+      for (let i = 0; i < keys.length; i += size) {
+        await local.batch(keys.slice(i, i + size).map((key): StoreOp => ({ type: 'del', key })));
+      }
+      wiped += keys.length;
+    }
+    return wiped;
+  }
+}
+
+function within(offset: number | undefined, ends: ChangelogEnds): boolean {
+  return offset !== undefined && Number.isInteger(offset) && offset >= ends.low && offset <= ends.end;
+}

@@ -1,0 +1,24 @@
+import type { TopicPartition } from '../../ports/log.js';
+import type { Store, StoreOp } from '../../ports/store.js';
+
+/**
+ * A partition's local checkpoint: the local state of the partition is exactly its changelogs up
+ * to these offsets (the next offset to read, per store). Written when the partition is handed
+ * back cleanly, deleted as soon as it is taken over again: a checkpoint that is there at take-over
+ * proves that nothing was written to the partition's local state since.
+ */
+export interface Checkpoint {
+  readonly offsets: Readonly<Record<string, number>>;
+  readonly writtenAtMs: number;
+}
+
+// Beside the state keys, in the same LevelDB, and never written to a changelog: the kind
+// `checkpoint` is not one of the state's.
+const keyOf = (tp: TopicPartition): string => `checkpoint/${encodeURIComponent(tp.topic)}/${tp.partition}`;
+
+export const checkpoints = {
+  key: keyOf,
+  read: (local: Store, tp: TopicPartition): Checkpoint | undefined => local.get<Checkpoint>(keyOf(tp)),
+  put: (tp: TopicPartition, checkpoint: Checkpoint): StoreOp => ({ type: 'put', key: keyOf(tp), value: checkpoint }),
+  del: (tp: TopicPartition): StoreOp => ({ type: 'del', key: keyOf(tp) }),
+} as const;
