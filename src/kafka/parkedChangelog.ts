@@ -2,10 +2,6 @@ import type { ParkedEvent, ParkedKeyState } from '../engine/parkedKeys.js';
 import type { LogRecord } from '../ports/log.js';
 import { stateKeys } from '../state/stateKeys.js';
 
-/** The changelog topic of a state store: `<group>-<store>-changelog`, one partition per source partition. */
-export function changelogTopic(group: string, store: string): string {
-  return `${group}-${store}-changelog`;
-}
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
@@ -74,7 +70,7 @@ export function parkedKeysOf(fold: ChangelogFold, scope: ParkedScope, partition?
   const views: ParkedKeyView[] = [];
   for (const key of fold.keys(prefix)) {
     const state = fold.get<ParkedKeyState>(key)!;
-    const p = partition ?? partitionOfKey(key, scope);
+    const p = partition ?? partitionOfKey(key);
     views.push(viewOf(fold, scope, p, state));
   }
   return views.sort((a, b) => a.partition - b.partition || (a.lane < b.lane ? -1 : a.lane > b.lane ? 1 : 0));
@@ -105,9 +101,6 @@ function topicPrefix(scope: ParkedScope): string {
   return stateKeys.parkedKeyPrefix(scope.park, { topic: scope.topic, partition: 0 }).replace(/0\/$/, '');
 }
 
-function partitionOfKey(key: string, scope: ParkedScope): number {
-  const rest = key.slice(topicPrefix(scope).length);
-  const partition = Number(rest.slice(0, rest.indexOf('/')));
-  if (!Number.isInteger(partition)) throw new Error(`changelog key '${key}' has no partition where one belongs`);
-  return partition;
+function partitionOfKey(key: string): number {
+  return stateKeys.partitionOf(key).partition;
 }

@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import type { Resolution } from '../engine/parkedKeys.js';
 import { AckedProducer } from './ackedProducer.js';
-import { ChangelogReader } from './changelogReader.js';
+import { ChangelogTail } from './changelogTail.js';
 import type { KafkaSettings } from './kafkaConfig.js';
-import { changelogTopic, parkedKeyOf, parkedKeysOf, type ParkedKeyView, type ParkedScope } from './parkedChangelog.js';
+import { changelogTopic } from './changelog/changelogRecords.js';
+import { parkedKeyOf, parkedKeysOf, type ParkedKeyView, type ParkedScope } from './parkedChangelog.js';
 import { controlRecord, parseControlRecord, resolutionsTopic, type ResolutionOutcome, type ResolutionRequest } from './resolutionRecords.js';
 import { ensureTopics } from './topics.js';
 import { MissingTopicError, TopicReader } from './topicReader.js';
@@ -24,11 +25,11 @@ export class ParkedKeyError extends Error {
 }
 
 /** Opens the park's changelog (or the partitions given) and reads it to its end. */
-export async function readParkedChangelog(source: ParkedSource, timeoutMs: number, partitions?: readonly number[]): Promise<ChangelogReader> {
+export async function readParkedChangelog(source: ParkedSource, timeoutMs: number, partitions?: readonly number[]): Promise<ChangelogTail> {
   const topic = changelogTopic(source.settings.group, source.scope.park);
-  let reader: ChangelogReader;
+  let reader: ChangelogTail;
   try {
-    reader = await ChangelogReader.open(source.settings, topic, partitions);
+    reader = await ChangelogTail.open(source.settings, topic, partitions);
   } catch (error) {
     if (error instanceof MissingTopicError) {
       throw new ParkedKeyError(
@@ -134,7 +135,7 @@ function requestFor(source: ParkedSource, view: ParkedKeyView | undefined, optio
   };
 }
 
-async function waitForResult(source: ParkedSource, changelog: ChangelogReader, request: ResolutionRequest, before: ParkedKeyView, deadline: number): Promise<ResolveResult> {
+async function waitForResult(source: ParkedSource, changelog: ChangelogTail, request: ResolutionRequest, before: ParkedKeyView, deadline: number): Promise<ResolveResult> {
   const control = await TopicReader.open({ settings: source.settings, topic: resolutionsTopic(source.settings.group), role: 'cli-resolutions', partitions: [0] });
   const { target } = request;
   let outcome: ResolutionOutcome | undefined;

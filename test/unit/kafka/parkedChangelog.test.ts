@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ParkedKeys, type ParkedEvent, type ParkedKeyState } from '../../../src/engine/parkedKeys.js';
-import { ChangelogFold, changelogTopic, parkedKeyOf, parkedKeysOf } from '../../../src/kafka/parkedChangelog.js';
+import { changelogTopic } from '../../../src/kafka/changelog/changelogRecords.js';
+import { ChangelogFold, parkedKeyOf, parkedKeysOf } from '../../../src/kafka/parkedChangelog.js';
 import type { Store, StoreOp } from '../../../src/ports/store.js';
 
 const scope = { park: 'decide-park', topic: 'in/disputes' };
@@ -42,7 +43,7 @@ describe('the park changelog, folded', () => {
       record(1, 4, held(1, 'acct/2', 2), parkedEvent(1, 22, 'acct/2', 'HELD')),
       record(1, 5, parked(1, 'acct/2'), state),
       // Other stores' keys in the same fold are not parked keys.
-      record(1, 6, 'heldid/decide-park/in/disputes/1/12', { lane: 'acct/2', seq: 0 }),
+      record(1, 6, `heldid/${scope.park}/${topicEnc}/1/in/disputes/1/12`, { lane: 'acct/2', seq: 0 }),
     ]);
     const [view, ...rest] = parkedKeysOf(fold, scope);
     expect(rest).toEqual([]);

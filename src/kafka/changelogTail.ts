@@ -4,17 +4,18 @@ import { MissingTopicError, TopicReader, type ReaderSettings } from './topicRead
 /**
  * A store's changelog read from the beginning with no consumer group, folded into the store's
  * latest state. `catchUp` reads to the end of every partition; `poll` then follows what the
- * owners write next.
+ * owners write next. (The worker's restore reads ranges with `changelog/changelogReader.ts`;
+ * this one keeps following, which `orderly parked resolve` needs while it waits.)
  */
-export class ChangelogReader {
+export class ChangelogTail {
   readonly fold = new ChangelogFold();
 
   private constructor(private readonly reader: TopicReader) {}
 
   /** Opens the changelog; a missing topic is a {@link MissingTopicError}. */
-  static async open(settings: ReaderSettings, topic: string, partitions?: readonly number[]): Promise<ChangelogReader> {
+  static async open(settings: ReaderSettings, topic: string, partitions?: readonly number[]): Promise<ChangelogTail> {
     const reader = await TopicReader.open({ settings, topic, role: 'changelog', ...(partitions ? { partitions } : {}) });
-    return new ChangelogReader(reader);
+    return new ChangelogTail(reader);
   }
 
   get topic(): string {
