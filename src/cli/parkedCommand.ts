@@ -42,7 +42,7 @@ export function registerParkedCommand(program: Command): void {
     .option('--partition <n>', 'only this partition', toPartition)
     .option('--json', 'print a JSON array')
     .action((options: CommonOptions & { partition?: number }) =>
-      run(program, async () => {
+      run(async () => {
         const views = await listParked(sourceOf(await scopeOf(options), options), options.timeoutMs, options.partition);
         return options.json ? `${JSON.stringify(views.map(summaryOf), null, 2)}\n` : formatList(views, (await scopeOf(options)).scope.topic);
       }),
@@ -53,7 +53,7 @@ export function registerParkedCommand(program: Command): void {
     .argument('<key>', 'the key (as `parked list` shows it)')
     .option('--json', 'print the key as JSON')
     .action((partition: number, key: string, options: CommonOptions) =>
-      run(program, async () => {
+      run(async () => {
         const source = sourceOf(await scopeOf(options), options);
         const view = await showParked(source, options.timeoutMs, partition, key);
         if (!view) throw new ParkedKeyError(`key '${key}' of ${source.scope.topic}/${partition} is not parked; 'orderly parked list' shows the parked keys`);
@@ -73,17 +73,17 @@ export function registerParkedCommand(program: Command): void {
     .option('--decision <json>', "the decision for the head event, as JSON; the engine validates it against the step's schema")
     .option('--discard', 'discard the head event (no effect); the held events replay')
     .action((partition: number, key: string, options: ResolveOptions) =>
-      run(program, async () => {
+      run(async () => {
         if ((options.decision === undefined) === !options.discard) throw new InvalidArgumentError('give exactly one of --decision JSON and --discard');
         const resolution: Resolution = options.discard ? { discard: true } : { decision: parseDecision(options.decision!) };
-        return resolve(program, options, partition, key, resolution);
+        return resolve(options, partition, key, resolution);
       }),
     );
 
   withResolve(withCommon(parked.command('replay').description("resolve a parked key by retrying its step for the head event, then replay the key's events in order")))
     .argument('<partition>', 'the partition of the source topic', toPartition)
     .argument('<key>', 'the key (as `parked list` shows it)')
-    .action((partition: number, key: string, options: ResolveOptions) => run(program, () => resolve(program, options, partition, key, { retry: true })));
+    .action((partition: number, key: string, options: ResolveOptions) => run(() => resolve(options, partition, key, { retry: true })));
 }
 
 function withCommon(command: Command): Command {
@@ -104,7 +104,7 @@ function withResolve(command: Command): Command {
     .option('--json', 'print the outcome as JSON');
 }
 
-async function resolve(program: Command, options: ResolveOptions, partition: number, lane: string, resolution: Resolution): Promise<string> {
+async function resolve(options: ResolveOptions, partition: number, lane: string, resolution: Resolution): Promise<string> {
   const source = sourceOf(await scopeOf(options), options);
   const result = await resolveParked(source, { partition, lane, resolution, by: options.by, waitMs: options.wait ? options.timeoutMs : 0 });
   process.exitCode = ResolveExit[result.kind];
@@ -160,13 +160,12 @@ function sourceOf({ scope }: { scope: { topic: string; park: string } }, options
 }
 
 /** Runs one command: prints what it returns; prints an error naming the fix and exits 1. */
-async function run(program: Command, action: () => Promise<string>): Promise<void> {
+async function run(action: () => Promise<string>): Promise<void> {
   try {
     process.stdout.write(await action());
   } catch (error) {
-    const message = (error as Error).message;
-    if (error instanceof InvalidArgumentError) program.error(`orderly parked: ${message}`);
-    process.stderr.write(`orderly parked: ${message}\n`);
+    // A bad argument, a key that is not parked, a missing changelog, an unreachable cluster.
+    process.stderr.write(`orderly parked: ${(error as Error).message}\n`);
     process.exitCode = 1;
   }
 }
