@@ -122,12 +122,15 @@ export class Engine {
     this.commitTimer?.cancel();
     await Promise.all([...this.tasks.values()].map((t) => t.close()));
     await this.commit();
+    await this.closePartitions([...this.tasks.values()].map((t) => t.tp));
     await this.options.log.close();
   }
 
   private async assign(tps: readonly TopicPartition[]): Promise<void> {
     const max = this.options.maxBufferedPerPartition ?? 1_000;
     for (const tp of tps) {
+      // The partition's state first (a changelog store restores it here), then its task reads it.
+      await this.options.store.openPartition?.(tp);
       const task = new PartitionTask(tp, this.ctx, this.pipeline, {
         maxBuffered: max,
         onFinished: () => this.finished(),
@@ -142,7 +145,14 @@ export class Engine {
     const tasks = tps.flatMap((tp) => this.tasks.get(partitionId(tp)) ?? []);
     await Promise.all(tasks.map((t) => t.close()));
     await this.commit();
+    await this.closePartitions(tasks.map((t) => t.tp));
     for (const tp of tps) this.tasks.delete(partitionId(tp));
+  }
+
+  /** Tells the store that these partitions were handed back, their work finished and committed. */
+  private async closePartitions(tps: readonly TopicPartition[]): Promise<void> {
+    const store = this.options.store;
+    if (store.closePartition) await Promise.all(tps.map((tp) => store.closePartition!(tp)));
   }
 
   private receive(batch: readonly LogRecord[]): void {

@@ -171,6 +171,11 @@ export class KafkaLog implements Log {
     this.logger.info('left the group and closed');
   }
 
+  /** True while a partition taken away without a revocation (this worker was fenced) is being let go. */
+  isLost(tp: TopicPartition): boolean {
+    return this.partitions.get(partitionId(tp))?.ownership === 'lost';
+  }
+
   /** Partitions this consumer owns now (assigned and restored), for tests and metrics. */
   owned(): TopicPartition[] {
     return [...this.partitions.values()].filter((p) => p.ownership === 'owned').map((p) => p.tp);

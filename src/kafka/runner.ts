@@ -4,7 +4,11 @@ import type { Topology } from '../dsl/topology.js';
 import { Engine, type CommitPolicy } from '../engine/engine.js';
 import { Outcome, type EngineObserver, type OutcomeEvent } from '../engine/outcomes.js';
 import type { Store } from '../ports/store.js';
+import { topologyStores } from '../graph/stores.js';
 import { openLevelStore } from '../state/levelStore.js';
+import { ChangelogReader } from './changelog/changelogReader.js';
+import { checkedChangelogTopic } from './changelog/changelogRecords.js';
+import { ChangelogStore, type RestoreReport } from './changelog/changelogStore.js';
 import type { KafkaSettings } from './kafkaConfig.js';
 import { KafkaLog } from './kafkaLog.js';
 import { startResolutions, type Resolutions } from './resolutions.js';
@@ -31,6 +35,8 @@ export interface RunTopologyOptions {
   readonly kafka?: Omit<KafkaSettings, 'bootstrap' | 'group'>;
   /** Hears every outcome, model call, commit and fatal error, besides the log lines. */
   readonly observer?: EngineObserver;
+  /** Hears how the state of each partition this worker takes over was restored from its changelogs. */
+  readonly onRestored?: (report: RestoreReport) => void;
 }
 
 /** A running worker. */
@@ -47,8 +53,9 @@ export interface RunningTopology {
 
 /**
  * Runs a topology on a Kafka cluster: checks the source topic and creates the missing output,
- * parking and dead-letter topics, opens the LevelDB state, joins the consumer group and runs the
- * engine until {@link RunningTopology.stop} or a fatal error.
+ * parking, dead-letter and changelog topics, opens the LevelDB state, joins the consumer group and
+ * runs the engine until {@link RunningTopology.stop} or a fatal error. The state of each partition
+ * is written to its stores' changelogs and restored from them when this worker takes it over.
  *
  * @example
  * const worker = await runTopology({ topology, bootstrap: 'localhost:9092', group: 'disputes', stateDir: './state' });
@@ -59,9 +66,19 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
   const logger = options.logger ?? pino({ level: process.env.ORDERLY_LOG_LEVEL ?? 'info' });
   const { topology } = options;
   const settings: KafkaSettings = { ...options.kafka, bootstrap: options.bootstrap, group: options.group };
-  await ensureTopics(settings, logger, { source: topology.source.topic, outputs: topology.outputTopics });
+  const stores = topologyStores(topology.nodes);
+  // Checked before anything is created: a store whose changelog name Kafka refuses stops here.
+  const changelogs = stores.map((s) => checkedChangelogTopic(options.group, s.name));
+  await ensureTopics(settings, logger, { source: topology.source.topic, outputs: topology.outputTopics, changelogs });
   await mkdir(options.stateDir, { recursive: true });
-  const store = await openLevelStore(options.stateDir);
+  const local = await openLevelStore(options.stateDir);
+  let source: ChangelogReader;
+  try {
+    source = await ChangelogReader.connect(settings, logger.child({ component: 'changelog' }));
+  } catch (error) {
+    await closeStore(local, logger);
+    throw error;
+  }
 
   let resolveDone!: () => void;
   let rejectDone!: (error: Error) => void;
@@ -96,6 +113,18 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
     settings,
     logger: logger.child({ component: 'kafka' }),
     onFatal: (error) => void stopWith(error),
+  });
+  // Every state write goes to its changelog through the outputs' producer; each partition's state
+  // is restored from its changelogs when this worker takes the partition over.
+  const store = new ChangelogStore({
+    local,
+    group: options.group,
+    stores,
+    produce: (records) => log.produce(records),
+    source,
+    logger: logger.child({ component: 'changelog' }),
+    handedBackCleanly: (tp) => !log.isLost(tp),
+    ...(options.onRestored ? { onRestored: options.onRestored } : {}),
   });
   const engine = new Engine({
     topology,

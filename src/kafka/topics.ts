@@ -1,4 +1,4 @@
-import rdkafka, { type IAdminClient, type LibrdKafkaError, type TopicDescription } from '@confluentinc/kafka-javascript';
+import rdkafka, { type IAdminClient, type LibrdKafkaError, type NewTopic, type TopicDescription } from '@confluentinc/kafka-javascript';
 import type { Logger } from 'pino';
 import { adminConfig, type KafkaSettings } from './kafkaConfig.js';
 
@@ -23,6 +23,11 @@ export interface TopicPlan {
   readonly source: string;
   /** Topics the topology writes (sinks, parking, dead letters): created when missing. */
   readonly outputs: readonly string[];
+  /**
+   * The stores' changelog topics: created when missing, compacted, with the source topic's
+   * partition count (a changelog partition holds the state of the source partition of its number).
+   */
+  readonly changelogs?: readonly string[];
   /** Partitions of a created topic. @defaultValue the source topic's count (co-partitioned by key) */
   readonly partitions?: number;
   /** @defaultValue -1: the broker's default.replication.factor */
@@ -40,7 +45,8 @@ export async function ensureTopics(settings: KafkaSettings, logger: Logger, plan
   const admin = rdkafka.AdminClient.create(adminConfig(settings));
   const timeout = plan.timeoutMs ?? 30_000;
   try {
-    const described = await describe(admin, [plan.source, ...plan.outputs], timeout);
+    const changelogs = plan.changelogs ?? [];
+    const described = await describe(admin, [plan.source, ...plan.outputs, ...changelogs], timeout);
     const source = described.get(plan.source)!;
     if (source.error) throw describeError(plan.source, source.error, settings.bootstrap, 'source');
     const sourcePartitions = source.partitions.length;
@@ -51,6 +57,16 @@ export async function ensureTopics(settings: KafkaSettings, logger: Logger, plan
       const partitions = plan.partitions ?? sourcePartitions;
       await create(admin, topic, partitions, plan.replicationFactor ?? -1, timeout);
       logger.info({ topic, partitions }, 'created topic');
+    }
+    for (const topic of changelogs) {
+      const found = described.get(topic)!;
+      if (!found.error) {
+        if (found.partitions.length !== sourcePartitions) throw changelogMismatch(topic, found.partitions.length, plan.source, sourcePartitions);
+        continue;
+      }
+      if (found.error.code !== UNKNOWN_TOPIC) throw describeError(topic, found.error, settings.bootstrap, 'output');
+      await create(admin, topic, sourcePartitions, plan.replicationFactor ?? -1, timeout, { 'cleanup.policy': 'compact' });
+      logger.info({ topic, partitions: sourcePartitions }, 'created changelog topic');
     }
     return { sourcePartitions };
   } finally {
@@ -67,9 +83,9 @@ function describe(admin: IAdminClient, topics: readonly string[], timeout: numbe
   });
 }
 
-function create(admin: IAdminClient, topic: string, partitions: number, replicationFactor: number, timeout: number): Promise<void> {
+function create(admin: IAdminClient, topic: string, partitions: number, replicationFactor: number, timeout: number, config?: NewTopic['config']): Promise<void> {
   return new Promise((resolve, reject) => {
-    admin.createTopic({ topic, num_partitions: partitions, replication_factor: replicationFactor }, timeout, (error) => {
+    admin.createTopic({ topic, num_partitions: partitions, replication_factor: replicationFactor, ...(config ? { config } : {}) }, timeout, (error) => {
       if (!error || error.code === TOPIC_ALREADY_EXISTS) resolve();
       else reject(createError(topic, error));
     });
@@ -98,4 +114,13 @@ function createError(topic: string, error: LibrdKafkaError): TopicError {
     );
   }
   return new TopicError(topic, `could not create topic '${topic}': ${error.message} (code ${error.code})`);
+}
+
+function changelogMismatch(topic: string, partitions: number, source: string, sourcePartitions: number): TopicError {
+  return new TopicError(
+    topic,
+    `changelog topic '${topic}' has ${partitions} partitions but the source topic '${source}' has ${sourcePartitions}: ` +
+      `changelog partition N holds the state of source partition N, so they must match; delete '${topic}' (its state is lost) ` +
+      'or run this topology under another consumer group',
+  );
 }

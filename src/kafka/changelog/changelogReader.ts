@@ -66,10 +66,13 @@ export class ChangelogReader {
     const pending = new Map(ranges.filter((r) => r.from < r.to).map((r) => [partitionId(r), r]));
     if (pending.size === 0) return 0;
     // A transaction's commit marker takes the last offset(s) and is never delivered: the end of
-    // the partition (partition.eof at or past `to`) says the read is complete then.
+    // the partition (partition.eof at or past `to`) says the read is complete then. The client
+    // emits a batch's eof events before it hands over the batch: they are noted, and applied
+    // once the batch's records are.
+    const ended = new Set<string>();
     const onEof = (eof: { topic: string; partition: number; offset: number }): void => {
       const range = pending.get(partitionId(eof));
-      if (range && eof.offset >= range.to) pending.delete(partitionId(eof));
+      if (range && eof.offset >= range.to) ended.add(partitionId(eof));
     };
     this.consumer.on('partition.eof', onEof);
     this.consumer.assign([...pending.values()].map(({ topic, partition, from }) => ({ topic, partition, offset: from })));
@@ -85,6 +88,8 @@ export class ChangelogReader {
           wanted.push({ key: message.key === null || message.key === undefined ? null : message.key.toString(), value: message.value ?? null });
           if (message.offset + 1 >= range.to) pending.delete(partitionId(message));
         }
+        for (const id of ended) pending.delete(id);
+        ended.clear();
         if (wanted.length > 0) {
           await apply(wanted);
           read += wanted.length;
