@@ -144,6 +144,42 @@ describe('orderly parked: list, show, resolve and replay against a running worke
     expect(await worker.stop()).toBe(0);
   });
 
+  it('keeps a resolution sent while no worker runs until the next owner has restored the partition, which then applies it', async () => {
+    const { prefix, group, worker } = await start('parked-handover');
+    const { inputs, poisonA, heldA } = poisonInputs();
+    await produce(bootstrap, `${prefix}disputes`, inputs.map(asInput));
+    await waitParked(prefix, worker, 2 + heldA.length);
+    let a: ParkedKeySummary | undefined;
+    for (let i = 0; i < 30 && a?.held !== heldA.length; i += 1) {
+      if (i > 0) await sleep(500);
+      a = (JSON.parse((await parkedCli(prefix, group, ['list', '--json'])).stdout) as ParkedKeySummary[]).find((k) => k.key === poisonA.account);
+    }
+    expect(a?.held).toBe(heldA.length);
+    expect(await worker.stop()).toBe(0);
+
+    const decision = { action: 'refund', rationale: 'sent while no worker ran' };
+    const sent = await parkedCli(prefix, group, ['resolve', String(a!.partition), poisonA.account, '--decision', JSON.stringify(decision), '--no-wait']);
+    expect(sent.stdout).toMatch(/^sent: key 'acct-02'/);
+    expect(sent.code).toBe(0);
+
+    // Another worker, with a state directory of its own: it restores the partition from the changelog first.
+    const { stateDir } = await scenario('parked-handover-b');
+    const next = new Worker({ bootstrap, group, stateDir, topicPrefix: prefix });
+    workers.push(next);
+    const expected = inputs.filter((d) => d.account === poisonA.account);
+    const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r.filter((x) => x.key === poisonA.account)) >= expected.length, {
+      timeoutMs: 90_000,
+      describe: (r) => `${r.length} decisions\n${next.tail()}`,
+    });
+    expect(checkDecisions(expected, output.filter((r) => r.key === poisonA.account))).toEqual([]);
+    expect(JSON.parse(output.find((r) => disputeIdOf(r) === poisonA.disputeId)!.value!)).toMatchObject(decision);
+    const restored = next.lines.findIndex((l) => typeof l.msg === 'string' && l.msg.startsWith(`restored the state of ${prefix}disputes/${a!.partition} `));
+    const applied = next.lines.findIndex((l) => l.msg === 'resolution applied: the key replays');
+    expect(restored).toBeGreaterThanOrEqual(0);
+    expect(applied).toBeGreaterThan(restored);
+    expect(await next.stop()).toBe(0);
+  });
+
   it("applies a request on <group>-resolutions once, on the key's owner, and answers each: refused, applied, stale", async () => {
     const { prefix, group, stateDir, worker } = await start('resolutions');
     const { inputs, poisonA, heldA } = poisonInputs();
