@@ -150,6 +150,8 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
       await stopWith(error as Error);
       throw error;
     });
+    // A fatal error may have stopped the worker while they started: stop them too.
+    if (stopping) await resolutions.stop();
   }
   logger.info({ source: topology.source.topic, outputs: topology.outputTopics, group: options.group, stateDir: options.stateDir }, 'worker started');
   return { engine, done, stop: () => stopWith() };
