@@ -6,9 +6,9 @@ import { ChangelogTail } from './changelogTail.js';
 import type { KafkaSettings } from './kafkaConfig.js';
 import { changelogTopic } from './changelog/changelogRecords.js';
 import { parkedKeyOf, parkedKeysOf, type ParkedKeyView, type ParkedScope } from './parkedChangelog.js';
-import { controlRecord, parseControlRecord, resolutionsTopic, type ResolutionOutcome, type ResolutionRequest } from './resolutionRecords.js';
+import { controlRecord, parseControlRecord, resolutionsTopic, type ResolutionOutcome, type ResolutionRequest, type ResolutionTarget } from './resolutionRecords.js';
 import { ensureTopics } from './topics.js';
-import { MissingTopicError, TopicReader } from './topicReader.js';
+import { allPartitions, MissingTopicError, partitionCount, TopicReader } from './topicReader.js';
 
 /** Where the parked keys of one topology live: its cluster, group, source topic and park. */
 export interface ParkedSource {
@@ -29,7 +29,10 @@ export async function readParkedChangelog(source: ParkedSource, timeoutMs: numbe
   const topic = changelogTopic(source.settings.group, source.scope.park);
   let reader: ChangelogTail;
   try {
-    reader = await ChangelogTail.open(source.settings, topic, partitions);
+    const count = await partitionCount(source.settings, topic);
+    const wrong = partitions?.find((p) => p >= count);
+    if (wrong !== undefined) throw new ParkedKeyError(`partition ${wrong} does not exist: ${source.scope.topic} has ${count} (0 to ${count - 1})`);
+    reader = await ChangelogTail.open(source.settings, topic, partitions ?? allPartitions(count));
   } catch (error) {
     if (error instanceof MissingTopicError) {
       throw new ParkedKeyError(
@@ -149,10 +152,10 @@ async function waitForResult(source: ParkedSource, changelog: ChangelogTail, req
       if (outcome && outcome.status !== 'applied') return { kind: outcome.status, request, message: outcome.message };
       await changelog.poll(100);
       const now = parkedKeyOf(changelog.fold, source.scope, target.partition, target.lane);
-      if (!now) return { kind: 'released', request, replayed: lastNextSeq - before.headSeq };
+      const progress = progressOf(target, now);
+      if (progress === 'released' || !now) return { kind: 'released', request, replayed: lastNextSeq - before.headSeq };
+      if (progress === 'parked-again') return { kind: 'parked-again', request, view: now };
       lastNextSeq = now.nextSeq;
-      const moved = now.head?.event.effectId !== target.effectId || now.parkedAtMs !== target.parkedAtMs;
-      if (now.status === 'parked' && moved) return { kind: 'parked-again', request, view: now };
       if (Date.now() > deadline) {
         const message = outcome
           ? `the owner applied the resolution, but the key was still ${now.status} when the wait ended; 'orderly parked show' tells how far its replay got`
@@ -164,6 +167,17 @@ async function waitForResult(source: ParkedSource, changelog: ChangelogTail, req
   } finally {
     await control.close();
   }
+}
+
+/**
+ * Where a key stands after a resolution was sent, from the changelog: `released` (no longer
+ * parked), `parked-again` (parked, at another event or parked anew at the same one), or `waiting`
+ * (still parked as it was: not applied yet; or being replayed).
+ */
+export function progressOf(target: ResolutionTarget, now: ParkedKeyView | undefined): 'released' | 'parked-again' | 'waiting' {
+  if (!now) return 'released';
+  const moved = now.head?.event.effectId !== target.effectId || now.parkedAtMs !== target.parkedAtMs;
+  return now.status === 'parked' && moved ? 'parked-again' : 'waiting';
 }
 
 function safeParse(value: Uint8Array | null) {

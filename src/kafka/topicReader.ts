@@ -40,7 +40,7 @@ export class TopicReader {
 
   static async open(options: TopicReaderOptions): Promise<TopicReader> {
     const { settings, topic } = options;
-    const partitions = options.partitions ?? range(await partitionCount(settings, topic));
+    const partitions = options.partitions ?? allPartitions(await partitionCount(settings, topic));
     const config = {
       'bootstrap.servers': settings.bootstrap,
       'client.id': `${settings.clientId ?? 'orderly'}-${options.role}`,
@@ -126,6 +126,7 @@ export async function describePartitions(settings: ReaderSettings, topic: string
   }
 }
 
-function range(n: number): number[] {
-  return Array.from({ length: n }, (_, i) => i);
+/** Partitions 0 to count - 1. */
+export function allPartitions(count: number): number[] {
+  return Array.from({ length: count }, (_, i) => i);
 }

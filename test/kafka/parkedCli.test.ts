@@ -30,8 +30,8 @@ interface CliResult {
 }
 
 /** `./bin/orderly parked ARGS` as a child process, against this test's topology and group. */
-function parkedCli(prefix: string, group: string, args: readonly string[]): Promise<CliResult> {
-  const argv = ['bin/orderly', 'parked', ...args, '--bootstrap', bootstrap, '--group', group, '--topology', DISPUTES_MODULE, '--timeout-ms', '60000'];
+function parkedCli(prefix: string, group: string, args: readonly string[], scope: readonly string[] = ['--topology', DISPUTES_MODULE]): Promise<CliResult> {
+  const argv = ['bin/orderly', 'parked', ...args, '--bootstrap', bootstrap, '--group', group, ...scope, '--timeout-ms', '60000'];
   return new Promise((resolve) =>
     execFile(process.execPath, argv, { cwd: REPO, env: { ...process.env, ORDERLY_TOPIC_PREFIX: prefix } }, (error, stdout, stderr) =>
       resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
@@ -155,6 +155,12 @@ describe('orderly parked: list, show, resolve and replay against a running worke
       a = (JSON.parse((await parkedCli(prefix, group, ['list', '--json'])).stdout) as ParkedKeySummary[]).find((k) => k.key === poisonA.account);
     }
     expect(a?.held).toBe(heldA.length);
+    // The same without the module: the source topic and the park's name.
+    const byName = await parkedCli(prefix, group, ['list', '--json'], ['--topic', `${prefix}disputes`, '--park', 'decide-park']);
+    expect((JSON.parse(byName.stdout) as ParkedKeySummary[]).find((k) => k.key === poisonA.account)).toEqual(a);
+    const noSuchPartition = await parkedCli(prefix, group, ['show', '7', poisonA.account]);
+    expect(noSuchPartition.stderr).toMatch(/partition 7 does not exist: .*disputes has 2 \(0 to 1\)/);
+    expect(noSuchPartition.code).toBe(1);
     expect(await worker.stop()).toBe(0);
 
     const decision = { action: 'refund', rationale: 'sent while no worker ran' };

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ParkedEvent, ParkedKeyState } from '../../../src/engine/parkedKeys.js';
+import type { ParkedKeyView } from '../../../src/kafka/parkedChangelog.js';
+import { progressOf } from '../../../src/kafka/resolutionClient.js';
 import { matchResolution } from '../../../src/kafka/resolutionMatch.js';
 import { controlRecord, parseControlRecord, resolutionsTopic, type ResolutionRequest } from '../../../src/kafka/resolutionRecords.js';
 
@@ -60,5 +62,24 @@ describe('control records on <group>-resolutions', () => {
     expect(() => parseControlRecord(bytes({ ...request, target: { ...target, partition: 'x' } }))).toThrow(/target needs/);
     expect(() => parseControlRecord(bytes({ ...request, resolution: { retry: false } }))).toThrow(/\{decision\}, \{retry: true\} or \{discard: true\}/);
     expect(() => parseControlRecord(bytes({ type: 'outcome', id: 'x', status: 'done' }))).toThrow(/unknown status "done"/);
+  });
+});
+
+describe('what the CLI reads of a key after sending a resolution', () => {
+  const view = (over: Partial<ParkedKeyView>): ParkedKeyView => ({ ...state, topic: 'disputes', partition: 1, head: head('disputes/1/12'), held: [], missing: 0, ...over });
+
+  it('is released once the changelog no longer has the key', () => {
+    expect(progressOf(target, undefined)).toBe('released');
+  });
+
+  it('waits while the key is parked as it was (not applied yet) or is being replayed', () => {
+    expect(progressOf(target, view({}))).toBe('waiting');
+    expect(progressOf(target, view({ status: 'replaying', resolution: { retry: true } }))).toBe('waiting');
+    expect(progressOf(target, view({ status: 'replaying', headSeq: 2, head: head('disputes/1/30') }))).toBe('waiting');
+  });
+
+  it('is parked again when the key is parked at a later event, or parked anew at the same one', () => {
+    expect(progressOf(target, view({ headSeq: 2, head: head('disputes/1/30'), parkedAtMs: 8_000 }))).toBe('parked-again');
+    expect(progressOf(target, view({ parkedAtMs: 9_000 }))).toBe('parked-again');
   });
 });
