@@ -8,3 +8,7 @@ export { ensureTopics, TopicError } from './topics.js';
 export type { TopicPlan } from './topics.js';
 export { systemClock } from './systemClock.js';
 export { systemRandom } from './systemRandom.js';
+export { ChangelogStore } from './changelog/changelogStore.js';
+export type { ChangelogStoreOptions, ChangelogSource, RestoreReport } from './changelog/changelogStore.js';
+export { ChangelogReader } from './changelog/changelogReader.js';
+export { changelogTopic, checkedChangelogTopic, toChangelogRecord, fromChangelogRecord, ChangelogNameError } from './changelog/changelogRecords.js';

@@ -1,5 +1,6 @@
 import rdkafka, { type IAdminClient, type LibrdKafkaError, type NewTopic, type TopicDescription } from '@confluentinc/kafka-javascript';
 import type { Logger } from 'pino';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { adminConfig, type KafkaSettings } from './kafkaConfig.js';
 
 const UNKNOWN_TOPIC = 3;
@@ -59,14 +60,16 @@ export async function ensureTopics(settings: KafkaSettings, logger: Logger, plan
       logger.info({ topic, partitions }, 'created topic');
     }
     for (const topic of changelogs) {
-      const found = described.get(topic)!;
-      if (!found.error) {
-        if (found.partitions.length !== sourcePartitions) throw changelogMismatch(topic, found.partitions.length, plan.source, sourcePartitions);
-        continue;
+      let found = described.get(topic)!;
+      if (found.error) {
+        if (found.error.code !== UNKNOWN_TOPIC) throw describeError(topic, found.error, settings.bootstrap, 'output');
+        await create(admin, topic, sourcePartitions, plan.replicationFactor ?? -1, timeout, { 'cleanup.policy': 'compact' });
+        logger.info({ topic, partitions: sourcePartitions }, 'created changelog topic');
+        // Described again once visible: "unknown" may have been a topic just created by another
+        // worker (or by hand), whose partitions must match all the same.
+        found = await describeWhenVisible(admin, topic, timeout);
       }
-      if (found.error.code !== UNKNOWN_TOPIC) throw describeError(topic, found.error, settings.bootstrap, 'output');
-      await create(admin, topic, sourcePartitions, plan.replicationFactor ?? -1, timeout, { 'cleanup.policy': 'compact' });
-      logger.info({ topic, partitions: sourcePartitions }, 'created changelog topic');
+      if (found.partitions.length !== sourcePartitions) throw changelogMismatch(topic, found.partitions.length, plan.source, sourcePartitions);
     }
     return { sourcePartitions };
   } finally {
@@ -81,6 +84,18 @@ function describe(admin: IAdminClient, topics: readonly string[], timeout: numbe
       else resolve(new Map(result.map((t) => [t.name, t])));
     });
   });
+}
+
+/** Describes a topic until the broker answered for it (a created topic takes a moment to appear in the metadata). */
+async function describeWhenVisible(admin: IAdminClient, topic: string, timeout: number): Promise<TopicDescription> {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const found = (await describe(admin, [topic], timeout)).get(topic)!;
+    if (!found.error) return found;
+    if (found.error.code !== UNKNOWN_TOPIC) throw describeError(topic, found.error, '', 'output');
+    if (Date.now() > deadline) throw new TopicError(topic, `topic '${topic}' was created but the cluster did not show it within ${timeout} ms; check the brokers' health`);
+    await sleep(100);
+  }
 }
 
 function create(admin: IAdminClient, topic: string, partitions: number, replicationFactor: number, timeout: number, config?: NewTopic['config']): Promise<void> {

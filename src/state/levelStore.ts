@@ -18,7 +18,13 @@ export class StateDirectoryError extends Error {
   }
 }
 
-class LevelStore implements Store {
+/** A local store that can also drop a range of keys without reading their values. */
+export interface LocalStore extends Store {
+  /** Deletes every key that starts with `prefix`, in batches of `batchSize`; returns how many. */
+  deletePrefix(prefix: string, batchSize?: number): Promise<number>;
+}
+
+class LevelStore implements LocalStore {
   constructor(
     private readonly db: Db,
     readonly location: string,
@@ -38,6 +44,17 @@ class LevelStore implements Store {
     return (await this.db.iterator({ gte: prefix, lt: `${prefix}\uffff` }).all()) as Array<[string, T]>;
   }
 
+  async deletePrefix(prefix: string, batchSize = 10_000): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      // Keys only, a batch at a time: a partition's effects may not fit in memory with their values.
+      const keys = await this.db.keys({ gte: prefix, lt: `${prefix}\uffff`, limit: batchSize }).all();
+      if (keys.length === 0) return deleted;
+      await this.db.batch(keys.map((key) => ({ type: 'del' as const, key })));
+      deleted += keys.length;
+    }
+  }
+
   async close(): Promise<void> {
     await this.db.close();
   }
@@ -47,7 +64,7 @@ class LevelStore implements Store {
  * Opens orderly's state in a LevelDB directory. One process at a time may hold a directory:
  * a second one gets a {@link StateDirectoryError} naming it, never a shared, corrupted store.
  */
-export async function openLevelStore(directory: string): Promise<Store> {
+export async function openLevelStore(directory: string): Promise<LocalStore> {
   const db = new Level<string, unknown>(directory, { valueEncoding: 'json' }) as unknown as Db;
   try {
     await db.open();
@@ -58,7 +75,7 @@ export async function openLevelStore(directory: string): Promise<Store> {
 }
 
 /** Opens orderly's state in memory (memory-level): the same API and ordering, gone with the process. */
-export async function openMemoryStore(): Promise<Store> {
+export async function openMemoryStore(): Promise<LocalStore> {
   const db = new MemoryLevel<string, unknown>({ valueEncoding: 'json' }) as unknown as Db;
   await db.open();
   return new LevelStore(db, 'memory');

@@ -49,6 +49,14 @@ describe('orderly run: kill -9 and restart on Kafka', () => {
     expect(checkDecisions(inputs, output)).toEqual([]);
     expect(await last.stop()).toBe(0);
 
+    // Each run after a kill -9 found no checkpoint: it wiped its partitions' local state and
+    // rebuilt it from the changelogs, which hold every acknowledged write.
+    for (const run of runs.slice(1)) {
+      const restored = run.lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('restored the state of'));
+      expect(restored.length, 'partitions restored after a kill').toBeGreaterThan(0);
+      expect(restored.every((l) => l.mode === 'full')).toBe(true);
+      expect(restored.some((l) => Number(l.wiped) > 0 && Number(l.records) > 0)).toBe(true);
+    }
     // Exactly once in the worker's state: no effect id was applied twice by any run...
     const appliedIds = runs.flatMap((w) => w.outcomes('APPLIED').map((l) => String(l.effectId)));
     const twice = appliedIds.filter((id, i) => appliedIds.indexOf(id) !== i);

@@ -6,6 +6,7 @@ import type { EffectRecord } from '../../src/engine/outputs.js';
 import type { ParkedKeyState } from '../../src/engine/parkedKeys.js';
 import { openLevelStore } from '../../src/state/levelStore.js';
 import { stateKeys } from '../../src/state/stateKeys.js';
+import { partitionForKey } from '../../testkit/murmur2.js';
 import type { Dispute } from '../../testkit/scenarios/disputes.js';
 import { createTopic, produce, readAll, readUntil } from './kafkaClient.js';
 import { asInput, checkDecisions, decided, disputeIdOf, disputes, scenario } from './disputes.js';
@@ -99,6 +100,8 @@ describe('state follows its partition on Kafka', () => {
     const onChangelogs = (await Promise.all(changelogs.map((t) => readAll(bootstrap, t)))).reduce((n, records) => n + records.length, 0);
     expect(readBack, "A read only what followed its checkpoint, not its own writes again").toBeLessThan(onChangelogs);
     expect(await a2.stop()).toBe(0);
+    const summary = (w: Worker) => restores(w).map((l) => `${l.mode} ${l.records} records ${l.tookMs} ms`).join(', ');
+    console.log(`hand-over test: B restored ${summary(b)}; A came back with ${summary(a2)} (${onChangelogs} on the changelogs)`);
 
     expect(twice(idsOf(a, 'APPLIED'), idsOf(b, 'APPLIED'), idsOf(a2, 'APPLIED')), 'effects applied twice').toEqual([]);
     const expected = inputs.filter((d, i) => i !== POISON && !isHeld(d, i));
@@ -124,6 +127,54 @@ describe('state follows its partition on Kafka', () => {
     } finally {
       await local.close();
     }
+  });
+
+  it('moves a partition from a running worker to one that joins: checkpointed at revocation, restored before its first record', async () => {
+    const { prefix, group, stateDir } = await scenario('rebalance');
+    const topic = `${prefix}disputes`;
+    await createTopic(bootstrap, topic, 2);
+    const accounts = 6;
+    const all = disputes(90, accounts);
+    // One poisoned account on each partition: whichever partition moves, its new owner must hold one.
+    const poisonOf = [0, 1].map((p) => all.find((d) => partitionForKey(d.account, 2) === p)!.account);
+    const poisonIndex = poisonOf.map((account) => all.findIndex((d) => d.account === account));
+    const inputs = all.map((d, i) => (poisonIndex.includes(i) ? { ...d, reason: 'unparseable' } : d));
+    const heldBehind = (d: Dispute, i: number) => poisonOf.includes(d.account) && !poisonIndex.includes(i);
+    const [first, second] = [inputs.slice(0, 60), inputs.slice(60)];
+    const heldFirst = first.filter(heldBehind).length;
+    const options: WorkerOptions = { bootstrap, group, stateDir, topicPrefix: prefix };
+
+    await produce(bootstrap, topic, first.map(asInput));
+    const a = start(options);
+    await a.waitFor('first inputs done', () => a.outcomes('APPLIED').length === first.length - 2 - heldFirst && a.outcomes('HELD').length === heldFirst);
+    expect(a.outcomes('PARKED')).toHaveLength(2);
+
+    const b = start({ ...options, stateDir: join(dirname(stateDir), 'state-b') });
+    await b.waitFor('a partition taken over', () => restores(b).length > 0);
+    const [moved] = restores(b);
+    const movedId = `${topic}/${moved!.partition}`;
+    expect(moved).toMatchObject({ mode: 'full' });
+    expect(Number(moved!.records), "B read A's writes of the partition").toBeGreaterThan(0);
+    const revoked = a.lines.filter((l) => l.msg === 'revoked').flatMap((l) => l.partitions as string[]);
+    expect(revoked).toEqual([movedId]);
+    expect(a.lines.some((l) => l.msg === 'checkpoint written' && l.partition === movedId), 'A checkpointed the partition it handed over').toBe(true);
+
+    await produce(bootstrap, topic, second.map(asInput));
+    const heldSecond = second.filter((d) => poisonOf.includes(d.account)).length;
+    const appliedSecond = second.length - heldSecond;
+    const count = (outcome: string) => a.outcomes(outcome).length + b.outcomes(outcome).length;
+    await b.waitFor('second inputs done', () => count('APPLIED') === first.length - 2 - heldFirst + appliedSecond && count('HELD') === heldFirst + heldSecond);
+    // B holds the new events of the poisoned account of the partition it took, which only the
+    // changelog told it was parked.
+    const movedPoison = poisonOf[Number(moved!.partition)]!;
+    expect(b.outcomes('HELD').map((l) => l.key)).toEqual(second.filter((d) => d.account === movedPoison).map((d) => d.account));
+    expect(b.outcomes('PARKED')).toHaveLength(0);
+    expect(b.outcomes().every((l) => l.partition === moved!.partition)).toBe(true);
+    expect(twice(idsOf(a, 'APPLIED'), idsOf(b, 'APPLIED')), 'effects applied twice').toEqual([]);
+    expect(await b.stop()).toBe(0);
+    expect(await a.stop()).toBe(0);
+    const output = await readAll(bootstrap, `${prefix}dispute-decisions`);
+    expect(checkDecisions(inputs.filter((d, i) => !poisonIndex.includes(i) && !heldBehind(d, i)), output)).toEqual([]);
   });
 
   it('after a kill -9, another worker with its own state directory finds every applied effect and keeps the key held', async () => {
@@ -195,6 +246,7 @@ describe('state follows its partition on Kafka', () => {
     expect(restore).toMatchObject({ mode: 'full', reason: expect.stringMatching(/no checkpoint/) });
     expect(Number(restore!.wiped), 'the local keys of the partition were wiped').toBeGreaterThanOrEqual(60);
     expect(Number(restore!.records), 'and read back from the changelogs').toBeGreaterThanOrEqual(60);
+    console.log(`rebuild test: wiped ${restore!.wiped} local keys, read ${restore!.records} changelog records in ${restore!.tookMs} ms`);
     // The effect the local state lacked came back from the changelog: found, not applied again...
     expect(idsOf(a2, 'DUPLICATE')).toContain(`${topic}/0/7`);
     // ...and the one only the local state had is gone: the event behind it is applied for real.

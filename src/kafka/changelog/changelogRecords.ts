@@ -34,12 +34,18 @@ export function changelogTopic(group: string, store: string): string {
 export function checkedChangelogTopic(group: string, store: string): string {
   const topic = changelogTopic(group, store);
   if (LEGAL_TOPIC.test(topic)) return topic;
-  const why = topic.length > 249 ? `is ${topic.length} characters long (Kafka allows 249)` : 'holds characters Kafka does not allow in a topic name (only a-z, A-Z, 0-9, ., _ and -)';
-  throw new ChangelogNameError(
-    store,
-    `store '${store}': its changelog topic '${topic}' ${why}; rename the operator '${store.replace(/-attempts$/, '')}' ` +
-      `(its name names the store) or use a shorter consumer group name`,
-  );
+  const operator = store.replace(/-attempts$/, '');
+  const legal = (part: string): boolean => /^[a-zA-Z0-9._-]*$/.test(part);
+  let why: string;
+  let fix: string;
+  if (!legal(store) || !legal(group)) {
+    why = 'holds characters Kafka does not allow in a topic name (only a-z, A-Z, 0-9, ., _ and -)';
+    fix = legal(store) ? `use a consumer group name of those characters only` : `rename the operator '${operator}' (its name names the store), e.g. with { name: '${operator.replace(/[^a-zA-Z0-9._-]+/g, '-')}' }`;
+  } else {
+    why = `is ${topic.length} characters long (Kafka allows 249)`;
+    fix = `give the operator '${operator}' a shorter name, or use a shorter consumer group name`;
+  }
+  throw new ChangelogNameError(store, `store '${store}': its changelog topic '${topic}' ${why}; ${fix}`);
 }
 
 /** The changelog record of one write to the store. */

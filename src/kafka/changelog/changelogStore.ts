@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { StateStore } from '../../graph/stores.js';
 import { partitionId, type OutRecord, type TopicPartition } from '../../ports/log.js';
 import type { Store, StoreOp } from '../../ports/store.js';
+import type { LocalStore } from '../../state/levelStore.js';
 import { stateKeys } from '../../state/stateKeys.js';
 import type { ChangelogEnds, ChangelogMessage, ChangelogRange } from './changelogReader.js';
 import { changelogTopic, fromChangelogRecord, toChangelogRecord } from './changelogRecords.js';
@@ -29,7 +30,7 @@ export interface RestoreReport extends TopicPartition {
 
 export interface ChangelogStoreOptions {
   /** The worker's local state (LevelDB). */
-  readonly local: Store;
+  readonly local: LocalStore;
   /** The consumer group: changelog topics are `<group>-<store>-changelog`. */
   readonly group: string;
   /** The topology's stores, each with its changelog. */
@@ -167,15 +168,8 @@ export class ChangelogStore implements Store {
   /** Deletes every local key of the partition; returns how many. */
   private async wipe(tp: TopicPartition): Promise<number> {
     const { local, stores } = this.options;
-    const size = this.options.wipeBatch ?? 10_000;
     let wiped = 0;
-    for (const prefix of stateKeys.partitionPrefixes(stores, tp)) {
-      const keys = (await local.entries(prefix)).map(([key]) => key);
-      for (let i = 0; i < keys.length; i += size) {
-        await local.batch(keys.slice(i, i + size).map((key): StoreOp => ({ type: 'del', key })));
-      }
-      wiped += keys.length;
-    }
+    for (const prefix of stateKeys.partitionPrefixes(stores, tp)) wiped += await local.deletePrefix(prefix, this.options.wipeBatch);
     return wiped;
   }
 }

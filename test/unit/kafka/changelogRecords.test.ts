@@ -37,8 +37,11 @@ describe('changelog records', () => {
     expect(checkedChangelogTopic('grp', 'fx')).toBe('grp-fx-changelog');
     expect(() => checkedChangelogTopic('grp', 'my effect')).toThrow(ChangelogNameError);
     expect(() => checkedChangelogTopic('grp', 'my effect')).toThrow(
-      "store 'my effect': its changelog topic 'grp-my effect-changelog' holds characters Kafka does not allow in a topic name (only a-z, A-Z, 0-9, ., _ and -); rename the operator 'my effect'",
+      "store 'my effect': its changelog topic 'grp-my effect-changelog' holds characters Kafka does not allow in a topic name (only a-z, A-Z, 0-9, ., _ and -); " +
+        "rename the operator 'my effect' (its name names the store), e.g. with { name: 'my-effect' }",
     );
-    expect(() => checkedChangelogTopic('g'.repeat(240), 'fx')).toThrow('is 253 characters long (Kafka allows 249)');
+    expect(() => checkedChangelogTopic('grp', 'decide/v2-attempts')).toThrow("rename the operator 'decide/v2'");
+    expect(() => checkedChangelogTopic('my group', 'fx')).toThrow('; use a consumer group name of those characters only');
+    expect(() => checkedChangelogTopic('g'.repeat(240), 'fx')).toThrow("is 253 characters long (Kafka allows 249); give the operator 'fx' a shorter name, or use a shorter consumer group name");
   });
 });

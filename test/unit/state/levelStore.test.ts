@@ -20,7 +20,7 @@ async function openInChild(directory: string): Promise<Record<string, unknown>> 
 
 let dir: string;
 const open: Store[] = [];
-const track = (s: Store) => {
+const track = <S extends Store>(s: S): S => {
   open.push(s);
   return s;
 };
@@ -149,5 +149,14 @@ describe.each([
     const store = track(await openStore());
     await expect(store.batch([])).resolves.toBeUndefined();
     expect(await store.entries('')).toEqual([]);
+  });
+
+  it('deletes the keys under a prefix in batches, and none outside it', async () => {
+    const store = track(await openStore());
+    const inside = Array.from({ length: 25 }, (_, i) => `effect/fx/in/1/e${i}`);
+    await store.batch([...inside, 'effect/fx/in/10/e1', 'effect/fx/in/0/e1'].map((key) => ({ type: 'put' as const, key, value: 1 })));
+    expect(await store.deletePrefix('effect/fx/in/1/', 7)).toBe(25);
+    expect((await store.entries<number>('')).map(([k]) => k)).toEqual(['effect/fx/in/0/e1', 'effect/fx/in/10/e1']);
+    expect(await store.deletePrefix('effect/fx/in/1/')).toBe(0);
   });
 });
