@@ -49,8 +49,15 @@ export async function startResolutions(options: ResolutionsOptions): Promise<Res
   const producer = await AckedProducer.connect({ ...settings, clientId: `${settings.clientId ?? 'orderly'}-resolutions` }, logger.child({ client: 'resolutions-producer' }), (error) =>
     logger.error({ err: error }, 'resolutions producer failed'),
   );
-  // One partition, just created maybe: assigned by number, so a topic not yet in the metadata is waited for, not missed.
-  const reader = await TopicReader.open({ settings, topic, role: 'resolutions', partitions: [0] });
+  let reader: TopicReader;
+  try {
+    // One partition, just created maybe: assigned by number, so a topic not yet in the metadata is waited for, not missed.
+    reader = await TopicReader.open({ settings, topic, role: 'resolutions', partitions: [0] });
+  } catch (error) {
+    // A connected producer would keep the process alive after the worker gave up.
+    await producer.close();
+    throw error;
+  }
   const worker = new ResolutionWorker(options, producer, reader);
   return worker.start();
 }

@@ -13,8 +13,6 @@ export interface TopicReaderOptions {
   readonly topic: string;
   /** The partitions to read. @defaultValue every partition of the topic */
   readonly partitions?: readonly number[];
-  /** Where to start in each partition. @defaultValue the beginning */
-  readonly fromOffsets?: ReadonlyMap<number, number>;
   /** Names the reader in the broker's logs. */
   readonly role: string;
 }
@@ -58,7 +56,12 @@ export class TopicReader {
     await new Promise<void>((resolve, reject) =>
       consumer.connect({}, (error) => (error ? reject(new Error(`could not connect to ${settings.bootstrap} to read ${topic}: ${error.message}`)) : resolve())),
     );
-    consumer.assign(partitions.map((partition) => ({ topic, partition, offset: options.fromOffsets?.get(partition) ?? 0 })));
+    try {
+      consumer.assign(partitions.map((partition) => ({ topic, partition, offset: 0 })));
+    } catch (error) {
+      await new Promise<void>((resolve) => consumer.disconnect(() => resolve()));
+      throw new Error(`could not read ${topic}: ${(error as Error).message}`, { cause: error });
+    }
     return new TopicReader(consumer, topic, partitions);
   }
 
