@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { registerParkedCommand } from './parkedCommand.js';
 import { registerRunCommand } from './runCommand.js';
 import { registerScenarioCommand } from './scenarioCommand.js';
 
@@ -9,6 +10,7 @@ export function createProgram(): Command {
     .showHelpAfterError();
   registerScenarioCommand(program);
   registerRunCommand(program);
+  registerParkedCommand(program);
   return program;
 }
 

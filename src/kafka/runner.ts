@@ -14,6 +14,7 @@ import { checkedChangelogTopic } from './changelog/changelogRecords.js';
 import { ChangelogStore, type RestoreReport } from './changelog/changelogStore.js';
 import type { KafkaSettings, TransactionSettings } from './kafkaConfig.js';
 import { KafkaLog } from './kafkaLog.js';
+import { startResolutions, type Resolutions } from './resolutions.js';
 import { systemClock } from './systemClock.js';
 import { systemRandom } from './systemRandom.js';
 import { ensureTopics } from './topics.js';
@@ -111,10 +112,12 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
 
   let stopping: Promise<void> | undefined;
   let failure: Error | undefined;
+  let resolutions: Resolutions | undefined;
   const stopWith = (error?: Error): Promise<void> => {
     if (error && !failure) failure = error;
     stopping ??= (async () => {
       try {
+        await resolutions?.stop();
         await engine.stop();
       } catch (stopError) {
         failure ??= stopError as Error;
@@ -163,6 +166,16 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
     await log.close().catch(() => undefined);
     await closeStore(store, logger);
     throw error;
+  }
+  if (topology.park) {
+    // `orderly parked resolve|replay` reach the owner of a parked key through the control topic.
+    const owns = (partition: number) => log.owned().some((tp) => tp.topic === topology.source.topic && tp.partition === partition);
+    resolutions = await startResolutions({ settings, topology, engine, owns, logger: logger.child({ component: 'resolutions' }) }).catch(async (error: unknown) => {
+      await stopWith(error as Error);
+      throw error;
+    });
+    // A fatal error may have stopped the worker while they started: stop them too.
+    if (stopping) await resolutions.stop();
   }
   logger.info(
     { source: topology.source.topic, outputs: topology.outputTopics, group: options.group, stateDir: options.stateDir, exactlyOnce: exactlyOnce?.transactionalId ?? false },
