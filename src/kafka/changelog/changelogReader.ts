@@ -1,8 +1,18 @@
 import rdkafka, { type LibrdKafkaError, type Message } from '@confluentinc/kafka-javascript';
 import type { Logger } from 'pino';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { partitionId, type TopicPartition } from '../../ports/log.js';
 import type { KafkaSettings } from '../kafkaConfig.js';
 import { logClientTo } from '../kafkaLogger.js';
+
+/** librdkafka's answers while a topic just created is not yet in its metadata. */
+const NOT_YET_KNOWN: ReadonlySet<number> = new Set([
+  -190, // _UNKNOWN_PARTITION
+  -188, // _UNKNOWN_TOPIC
+  3, // UNKNOWN_TOPIC_OR_PART
+  6, // NOT_LEADER_FOR_PARTITION
+  5, // LEADER_NOT_AVAILABLE
+]);
 
 /** One changelog partition to read, from `from` up to (not including) `to`. */
 export interface ChangelogRange extends TopicPartition {
@@ -47,13 +57,30 @@ export class ChangelogReader {
     return new ChangelogReader(consumer, logger, timeoutMs);
   }
 
-  /** Where the partition begins and where a read of it ends now. */
-  ends(tp: TopicPartition): Promise<ChangelogEnds> {
+  /**
+   * Where the partition begins and where a read of it ends now. A changelog created a moment ago
+   * may not be in this client's metadata yet ("unknown partition"): that is waited out, within
+   * the reader's timeout.
+   */
+  async ends(tp: TopicPartition): Promise<ChangelogEnds> {
+    const deadline = Date.now() + this.timeoutMs;
+    for (;;) {
+      try {
+        return await this.watermarks(tp);
+      } catch (error) {
+        const code = (error as LibrdKafkaError).code;
+        if (!NOT_YET_KNOWN.has(code) || Date.now() >= deadline) {
+          throw new Error(`changelog ${partitionId(tp)}: could not read its offsets: ${(error as Error).message} (code ${code})`, { cause: error });
+        }
+        await sleep(200);
+      }
+    }
+  }
+
+  private watermarks(tp: TopicPartition): Promise<ChangelogEnds> {
     return new Promise((resolve, reject) =>
       this.consumer.queryWatermarkOffsets(tp.topic, tp.partition, this.timeoutMs, (error, offsets) =>
-        error
-          ? reject(new Error(`changelog ${partitionId(tp)}: could not read its offsets: ${error.message} (code ${error.code})`))
-          : resolve({ low: offsets.lowOffset, end: offsets.highOffset }),
+        error ? reject(error) : resolve({ low: offsets.lowOffset, end: offsets.highOffset }),
       ),
     );
   }
