@@ -49,6 +49,11 @@ export class RateGate {
       const onAbort = () => {
         const at = this.waiting.indexOf(admitted);
         if (at >= 0) this.waiting.splice(at, 1);
+        if (this.waiting.length === 0) {
+          // Nothing left to wake for: a pending Retry-After timer must not hold a stopping process.
+          this.timer?.cancel();
+          this.timer = undefined;
+        }
         reject(signal!.reason);
       };
       const admitted = (admission: Admission) => {

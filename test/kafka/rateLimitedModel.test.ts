@@ -12,7 +12,8 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import { standInDecision, type Dispute } from '../../testkit/scenarios/disputes.js';
 import { createTopic, produce, readUntil } from './kafkaClient.js';
 import { asInput, decided, disputes, scenario } from './disputes.js';
-import { expectEachInputAppliedOnceInOrder, rebalanceLines } from './robustness.js';
+import { appliedCount, expectEachInputAppliedOnceInOrder, rebalanceLines } from './robustness.js';
+import { join } from 'node:path';
 import { Worker } from './worker.js';
 
 const bootstrap = inject('kafkaBootstrap');
@@ -34,9 +35,9 @@ interface Request {
 
 /**
  * An OpenAI-compatible chat-completions endpoint: answers the first `okFirst` requests, then 429
- * with `Retry-After: RETRY_AFTER_S` to every request for `refuseForMs`, then answers again.
+ * with `Retry-After: retryAfterS` to every request for `refuseForMs`, then answers again.
  */
-async function standInModel(okFirst: number, refuseForMs: number): Promise<{ url: string; requests: Request[] }> {
+async function standInModel(okFirst: number, refuseForMs: number, retryAfterS = RETRY_AFTER_S): Promise<{ url: string; requests: Request[] }> {
   const requests: Request[] = [];
   let refusingSince: number | undefined;
   const server = createServer((req, res) => {
@@ -47,7 +48,7 @@ async function standInModel(okFirst: number, refuseForMs: number): Promise<{ url
       if (requests.length >= okFirst && refusingSince === undefined) refusingSince = now;
       if (refusingSince !== undefined && now < refusingSince + refuseForMs) {
         requests.push({ atMs: now, status: 429 });
-        res.writeHead(429, { 'retry-after': String(RETRY_AFTER_S), 'content-type': 'application/json' });
+        res.writeHead(429, { 'retry-after': String(retryAfterS), 'content-type': 'application/json' });
         res.end('{"error":{"message":"rate limited"}}');
         return;
       }
@@ -115,5 +116,47 @@ describe('orderly run: a model that answers 429 for longer than max.poll.interva
     const summary = await expectEachInputAppliedOnceInOrder(inputs, output, [worker], [stateDir]);
     expect(summary.applied).toBe(inputs.length);
     expect(summary.repeatedOutputs).toBe(0);
+  });
+
+  it('gives partitions up and stops without waiting out a Retry-After: revoked work in flight is aborted and done once by the next owner', async () => {
+    const { prefix, group, stateDir } = await scenario('429-revoke');
+    const inputs = disputes(80, 16);
+    await createTopic(bootstrap, `${prefix}disputes`, 4);
+    await produce(bootstrap, `${prefix}disputes`, inputs.map(asInput));
+    // a's model: 20 answers, then 429s with a 20 s Retry-After (for longer than the test needs).
+    // b's model answers every call: b's share is not held up by a's waits, and its gate learns
+    // no budget from a refusal at the start of its first window.
+    const modelA = await standInModel(20, 120_000, 20);
+    const modelB = await standInModel(Number.MAX_SAFE_INTEGER, 0);
+    const stateDirs = [join(stateDir, 'a'), join(stateDir, 'b')];
+    const start = (dir: string, url: string) => {
+      const worker = new Worker({ bootstrap, group, stateDir: dir, topicPrefix: prefix, env: { ORDERLY_MODEL_URL: url, ORDERLY_MAX_IN_FLIGHT: '2' } });
+      workers.push(worker);
+      return worker;
+    };
+    const a = start(stateDirs[0]!, modelA.url);
+    await a.waitFor('a 429', () => a.outcomes('RATE_LIMITED').length > 0);
+    const refusalEndsMs = modelA.requests.find((r) => r.status === 429)!.atMs + 20_000;
+
+    // b joins while a's calls wait: a gives b its share at once, not when the Retry-After ends.
+    const b = start(stateDirs[1]!, modelB.url);
+    await b.waitFor('partitions', () => rebalanceLines(b).assigned.some((p) => p.length > 0));
+    const revoked = a.lines.find((l) => l.msg === 'revoked');
+    expect(revoked, 'a revoked partitions for b').toBeDefined();
+    expect(Number(revoked!.time), 'a revoked before the Retry-After ended').toBeLessThan(refusalEndsMs);
+    // And a leaves the same way: its stop does not wait either.
+    expect(await a.stop()).toBe(0);
+    const stoppedMs = Date.now();
+    expect(stoppedMs, 'a stopped before the Retry-After ended').toBeLessThan(refusalEndsMs);
+
+    const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length, {
+      timeoutMs: 90_000,
+      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${b.tail()}`,
+    });
+    expect(await b.stop()).toBe(0);
+    console.log(`429 revoke test: a applied ${a.outcomes('APPLIED').length}, b ${b.outcomes('APPLIED').length}; a revoked ${refusalEndsMs - Number(revoked!.time)} ms and stopped ${refusalEndsMs - stoppedMs} ms before the Retry-After ended`);
+    expect(appliedCount([a, b])).toBe(inputs.length);
+    expect(a.outcomes('PARKED').length + b.outcomes('PARKED').length).toBe(0);
+    await expectEachInputAppliedOnceInOrder(inputs, output, [a, b], stateDirs);
   });
 });
