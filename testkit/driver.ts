@@ -178,6 +178,17 @@ export class TopologyTestDriver {
     await done;
   }
 
+  /**
+   * Stops the engine as a worker stops on SIGTERM ({@link Engine.stop}): its work in flight runs
+   * for `graceMs` and is then given up, the finished prefix is committed. Runs until the stop has
+   * settled; restart() starts a new engine as after a crash.
+   */
+  async stop(options: { graceMs?: number } = {}): Promise<void> {
+    const instance = this.requireLive('stop');
+    await this.runUntilSettled('stop', instance.engine.stop(options));
+    this.crashNow();
+  }
+
   /** Forgets a crash armed at a point that was never reached. */
   disarm(): void {
     this.armed = undefined;

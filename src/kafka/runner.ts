@@ -40,7 +40,11 @@ export interface RunningTopology {
    * with the error after a fatal one (a store or Kafka failure; the worker stopped itself).
    */
   readonly done: Promise<void>;
-  /** Finishes the work in flight, commits, leaves the group and closes the state. Idempotent. */
+  /**
+   * Gives up the work in flight (model calls and waits are aborted; those events are redone by the
+   * partitions' next owner, their effects still once), commits the finished prefix, leaves the
+   * group and closes the state. Idempotent.
+   */
   stop(): Promise<void>;
 }
 

@@ -205,3 +205,40 @@ describe('a commit refused by a rebalance', () => {
     expect(driver.committed()[0]!.offset).toBe(1);
   });
 });
+
+describe('stop()', () => {
+  it('gives up the work in flight at once by default: nothing waits on the model, the aborted event runs once after the restart', async () => {
+    const calls: Call[] = [];
+    const aborted: string[] = [];
+    driver = new TopologyTestDriver(decisionTopology(signalAwareModel(calls, aborted), { maxInFlight: 2 }), { commit: 'each' });
+    const input = driver.createInputTopic<Ev>('events');
+    input.pipeInput('a', { id: 'a1', ms: 100 });
+    input.pipeInput('b', { id: 'b1', ms: 60_000 });
+    await driver.advanceWallClockTime(1_000);
+    await driver.stop();
+    expect(driver.now()).toBe(1_000);
+    expect(aborted).toEqual(['b1']);
+    expect(driver.committed()[0]!.offset).toBe(1);
+
+    driver.restart();
+    await driver.runUntilIdle();
+    expect(outcomesAt(driver, 0, 1)).toEqual(['APPLIED']);
+    expect(appliedIds(driver)).toEqual(['events/0/0', 'events/0/1']);
+  });
+
+  it('with graceMs, lets the work in flight finish within it and gives up the rest when it ends', async () => {
+    const calls: Call[] = [];
+    const aborted: string[] = [];
+    driver = new TopologyTestDriver(decisionTopology(signalAwareModel(calls, aborted), { maxInFlight: 2 }), { commit: 'each' });
+    const input = driver.createInputTopic<Ev>('events');
+    input.pipeInput('a', { id: 'a1', ms: 3_000 });
+    input.pipeInput('b', { id: 'b1', ms: 60_000 });
+    await driver.advanceWallClockTime(1_000);
+    await driver.stop({ graceMs: 5_000 });
+    // a1 finished at 3 s, inside the grace; b1 was given up when it ended, at 6 s.
+    expect(driver.now()).toBe(6_000);
+    expect(aborted).toEqual(['b1']);
+    expect(outcomesAt(driver, 0, 0)).toEqual(['APPLIED']);
+    expect(driver.committed()[0]!.offset).toBe(1);
+  });
+});
