@@ -29,16 +29,19 @@ describe('orderly run: kill -9 at random moments and restart, on Kafka', () => {
     const inputs = disputes(400, 20);
     await createTopic(bootstrap, `${prefix}disputes`, 4);
     await produce(bootstrap, `${prefix}disputes`, inputs.map(asInput));
-    // A slower model and few calls at once, so that kills land while calls are in flight. Static
-    // membership: a restarted worker takes its place at once instead of waiting for the killed
-    // one's session to time out, which keeps ten restarts short.
+    // A slower model and few calls at once, so that kills land while calls are in flight. Most runs
+    // use static membership: a restarted worker takes its place at once instead of waiting for the
+    // killed one's session (6 s) to time out, which keeps ten restarts short; some runs join as a
+    // new member, so that a restart after a crash goes through a rebalance too.
     const env = { ORDERLY_MODEL_LATENCY_MS: '200', ORDERLY_MAX_IN_FLIGHT: '2' };
-    const options: WorkerOptions = { bootstrap, group, stateDir, topicPrefix: prefix, env, args: ['--instance-id', `${prefix}worker`] };
+    const staticMember: WorkerOptions = { bootstrap, group, stateDir, topicPrefix: prefix, env, args: ['--instance-id', `${prefix}worker`] };
+    const newMember: WorkerOptions = { ...staticMember, args: [] };
 
     const runs: Worker[] = [];
     const moments: string[] = [];
     for (let kill = 1; kill <= KILLS; kill++) {
-      const worker = new Worker(options);
+      const joinsAsNew = random.next() < 0.25;
+      const worker = new Worker(joinsAsNew ? newMember : staticMember);
       runs.push(worker);
       workers.push(worker);
       const spawnedAt = Date.now();
@@ -54,11 +57,11 @@ describe('orderly run: kill -9 at random moments and restart, on Kafka', () => {
         moments.push(`${delayMs} ms after its first finished event`);
       }
       await worker.kill();
-      moments[moments.length - 1] += ` (${appliedCount(runs)} applied so far)`;
+      moments[moments.length - 1] += ` (${appliedCount(runs)} applied so far${joinsAsNew ? '; joined as a new member' : ''})`;
     }
     console.log(`kill -9 moments:\n  ${moments.join('\n  ')}`);
     expect(appliedCount(runs), 'the kills landed before the end of the input').toBeLessThan(inputs.length);
-    const last = new Worker(options);
+    const last = new Worker(staticMember);
     runs.push(last);
     workers.push(last);
 
