@@ -144,6 +144,10 @@ function loggingObserver(logger: Logger, user: EngineObserver | undefined, onFat
       logger.debug(commit, 'committed');
       user?.committed?.(commit);
     },
+    commitRefused(refusal) {
+      // The Kafka log has logged it at warn already.
+      user?.commitRefused?.(refusal);
+    },
     fatal(error) {
       logger.error({ err: error }, 'engine failed');
       user?.fatal?.(error);
