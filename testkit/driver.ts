@@ -33,8 +33,10 @@ export interface DriverOptions {
    * Faults of the simulated log that break orderly's contract on purpose, for canary tests that
    * prove the invariants catch them. `commitAheadBy`: every commit lands that many offsets further
    * than asked (within what was polled), as a consumer that commits what it has not finished would.
+   * `refuseCommits`: the first that many commits are refused as a rebalance would refuse them
+   * (CommitRefusedError), which the engine must survive.
    */
-  faults?: { commitAheadBy?: number };
+  faults?: { commitAheadBy?: number; refuseCommits?: number };
 }
 
 /** Where and when to crash. With neither, the engine crashes now. */
@@ -60,7 +62,8 @@ interface Instance {
  * virtual time or at a named point between two durable steps, then restart it from the committed
  * offsets over the same state, so every crash window can be shown.
  *
- * Where it differs from production: one consumer owns every partition (no rebalances), every
+ * Where it differs from production: one consumer owns every partition (rebalances only when a test
+ * calls {@link TopologyTestDriver.revoke} and {@link TopologyTestDriver.assign}), every
  * asynchronous port operation runs alone and in request order, and records reach the engine in
  * polls of up to `maxPollRecords` per partition.
  */
@@ -77,6 +80,7 @@ export class TopologyTestDriver {
   private armed: { point: CrashPoint; remaining: number } | undefined;
   private failure: Error | undefined;
   private starting: Promise<void> | undefined;
+  private commitRefusalsLeft: number | undefined;
 
   constructor(
     readonly topology: Topology,
@@ -136,6 +140,53 @@ export class TopologyTestDriver {
     const restart = () => this.actions.push(() => this.restartNow());
     if (options.after) this.clock.view('driver').setTimer(options.after, restart);
     else restart();
+  }
+
+  /**
+   * Takes partitions of the source topic away from the engine, as a rebalance does, and runs until
+   * the engine has let them go. `lost`: taken without a chance to commit (a missed session timeout).
+   */
+  async revoke(partitions: readonly number[], options: { lost?: boolean } = {}): Promise<void> {
+    const instance = this.requireLive('revoke');
+    await this.runUntilSettled('revoke', instance.consumer.revoke(this.sourcePartitions(partitions), options.lost ?? false));
+  }
+
+  /** Gives partitions of the source topic back to the engine, from the committed offsets, and runs until they are restored. */
+  async assign(partitions: readonly number[]): Promise<void> {
+    const instance = this.requireLive('assign');
+    await this.runUntilSettled('assign', instance.consumer.assign(this.sourcePartitions(partitions)));
+  }
+
+  private sourcePartitions(partitions: readonly number[]) {
+    const topic = this.topology.source.topic;
+    return partitions.map((partition) => ({ topic, partition }));
+  }
+
+  /** Runs the driver until `done` settles (the only way an engine call that needs port operations can). */
+  private async runUntilSettled(what: string, done: Promise<void>): Promise<void> {
+    let settled = false;
+    done.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    for (;;) {
+      // Let what is settling settle before the next step, which may move virtual time.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (settled || !(await this.step(Infinity))) break;
+    }
+    if (!settled) throw new Error(`TopologyTestDriver.${what}: it never settled (the engine crashed, or waits on something other than ctx.clock)`);
+    await done;
+  }
+
+  /**
+   * Stops the engine as a worker stops on SIGTERM ({@link Engine.stop}): its work in flight runs
+   * for `graceMs` and is then given up, the finished prefix is committed. Runs until the stop has
+   * settled; restart() starts a new engine as after a crash.
+   */
+  async stop(options: { graceMs?: number } = {}): Promise<void> {
+    const instance = this.requireLive('stop');
+    await this.runUntilSettled('stop', instance.engine.stop(options));
+    this.crashNow();
   }
 
   /** Forgets a crash armed at a point that was never reached. */
@@ -241,7 +292,7 @@ export class TopologyTestDriver {
 
   private startInstance(): void {
     const id = `engine-${++this.generation}`;
-    const consumer = new DriverConsumer(id, this.io, this.log, () => this.clock.now(), (record) => this.observations.delivered(record), this.options.faults?.commitAheadBy ?? 0);
+    const consumer = new DriverConsumer(id, this.io, this.log, () => this.clock.now(), (record) => this.observations.delivered(record), this.options.faults?.commitAheadBy ?? 0, this.refuseCommits());
     const engine = new Engine({
       topology: this.topology,
       log: consumer,
@@ -254,6 +305,13 @@ export class TopologyTestDriver {
     });
     this.instance = { id, engine, consumer, alive: true };
     engine.start().catch((error: Error) => (this.failure ??= error));
+  }
+
+  /** Commit refusals left to make, shared by the engine instances of this driver. */
+  private refuseCommits(): number {
+    const left = this.commitRefusalsLeft ?? this.options.faults?.refuseCommits ?? 0;
+    this.commitRefusalsLeft = 0;
+    return left;
   }
 
   private async execute(pending: PendingIo): Promise<void> {

@@ -1,5 +1,5 @@
 import type { CommitOffset, Log, LogListener, LogRecord, OutRecord, TopicPartition } from '../src/ports/log.js';
-import { partitionId } from '../src/ports/log.js';
+import { CommitRefusedError, partitionId } from '../src/ports/log.js';
 import type { Store, StoreOp } from '../src/ports/store.js';
 import type { DriverIo } from './driverIo.js';
 import type { MemoryLog } from './memoryLog.js';
@@ -57,6 +57,7 @@ export class DriverConsumer implements Log {
     private readonly nowMs: () => number,
     private readonly onDelivered: (record: LogRecord) => void,
     private readonly commitAheadBy = 0,
+    private refuseCommits = 0,
   ) {}
 
   async subscribe(topics: readonly string[], listener: LogListener): Promise<void> {
@@ -77,12 +78,39 @@ export class DriverConsumer implements Log {
 
   commit(offsets: readonly CommitOffset[]): Promise<void> {
     for (const o of offsets) {
-      const polled = this.position(o).offset;
-      if (o.offset > polled) throw new Error(`commit of ${partitionId(o)} at ${o.offset}, but only offsets below ${polled} were polled`);
+      const polled = this.positions.get(partitionId(o))?.offset;
+      if (polled !== undefined && o.offset > polled) throw new Error(`commit of ${partitionId(o)} at ${o.offset}, but only offsets below ${polled} were polled`);
     }
     return this.io.enqueue(this.owner, { kind: 'commit', offsets }, async () => {
+      // As Kafka would: a partition taken away (or a commit refused on purpose) fails the whole commit.
+      const gone = offsets.filter((o) => !this.positions.has(partitionId(o))).map((o) => partitionId(o));
+      if (gone.length > 0) throw new CommitRefusedError(`commit refused: ${gone.join(', ')} no longer assigned to this consumer`);
+      if (this.refuseCommits > 0) {
+        this.refuseCommits -= 1;
+        throw new CommitRefusedError('commit refused: a rebalance is in progress (a fault of the driver)');
+      }
       for (const o of offsets) this.log.commit(o, Math.min(o.offset + this.commitAheadBy, this.position(o).offset));
     });
+  }
+
+  /**
+   * Takes partitions away, as a rebalance does: no more of their records are delivered, then the
+   * engine is told (revoked: it may still commit them; lost: it may not), then they are forgotten.
+   */
+  async revoke(tps: readonly TopicPartition[], lost: boolean): Promise<void> {
+    for (const tp of tps) this.position(tp).ready = false;
+    if (this.listener) await (lost ? this.listener.lost(tps) : this.listener.revoked(tps));
+    for (const tp of tps) this.positions.delete(partitionId(tp));
+  }
+
+  /** Assigns partitions again, from the group's committed offsets. */
+  async assign(tps: readonly TopicPartition[]): Promise<void> {
+    for (const tp of tps) {
+      if (this.positions.has(partitionId(tp))) throw new Error(`${partitionId(tp)} is assigned to this consumer already`);
+      this.positions.set(partitionId(tp), { tp, offset: this.log.committed(tp), paused: false, ready: false });
+    }
+    if (this.listener) await this.listener.assigned(tps);
+    for (const tp of tps) this.position(tp).ready = true;
   }
 
   produce(records: readonly OutRecord[]): Promise<void> {

@@ -9,11 +9,11 @@ import { standInDecision, type Dispute } from '../../testkit/scenarios/disputes.
  */
 export function disputeModel(env: NodeJS.ProcessEnv = process.env): (dispute: Dispute, ctx: DecideContext) => Promise<unknown> {
   const url = env.ORDERLY_MODEL_URL;
-  if (url) return (dispute) => askModel(url, env.ORDERLY_MODEL_API_KEY, env.ORDERLY_MODEL ?? 'gpt-4o-mini', dispute);
+  if (url) return (dispute, ctx) => askModel(url, env.ORDERLY_MODEL_API_KEY, env.ORDERLY_MODEL ?? 'gpt-4o-mini', dispute, ctx.signal);
   const latencyMs = Number(env.ORDERLY_MODEL_LATENCY_MS ?? 200);
   if (!Number.isFinite(latencyMs) || latencyMs < 0) throw new RangeError(`ORDERLY_MODEL_LATENCY_MS must be a number of ms, got '${env.ORDERLY_MODEL_LATENCY_MS}'`);
   return async (dispute, ctx) => {
-    await sleep(ctx.clock, latencyMs);
+    await sleep(ctx.clock, latencyMs, ctx.signal);
     return standIn(dispute);
   };
 }
@@ -28,9 +28,11 @@ const PROMPT =
   'You decide card payment disputes. Answer with one JSON object and nothing else: ' +
   '{"action": "refund" | "escalate" | "reject", "rationale": "<one sentence>"}.';
 
-async function askModel(baseUrl: string, apiKey: string | undefined, model: string, dispute: Dispute): Promise<unknown> {
+async function askModel(baseUrl: string, apiKey: string | undefined, model: string, dispute: Dispute, signal: AbortSignal): Promise<unknown> {
+  // The signal ends the request when the engine gives the call up (its partition was revoked).
   const response = await fetch(`${baseUrl.replace(/\/$/, '')}/chat/completions`, {
     method: 'POST',
+    signal,
     headers: { 'content-type': 'application/json', ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
     body: JSON.stringify({
       model,

@@ -73,7 +73,7 @@ export function registerRunCommand(program: Command): void {
           logger.warn({ signal }, 'second signal: exiting without finishing the work in flight');
           process.exit(130);
         }
-        logger.info({ signal }, 'stopping: finishing the work in flight, committing, leaving the group');
+        logger.info({ signal }, 'stopping: giving up the work in flight, committing what finished, leaving the group');
         void worker.stop();
       };
       process.on('SIGINT', onSignal);

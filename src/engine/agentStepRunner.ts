@@ -1,7 +1,7 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { isRateLimited } from '../dsl/rateLimited.js';
 import type { AgentStepNode, ParkNode } from '../graph/nodes.js';
-import { sleep } from '../ports/clock.js';
+import { abortable, sleep } from '../ports/clock.js';
 import { stateKeys } from '../state/stateKeys.js';
 import type { EngineContext } from './engineContext.js';
 import type { Admission } from './rateGate.js';
@@ -31,14 +31,21 @@ export type StepResult =
  * the park's delay, never counting a 429 as an attempt. It only ever returns a decision or the
  * failed attempts: committing, skipping, applying and parking are the engine's.
  */
-export async function runAgentStep(ctx: EngineContext, step: AgentStepNode, park: ParkNode, event: EngineEvent, value: unknown): Promise<StepResult> {
+export async function runAgentStep(
+  ctx: EngineContext,
+  step: AgentStepNode,
+  park: ParkNode,
+  event: EngineEvent,
+  value: unknown,
+  signal: AbortSignal,
+): Promise<StepResult> {
   const attemptsKey = attemptsKeyOf(step, event);
   let attempts = ctx.store.get<AttemptsRecord>(attemptsKey) ?? { count: 0, errors: [] };
   let refused = false;
   while (attempts.count < park.attempts) {
-    const admission = await ctx.gate!.admit({ front: refused });
+    const admission = await ctx.gate!.admit({ front: refused, signal });
     const attempt = attempts.count + 1;
-    const outcome = await callOnce(ctx, step, event, value, attempt, attempts.errors, admission);
+    const outcome = await callOnce(ctx, step, event, value, attempt, attempts.errors, admission, signal);
     refused = outcome.kind === 'refused';
     if (outcome.kind === 'decided') return { ok: true, decision: outcome.decision, attemptsStored: attempts.count > 0 };
     if (outcome.kind === 'refused') continue;
@@ -46,7 +53,7 @@ export async function runAgentStep(ctx: EngineContext, step: AgentStepNode, park
     if (attempts.count >= park.attempts) break;
     await ctx.writer.write([{ type: 'put', key: attemptsKey, value: attempts }]);
     ctx.report(Outcome.RETRY, event, { attempt, error: outcome.error });
-    await sleep(ctx.clock, retryDelayMs(ctx, park));
+    await sleep(ctx.clock, retryDelayMs(ctx, park), signal);
   }
   return { ok: false, attempts };
 }
@@ -66,21 +73,28 @@ async function callOnce(
   attempt: number,
   previous: readonly AttemptError[],
   admission: Admission,
+  signal: AbortSignal,
 ): Promise<CallOutcome> {
   const atMs = ctx.clock.now();
   ctx.metrics.modelCall();
   ctx.observer.modelCall?.({ step: step.name, effectId: event.effectId, atMs, attempt });
   let raw: unknown;
   try {
-    raw = await step.decide(value, {
-      key: event.key,
-      effectId: event.effectId,
-      attempt,
-      record: metaOf(event),
-      previousErrors: previous.map((e) => e.error),
-      clock: ctx.clock,
-    });
+    // The call ends at the abort even if decide ignores the signal; its late answer is dropped.
+    const call = (async () =>
+      step.decide(value, {
+        key: event.key,
+        effectId: event.effectId,
+        attempt,
+        record: metaOf(event),
+        previousErrors: previous.map((e) => e.error),
+        clock: ctx.clock,
+        signal,
+      }))();
+    raw = await abortable(call, signal);
   } catch (error) {
+    // Given up, not failed: no attempt is counted, the event stays unfinished.
+    if (signal.aborted) throw signal.reason;
     if (isRateLimited(error)) {
       ctx.gate!.rateLimited(error.retryAfterMs, admission);
       ctx.report(Outcome.RATE_LIMITED, event, { attempt });

@@ -1,6 +1,6 @@
 import type { Topology } from '../dsl/topology.js';
 import type { Clock, Timer } from '../ports/clock.js';
-import { partitionId, type CommitOffset, type Log, type LogRecord, type TopicPartition } from '../ports/log.js';
+import { isCommitRefused, partitionId, type CommitOffset, type Log, type LogRecord, type TopicPartition } from '../ports/log.js';
 import type { Random } from '../ports/random.js';
 import type { Store } from '../ports/store.js';
 import type { EngineContext } from './engineContext.js';
@@ -29,6 +29,17 @@ export interface EngineOptions {
   readonly maxBufferedPerPartition?: number;
 }
 
+/** How {@link Engine.stop} treats the work in flight. */
+export interface StopOptions {
+  /**
+   * How long the work in flight may run on before it is aborted (0: abort at once). Aborted
+   * events are unfinished: not committed, so the next owner of their partition (or this worker,
+   * restarted) runs them again, and their effects, recorded or not, still happen once.
+   * @defaultValue 0
+   */
+  readonly graceMs?: number;
+}
+
 /** A parked key as the engine reports it. */
 export interface ParkedKeyInfo extends ParkedKeyState {
   readonly topic: string;
@@ -50,6 +61,7 @@ export class Engine {
   private committing: Promise<void> | undefined;
   private commitAgain = false;
   private failed: Error | undefined;
+  private stopping = false;
 
   constructor(private readonly options: EngineOptions) {
     const { topology, clock, observer = {} } = options;
@@ -82,7 +94,9 @@ export class Engine {
     await this.options.log.subscribe([this.ctx.topology.source.topic], {
       assigned: (tps) => this.assign(tps),
       revoked: (tps) => this.revoke(tps),
+      lost: (tps) => this.lose(tps),
       records: (batch) => this.receive(batch),
+      failed: (error) => this.fail(error),
     });
   }
 
@@ -118,10 +132,23 @@ export class Engine {
     return n;
   }
 
-  /** Finishes the work in flight, commits the finished prefix and closes the log. */
-  async stop(): Promise<void> {
+  /**
+   * Stops: starts no new work, lets the work in flight run for `graceMs` (default 0) and aborts
+   * what is left (model calls, Retry-After waits and retry delays end at once; an event whose
+   * effect is being recorded runs to its end), commits the finished prefix and closes the log.
+   * A stop never waits on a model, so a long Retry-After cannot hold a shutdown or a rebalance.
+   */
+  async stop(options: StopOptions = {}): Promise<void> {
+    const graceMs = options.graceMs ?? 0;
+    if (!Number.isFinite(graceMs) || graceMs < 0) throw new RangeError(`Engine.stop: graceMs must be 0 or more, got ${graceMs}`);
+    this.stopping = true;
     this.commitTimer?.cancel();
-    await Promise.all([...this.tasks.values()].map((t) => t.close()));
+    this.commitTimer = undefined;
+    const tasks = [...this.tasks.values()];
+    const reason = 'the engine stops';
+    const grace = graceMs > 0 ? this.ctx.clock.setTimer(graceMs, () => tasks.forEach((t) => void t.close('abort', reason))) : undefined;
+    await Promise.all(tasks.map((t) => t.close(graceMs > 0 ? 'finish' : 'abort', reason)));
+    grace?.cancel();
     await this.commit();
     await this.closePartitions([...this.tasks.values()].map((t) => t.tp));
     await this.options.log.close();
@@ -142,9 +169,10 @@ export class Engine {
     }
   }
 
+  /** Aborts the partitions' work in flight (a rebalance must not wait on a model), commits their finished prefix, drops them. */
   private async revoke(tps: readonly TopicPartition[]): Promise<void> {
     const tasks = tps.flatMap((tp) => this.tasks.get(partitionId(tp)) ?? []);
-    await Promise.all(tasks.map((t) => t.close()));
+    await Promise.all(tasks.map((t) => t.close('abort', 'revoked')));
     await this.commit();
     await this.closePartitions(tasks.map((t) => t.tp));
     for (const tp of tps) this.tasks.delete(partitionId(tp));
@@ -161,6 +189,13 @@ export class Engine {
     await Promise.all(tps.map((tp) => store.closePartition!(tp)));
   }
 
+  /** Drops the partitions without committing (another consumer may own them now), after aborting their work in flight. */
+  private async lose(tps: readonly TopicPartition[]): Promise<void> {
+    const tasks = tps.flatMap((tp) => this.tasks.get(partitionId(tp)) ?? []);
+    for (const tp of tps) this.tasks.delete(partitionId(tp));
+    await Promise.all(tasks.map((t) => t.close('abort', 'lost')));
+  }
+
   private receive(batch: readonly LogRecord[]): void {
     if (this.failed) return;
     this.ctx.metrics.receive(batch.length);
@@ -172,9 +207,20 @@ export class Engine {
   }
 
   private finished(): void {
+    if (this.commitPolicy === 'each') void this.commit();
+    else this.scheduleCommit();
+  }
+
+  /** Sets the commit timer, unless it is set or the engine failed. */
+  private scheduleCommit(): void {
+    if (this.commitTimer || this.failed || this.stopping) return;
     if (this.commitPolicy === 'each') {
-      void this.commit();
-    } else if (!this.commitTimer) {
+      // Only after a refused commit: try again soon, even if no event finishes meanwhile.
+      this.commitTimer = this.ctx.clock.setTimer(REFUSED_COMMIT_RETRY_MS, () => {
+        this.commitTimer = undefined;
+        void this.commit();
+      });
+    } else {
       // Commit on the interval's boundaries, so the times of commits do not drift with the load.
       const everyMs = this.commitPolicy.everyMs;
       const delayMs = everyMs - (this.ctx.clock.now() % everyMs);
@@ -207,7 +253,14 @@ export class Engine {
       try {
         await this.options.log.commit(offsets.map(({ topic, partition, offset }) => ({ topic, partition, offset })));
       } catch (error) {
-        this.fail(error as Error);
+        if (!isCommitRefused(error)) {
+          this.fail(error as Error);
+          return;
+        }
+        // A rebalance took the commit: a later commit carries these offsets again if the
+        // partitions stay here, else their next owner starts from the last committed offset.
+        this.ctx.observer.commitRefused?.({ partitions: offsets.map((o) => partitionId(o)), error: (error as Error).message, atMs: this.ctx.clock.now() });
+        this.scheduleCommit();
         return;
       }
       for (const { task, topic, partition, offset } of offsets) {
@@ -222,10 +275,13 @@ export class Engine {
     if (this.failed) return;
     this.failed = error;
     this.commitTimer?.cancel();
-    for (const task of this.tasks.values()) void task.close();
+    for (const task of this.tasks.values()) void task.close('abort', `the engine failed: ${error.message}`);
     this.ctx.observer.fatal?.(error);
   }
 }
+
+/** How soon a commit refused by a rebalance is tried again under commit: 'each'. */
+const REFUSED_COMMIT_RETRY_MS = 1_000;
 
 function checkCommitPolicy(policy: CommitPolicy): CommitPolicy {
   if (policy === 'each') return policy;

@@ -22,7 +22,8 @@ export class LaneWork {
     private readonly parked: ParkedKeys | undefined,
   ) {}
 
-  async processRecord(record: LogRecord): Promise<void> {
+  /** Runs one event from the log; rejects with the signal's reason if it is aborted before the event's end is recorded. */
+  async processRecord(record: LogRecord, signal: AbortSignal): Promise<void> {
     const admission = this.pipeline.admit(record);
     if (!admission.ok) {
       await this.pipeline.deadLetter(record, admission.event, admission.error);
@@ -33,8 +34,11 @@ export class LaneWork {
       await this.hold(event);
       return;
     }
-    const result = await this.pipeline.run(event, value);
-    if (result.kind === 'parked') await this.park(event, result.attempts);
+    const result = await this.pipeline.run(event, value, { signal });
+    if (result.kind === 'parked') {
+      signal.throwIfAborted();
+      await this.park(event, result.attempts);
+    }
   }
 
   /** Checks a resolution and makes it durable; the lane then replays the key. */
@@ -50,13 +54,14 @@ export class LaneWork {
   }
 
   /** Replays the head event of a resolved key, under its original effect id. */
-  async replayStep(lane: string): Promise<ReplayProgress> {
+  async replayStep(lane: string, signal: AbortSignal): Promise<ReplayProgress> {
     const parked = this.requireParking();
     const state = parked.get(lane);
     if (state?.status !== 'replaying') return 'released';
     const head = parked.head(lane);
     const resolution = state.resolution;
     if (resolution && 'discard' in resolution) {
+      signal.throwIfAborted();
       await this.ctx.writer.write([...parked.advance(lane, head), this.pipeline.discardRecord(head.event)]);
       this.ctx.report(Outcome.DISCARDED, head.event, { replayed: true });
     } else {
@@ -64,9 +69,11 @@ export class LaneWork {
       const result = await this.pipeline.run(event, this.pipeline.readmit(event), {
         finishOps: () => parked.advance(lane, head),
         replayed: true,
+        signal,
         ...(resolution && 'decision' in resolution ? { decision: { value: resolution.decision } } : {}),
       });
       if (result.kind === 'parked') {
+        signal.throwIfAborted();
         await this.repark(lane, head, result.attempts);
         return 'parked-again';
       }

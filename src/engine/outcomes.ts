@@ -65,6 +65,8 @@ export interface EngineObserver {
   /** The engine is about to call the agent step for an event. */
   modelCall?(call: { step: string; effectId: string; atMs: number; attempt: number }): void;
   committed?(commit: { topic: string; partition: number; offset: number; atMs: number }): void;
+  /** The log refused a commit because a rebalance took its partitions (not fatal: see CommitRefusedError). */
+  commitRefused?(refusal: { partitions: readonly string[]; error: string; atMs: number }): void;
   /** An error the engine cannot continue after (a store or log failure); it stops. */
   fatal?(error: Error): void;
 }

@@ -51,6 +51,9 @@ export class PartitionTask {
   private inFlight = 0;
   private paused = false;
   private drained: (() => void) | undefined;
+  private closed: Promise<void> | undefined;
+  // Aborted when the partition's work in flight is given up: its model calls and waits end at once.
+  private readonly abort = new AbortController();
 
   constructor(
     readonly tp: TopicPartition,
@@ -105,9 +108,22 @@ export class PartitionTask {
     return this.parked?.all() ?? [];
   }
 
-  /** Starts no new work and settles once the work in flight has finished. */
-  async close(): Promise<void> {
-    if (this.state === 'closing' || this.state === 'closed') return;
+  /**
+   * Starts no new work and settles once the work in flight has ended. `finish` lets it run to its
+   * end; `abort` ends its model calls, Retry-After waits and retry delays at once, and the events
+   * they served stay unfinished (not committed: the next owner runs them). An event whose effect
+   * is already being recorded runs to its end either way. Called again with `abort`, it aborts
+   * what a `finish` is waiting for.
+   */
+  close(mode: 'finish' | 'abort', reason?: string): Promise<void> {
+    if (mode === 'abort' && !this.abort.signal.aborted) {
+      this.abort.abort(new Error(`partition ${partitionId(this.tp)}: ${reason ?? 'work given up'}`));
+    }
+    this.closed ??= this.drain();
+    return this.closed;
+  }
+
+  private async drain(): Promise<void> {
     this.moveTo('closing');
     if (this.inFlight > 0) await new Promise<void>((resolve) => (this.drained = resolve));
     this.moveTo('closed');
@@ -154,13 +170,19 @@ export class PartitionTask {
 
   private async runUnit(lane: Lane): Promise<void> {
     const record = lane.queue[lane.head];
-    if (record) {
-      lane.queue[lane.head++] = undefined;
-      await this.work.processRecord(record);
-      this.tracker.finish(record.offset);
-      this.options.onFinished(this.tp);
-    } else if ((await this.work.replayStep(lane.id)) !== 'more') {
-      lane.replaying = false;
+    const signal = this.abort.signal;
+    try {
+      if (record) {
+        lane.queue[lane.head++] = undefined;
+        await this.work.processRecord(record, signal);
+        this.tracker.finish(record.offset);
+        this.options.onFinished(this.tp);
+      } else if ((await this.work.replayStep(lane.id, signal)) !== 'more') {
+        lane.replaying = false;
+      }
+    } catch (error) {
+      // Given up on purpose: the event stays unfinished, so its offset is never committed here.
+      if (!signal.aborted) throw error;
     }
     this.unitDone(lane);
   }

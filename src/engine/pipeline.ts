@@ -21,7 +21,11 @@ export interface RunOptions {
   /** Skip the agent step and use this (already validated) decision. */
   readonly decision?: { readonly value: unknown };
   readonly replayed?: boolean;
+  /** Aborted when the engine gives the event up (revoked, lost, stopping): it then ends unfinished, nothing written. */
+  readonly signal?: AbortSignal;
 }
+
+const NEVER_ABORTED = new AbortController().signal;
 
 /** A decoded event, or the reason it could not be decoded. */
 export type Admission = { readonly ok: true; readonly event: EngineEvent; readonly value: unknown } | { readonly ok: false; readonly event: EngineEvent; readonly error: string };
@@ -150,7 +154,7 @@ export class EventPipeline {
     options: RunOptions,
   ): Promise<{ kind: 'next'; value: unknown } | { kind: 'stop'; result: PipelineResult }> {
     if (options.decision) return { kind: 'next', value: { event: value, decision: options.decision.value } };
-    const result = await runAgentStep(this.ctx, node, this.ctx.topology.park!, event, value);
+    const result = await runAgentStep(this.ctx, node, this.ctx.topology.park!, event, value, options.signal ?? NEVER_ABORTED);
     if (!result.ok) return { kind: 'stop', result: { kind: 'parked', attempts: result.attempts } };
     // Most decisions come at the first attempt: then there is no attempts record to delete.
     if (result.attemptsStored) staged.push({ type: 'del', key: attemptsKeyOf(node, event) });
@@ -164,6 +168,8 @@ export class EventPipeline {
    * re-sent (as a DUPLICATE) if the engine crashes before they are out.
    */
   private async finish(event: EngineEvent, outcome: Outcome, staged: StoreOp[], outputs: OutRecord[], options: RunOptions): Promise<PipelineResult> {
+    // The last moment to give up: past it the effect is recorded, so the event runs to its end.
+    options.signal?.throwIfAborted();
     const ops = [...staged];
     const apply = this.ctx.topology.applyOnce;
     if (outcome === Outcome.APPLIED && apply) {

@@ -35,11 +35,34 @@ export class RateGate {
     private readonly limit?: RateLimit,
   ) {}
 
-  /** Resolves when a call may start now; the call is counted as started. */
-  admit(options: { front?: boolean } = {}): Promise<Admission> {
-    return new Promise((resolve) => {
-      if (options.front) this.waiting.unshift(resolve);
-      else this.waiting.push(resolve);
+  /**
+   * Resolves when a call may start now; the call is counted as started. Rejects with the signal's
+   * reason if it is aborted first: the call leaves the queue, uncounted.
+   */
+  admit(options: { front?: boolean; signal?: AbortSignal } = {}): Promise<Admission> {
+    const { signal } = options;
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(signal.reason);
+        return;
+      }
+      const onAbort = () => {
+        const at = this.waiting.indexOf(admitted);
+        if (at >= 0) this.waiting.splice(at, 1);
+        if (this.waiting.length === 0) {
+          // Nothing left to wake for: a pending Retry-After timer must not hold a stopping process.
+          this.timer?.cancel();
+          this.timer = undefined;
+        }
+        reject(signal!.reason);
+      };
+      const admitted = (admission: Admission) => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(admission);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      if (options.front) this.waiting.unshift(admitted);
+      else this.waiting.push(admitted);
       this.pump();
     });
   }

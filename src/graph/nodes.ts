@@ -24,6 +24,13 @@ export interface DecideContext {
   readonly previousErrors: readonly string[];
   /** The engine's clock: use it for any waiting, so the test driver can run you on virtual time. */
   readonly clock: Clock;
+  /**
+   * Aborted when the engine gives up this call: its partition was revoked or lost, or the engine
+   * stops. Pass it to `fetch` and to `sleep(ctx.clock, ms, ctx.signal)`. Whatever the call returns
+   * after the abort is dropped: the event is unfinished, so not committed, and the partition's
+   * next owner (or this worker, restarted) decides it again.
+   */
+  readonly signal: AbortSignal;
 }
 
 /** An agent step's decision, joined to the event it decided. */

@@ -5,8 +5,8 @@ import { partitionId, type CommitOffset } from '../ports/log.js';
 const ERR_NO_OFFSET = -168;
 
 /**
- * Errors after which the same commit may succeed: the coordinator is loading or moving, a
- * rebalance is in progress, a request or the connection timed out.
+ * Errors after which the same commit may succeed soon: the coordinator is loading or moving, a
+ * request or the connection timed out.
  */
 const RETRIABLE = new Set([
   -195, // _TRANSPORT
@@ -17,7 +17,21 @@ const RETRIABLE = new Set([
   14, // COORDINATOR_LOAD_IN_PROGRESS
   15, // COORDINATOR_NOT_AVAILABLE
   16, // NOT_COORDINATOR
+]);
+
+/**
+ * Errors that say a rebalance took the commit's partitions, or is moving them: the same commit
+ * will not succeed now (and retrying it here would hold a rebalance callback that waits for it).
+ * The engine is told with a CommitRefusedError and goes on.
+ */
+const REFUSED_BY_REBALANCE = new Set([
+  -172, // _STATE: no assignment (being revoked, or lost)
+  -142, // _ASSIGNMENT_LOST
+  22, // ILLEGAL_GENERATION
+  25, // UNKNOWN_MEMBER_ID
   27, // REBALANCE_IN_PROGRESS
+  110, // FENCED_MEMBER_EPOCH (KIP-848)
+  113, // STALE_MEMBER_EPOCH (KIP-848)
 ]);
 
 /** A commit that failed, with librdkafka's error code. */
@@ -33,6 +47,11 @@ export class CommitError extends Error {
 
 export function isRetriableCommitError(error: unknown): boolean {
   return error instanceof CommitError && RETRIABLE.has(error.code);
+}
+
+/** True when a rebalance took the commit: see REFUSED_BY_REBALANCE. */
+export function isRefusedByRebalance(error: unknown): boolean {
+  return error instanceof CommitError && REFUSED_BY_REBALANCE.has(error.code);
 }
 
 interface Pending {

@@ -1,9 +1,9 @@
 import rdkafka, { type Assignment, type LibrdKafkaError, type Message, type TopicPartitionOffset } from '@confluentinc/kafka-javascript';
 import type { Logger } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { partitionId, type CommitOffset, type Log, type LogListener, type OutRecord, type TopicPartition } from '../ports/log.js';
+import { CommitRefusedError, partitionId, type CommitOffset, type Log, type LogListener, type OutRecord, type TopicPartition } from '../ports/log.js';
 import { AckedProducer } from './ackedProducer.js';
-import { CommitWaiter, isRetriableCommitError } from './commitWaiter.js';
+import { CommitWaiter, isRefusedByRebalance, isRetriableCommitError } from './commitWaiter.js';
 import { consumerConfig, type KafkaSettings, type TransactionSettings } from './kafkaConfig.js';
 import { logClientTo } from './kafkaLogger.js';
 import { toLogRecord } from './records.js';
@@ -159,6 +159,11 @@ export class KafkaLog implements Log {
         this.logger.debug({ offsets: live.map((o) => `${partitionId(o)}@${o.offset}`) }, 'committed');
         return;
       } catch (error) {
+        const what = live.map((o) => `${partitionId(o)}@${o.offset}`).join(', ');
+        if (isRefusedByRebalance(error)) {
+          this.logger.warn({ offsets: what, error: (error as Error).message }, 'commit refused: a rebalance took these partitions');
+          throw new CommitRefusedError(`Kafka commit of ${what} refused by a rebalance: ${(error as Error).message}`, { cause: error });
+        }
         if (!isRetriableCommitError(error) || Date.now() >= deadline) {
           throw new Error(`Kafka commit of ${live.map((o) => `${partitionId(o)}@${o.offset}`).join(', ')} failed: ${(error as Error).message}`, { cause: error });
         }
@@ -278,7 +283,7 @@ export class KafkaLog implements Log {
       }
       this.logger.info({ partitions: tps.map(partitionId), lost }, lost ? 'partitions lost' : 'revoking');
       this.serialize(async () => {
-        if (this.listener) await this.listener.revoked(tps);
+        if (this.listener) await (lost ? this.listener.lost(tps) : this.listener.revoked(tps));
         for (const tp of tps) {
           const id = partitionId(tp);
           const state = this.partitions.get(id);
@@ -321,6 +326,7 @@ export class KafkaLog implements Log {
     if (this.fatal) return;
     this.fatal = error;
     this.logger.error({ err: error }, 'Kafka log failed');
+    this.listener?.failed(error);
     this.options.onFatal?.(error);
   }
 

@@ -68,7 +68,11 @@ export interface RunningTopology {
    * with the error after a fatal one (a store or Kafka failure; the worker stopped itself).
    */
   readonly done: Promise<void>;
-  /** Finishes the work in flight, commits, leaves the group and closes the state. Idempotent. */
+  /**
+   * Gives up the work in flight (model calls and waits are aborted; those events are redone by the
+   * partitions' next owner, their effects still once), commits the finished prefix, leaves the
+   * group and closes the state. Idempotent.
+   */
   stop(): Promise<void>;
 }
 
@@ -217,6 +221,10 @@ function loggingObserver(logger: Logger, user: EngineObserver | undefined, onFat
     committed(commit) {
       logger.debug(commit, 'committed');
       user?.committed?.(commit);
+    },
+    commitRefused(refusal) {
+      // The Kafka log has logged it at warn already.
+      user?.commitRefused?.(refusal);
     },
     fatal(error) {
       logger.error({ err: error }, 'engine failed');

@@ -37,10 +37,44 @@ export interface CommitOffset extends TopicPartition {
 export interface LogListener {
   /** Partitions now owned; the log delivers none of their records before this settles. */
   assigned(partitions: readonly TopicPartition[]): Promise<void>;
-  /** Partitions about to be taken away; the log waits for this to settle before giving them up. */
+  /**
+   * Partitions about to be taken away; the log waits for this to settle before giving them up, so
+   * the engine may still commit them (it aborts their work in flight first, to settle quickly).
+   */
   revoked(partitions: readonly TopicPartition[]): Promise<void>;
+  /**
+   * Partitions already taken away, without a chance to commit (this consumer missed its session
+   * timeout, or was fenced): another consumer may own them now, so the engine drops their work and
+   * commits none of their offsets. The log waits for this to settle before it forgets them.
+   */
+  lost(partitions: readonly TopicPartition[]): Promise<void>;
   /** Records of assigned partitions, in offset order within each partition. */
   records(batch: readonly LogRecord[]): void;
+  /**
+   * The log failed for good (a fatal client error, a rebalance step that threw): the engine stops.
+   * It is the only way a log reports such an error, so whoever runs the engine hears it through
+   * the engine's observer, in one place.
+   */
+  failed(error: Error): void;
+}
+
+/**
+ * A commit the log refused because its partitions are being rebalanced, or are no longer this
+ * consumer's (a stale generation or member). The engine goes on: a later commit carries the same
+ * offsets if it still owns the partitions, else their next owner reads from the last committed
+ * offset (at-least-once; effects stay once through their effect ids). Any other error a commit
+ * rejects with stops the engine.
+ */
+export class CommitRefusedError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'CommitRefusedError';
+  }
+}
+
+/** True for a {@link CommitRefusedError} (by name too, so copies of the class from two builds agree). */
+export function isCommitRefused(error: unknown): boolean {
+  return error instanceof CommitRefusedError || (error instanceof Error && error.name === 'CommitRefusedError');
 }
 
 /**
@@ -52,6 +86,7 @@ export interface Log {
   /** Stop delivering records of these partitions until resumed; what was delivered stays delivered. */
   pause(partitions: readonly TopicPartition[]): void;
   resume(partitions: readonly TopicPartition[]): void;
+  /** Settles when the broker has the offsets; rejects with {@link CommitRefusedError} when a rebalance took them. */
   commit(offsets: readonly CommitOffset[]): Promise<void>;
   /** Settles once every record is durably appended (acknowledged). */
   produce(records: readonly OutRecord[]): Promise<void>;

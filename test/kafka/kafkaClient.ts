@@ -18,11 +18,12 @@ export interface InputRecord {
   readonly partition?: number;
 }
 
-export async function createTopic(bootstrap: string, topic: string, partitions: number): Promise<void> {
+/** Creates a topic; one replica unless `replicas` (and topic `config`, e.g. min.insync.replicas) are given. */
+export async function createTopic(bootstrap: string, topic: string, partitions: number, replicas = 1, config: Record<string, string> = {}): Promise<void> {
   const admin = rdkafka.AdminClient.create({ 'bootstrap.servers': bootstrap });
   try {
     await new Promise<void>((resolve, reject) =>
-      admin.createTopic({ topic, num_partitions: partitions, replication_factor: 1 }, 30_000, (error) =>
+      admin.createTopic({ topic, num_partitions: partitions, replication_factor: replicas, config }, 30_000, (error) =>
         error ? reject(new Error(`creating ${topic}: ${error.message}`)) : resolve(),
       ),
     );
@@ -56,6 +57,30 @@ export async function produce(bootstrap: string, topic: string, records: readonl
   }
   if (records.length > 0) await delivered;
   await new Promise<void>((resolve) => producer.disconnect(() => resolve()));
+}
+
+/** Each partition's leader and replicas (broker ids) of `topic`. */
+export async function partitionReplicas(bootstrap: string, topic: string): Promise<Array<{ partition: number; leader: number; replicas: number[]; isr: number[] }>> {
+  const admin = rdkafka.AdminClient.create({ 'bootstrap.servers': bootstrap });
+  try {
+    return await new Promise((resolve, reject) =>
+      admin.describeTopics([topic], { timeout: 10_000 }, (error, result) => {
+        if (error) reject(error);
+        else if (result[0]?.error) reject(new Error(`describing ${topic}: ${result[0].error.message}`));
+        else
+          resolve(
+            result[0]!.partitions.map((p) => ({
+              partition: p.partition,
+              leader: p.leader?.id ?? -1,
+              replicas: p.replicas.map((r) => r.id),
+              isr: p.isr.map((r) => r.id),
+            })),
+          );
+      }),
+    );
+  } finally {
+    admin.disconnect();
+  }
 }
 
 /** The number of partitions of `topic`, or 0 when it does not exist. */
@@ -98,7 +123,8 @@ export async function readUntil(
 ): Promise<ReadRecord[]> {
   const deadline = Date.now() + options.timeoutMs;
   let partitions = 0;
-  while ((partitions = await partitionCount(bootstrap, topic)) === 0) {
+  // A describe that fails (a broker just went down) counts as not there yet.
+  while ((partitions = await partitionCount(bootstrap, topic).catch(() => 0)) === 0) {
     if (Date.now() > deadline) throw new Error(`topic ${topic} was never created (waited ${options.timeoutMs} ms)`);
     await sleep(250);
   }

@@ -20,7 +20,8 @@ afterEach(async () => {
 /** A listener that keeps what it was told, with the time of each callback. */
 class Recorder implements LogListener {
   readonly received: LogRecord[] = [];
-  readonly events: Array<{ kind: 'assigned' | 'revoked' | 'revoked-done'; partitions: string[]; atMs: number }> = [];
+  readonly events: Array<{ kind: 'assigned' | 'revoked' | 'revoked-done' | 'lost'; partitions: string[]; atMs: number }> = [];
+  readonly failures: Error[] = [];
   constructor(private readonly onRevoked: (tps: readonly TopicPartition[]) => Promise<void> = async () => undefined) {}
 
   async assigned(tps: readonly TopicPartition[]): Promise<void> {
@@ -31,6 +32,14 @@ class Recorder implements LogListener {
     this.events.push({ kind: 'revoked', partitions: tps.map(partitionId), atMs: Date.now() });
     await this.onRevoked(tps);
     this.events.push({ kind: 'revoked-done', partitions: tps.map(partitionId), atMs: Date.now() });
+  }
+
+  async lost(tps: readonly TopicPartition[]): Promise<void> {
+    this.events.push({ kind: 'lost', partitions: tps.map(partitionId), atMs: Date.now() });
+  }
+
+  failed(error: Error): void {
+    this.failures.push(error);
   }
 
   records(batch: readonly LogRecord[]): void {

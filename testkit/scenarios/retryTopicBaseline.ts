@@ -94,6 +94,7 @@ class RetryTopicWorker {
           record: { topic: f.topic, partition: event.partition, offset: event.offset, timestampMs: 0, headers: {} },
           previousErrors: [],
           clock: this.clock,
+          signal: NEVER_ABORTED,
         });
       } catch (error) {
         if (!isRateLimited(error)) throw error;
@@ -121,3 +122,6 @@ class RetryTopicWorker {
 function retryTopicDelayMs(retries: number): number {
   return Math.min(1_000 * 2 ** retries, 16_000);
 }
+
+// The baseline never gives a call up.
+const NEVER_ABORTED = new AbortController().signal;

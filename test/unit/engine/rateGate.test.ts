@@ -184,4 +184,38 @@ describe('RateGate learning a budget from 429s', () => {
     expect(gate.learnedLimit).toEqual({ calls: 3, windowMs: 10_000 });
     expect(admitted.filter((a) => a.atMs === 20_000).map((a) => a.id)).toEqual(['d', 'e', 'f', 'g']);
   });
+
+  it('lets an aborted call leave the queue uncounted, and drops its wake-up when no call is left', async () => {
+    const { clock, gate, admitted, admit, runTo } = setup();
+    gate.rateLimited(10_000);
+    const first = new AbortController();
+    const second = new AbortController();
+    const a = gate.admit({ signal: first.signal }).catch((error: unknown) => error);
+    const b = gate.admit({ signal: second.signal }).catch((error: unknown) => error);
+    void admit('c');
+    await runTo(1_000);
+    first.abort(new Error('revoked'));
+    expect(((await a) as Error).message).toBe('revoked');
+    expect(gate.queued).toBe(2);
+    // c is still waiting: the gate still wakes at 10 s for it.
+    expect(clock.nextDueMs()).toBe(10_000);
+    second.abort(new Error('revoked'));
+    await b;
+    await runTo(10_000);
+    expect(admitted).toEqual([{ id: 'c', atMs: 10_000 }]);
+    expect(gate.queued).toBe(0);
+
+    // An already aborted signal is refused at once; with nobody waiting, no timer is left behind.
+    gate.rateLimited(5_000);
+    const gone = new AbortController();
+    gone.abort(new Error('stopped'));
+    await expect(gate.admit({ signal: gone.signal })).rejects.toThrow('stopped');
+    const late = new AbortController();
+    const waiting = gate.admit({ signal: late.signal }).catch(() => undefined);
+    await runTo(11_000);
+    expect(clock.nextDueMs()).toBe(15_000);
+    late.abort(new Error('stopped'));
+    await waiting;
+    expect(clock.nextDueMs()).toBeUndefined();
+  });
 });

@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import { Engine, type CommitPolicy } from '../../../src/engine/engine.js';
+import type { DecideFn } from '../../../src/graph/nodes.js';
+import { sleep } from '../../../src/ports/clock.js';
+import type { CommitOffset, Log, LogListener, LogRecord } from '../../../src/ports/log.js';
+import { openMemoryStore } from '../../../src/state/levelStore.js';
+import { SeededRandom } from '../../../testkit/seededRandom.js';
+import { VirtualClock } from '../../../testkit/virtualClock.js';
+import { decisionTopology, type Ev } from '../../driver/helpers.js';
+
+const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+const tp = { topic: 'events', partition: 0 };
+
+/** An engine over a log the test drives by hand through the listener it was given. */
+async function setup(commit: CommitPolicy = 'each') {
+  const clock = new VirtualClock();
+  const aborted: string[] = [];
+  const decide: DecideFn<Ev, unknown> = async (event, ctx) => {
+    try {
+      await sleep(ctx.clock, event.ms ?? 100, ctx.signal);
+    } catch (error) {
+      aborted.push(event.id);
+      throw error;
+    }
+    return { action: 'refund' };
+  };
+  let listener: LogListener | undefined;
+  const commits: CommitOffset[][] = [];
+  const log: Log = {
+    subscribe: async (_topics, l) => {
+      listener = l;
+      await l.assigned([tp]);
+    },
+    pause: () => undefined,
+    resume: () => undefined,
+    commit: async (offsets) => void commits.push([...offsets]),
+    produce: async () => undefined,
+    close: async () => undefined,
+  };
+  const fatal: Error[] = [];
+  const engine = new Engine({
+    topology: decisionTopology(decide),
+    log,
+    clock: clock.view('engine'),
+    store: await openMemoryStore(),
+    random: new SeededRandom(1),
+    commit,
+    observer: { fatal: (error) => fatal.push(error) },
+  });
+  await engine.start();
+  const record = (offset: number, ev: Ev): LogRecord => ({ ...tp, offset, key: ev.id, value: new TextEncoder().encode(JSON.stringify(ev)), timestampMs: 0, headers: {} });
+  return { clock, engine, listener: listener!, aborted, fatal, commits, record };
+}
+
+describe('what the log tells the engine', () => {
+  it('failed: the engine stops at once, gives up its work in flight and reports the error once', async () => {
+    const { engine, listener, aborted, fatal, record } = await setup();
+    listener.records([record(0, { id: 'a1', ms: 60_000 })]);
+    await flush();
+    expect(engine.inFlight).toBe(1);
+    listener.failed(new Error('Kafka consumer failed: broker gone'));
+    listener.failed(new Error('a second error'));
+    await flush();
+    expect(fatal.map((e) => e.message)).toEqual(['Kafka consumer failed: broker gone']);
+    expect(aborted).toEqual(['a1']);
+    expect(engine.inFlight).toBe(0);
+  });
+
+  it('lost: the partition is dropped without a commit, its work in flight given up', async () => {
+    // Commits every 5 s: when the partition is lost at 1 s, a0 has finished but is not committed.
+    const { clock, engine, listener, aborted, commits, record, fatal } = await setup({ everyMs: 5_000 });
+    listener.records([record(0, { id: 'a0', ms: 100 }), record(1, { id: 'a1', ms: 60_000 })]);
+    await flush();
+    while (clock.fireNext(1_000)) await flush();
+    expect(engine.metrics().outcomes.APPLIED).toBe(1);
+    await listener.lost([tp]);
+    expect(aborted).toEqual(['a1']);
+    expect(engine.inFlight).toBe(0);
+    while (clock.fireNext()) await flush();
+    expect(commits).toEqual([]);
+    expect(fatal).toEqual([]);
+  });
+});
