@@ -186,7 +186,9 @@ export class Engine {
   private async closePartitions(tps: readonly TopicPartition[]): Promise<void> {
     const store = this.options.store;
     if (this.failed || !store.closePartition) return;
-    await Promise.all(tps.map((tp) => store.closePartition!(tp)));
+    // A partition whose last commit was refused is not vouched for either.
+    const committed = tps.filter((tp) => this.tasks.get(partitionId(tp))?.tracker.toCommit() === undefined);
+    await Promise.all(committed.map((tp) => store.closePartition!(tp)));
   }
 
   /** Drops the partitions without committing (another consumer may own them now), after aborting their work in flight. */
@@ -249,7 +251,9 @@ export class Engine {
         const offset = task.tracker.toCommit();
         if (offset !== undefined) offsets.push({ ...task.tp, offset, task });
       }
-      if (offsets.length === 0) continue;
+      // A transactional log commits its open transaction even when no offset moves: a revoked
+      // partition's last records must be committed before its state is vouched for.
+      if (offsets.length === 0 && !this.options.log.atomic) continue;
       try {
         await this.options.log.commit(offsets.map(({ topic, partition, offset }) => ({ topic, partition, offset })));
       } catch (error) {

@@ -7,9 +7,11 @@ import { CommitWaiter, isRefusedByRebalance, isRetriableCommitError } from './co
 import { consumerConfig, type KafkaSettings, type TransactionSettings } from './kafkaConfig.js';
 import { logClientTo } from './kafkaLogger.js';
 import { toLogRecord } from './records.js';
-import { Transactions } from './transactions.js';
+import { TransactionAbortedError, Transactions } from './transactions.js';
 
 const ERR_ASSIGN_PARTITIONS = -175;
+const OFFSET_BEGINNING = -2;
+const OFFSET_END = -1;
 const ERR_REVOKE_PARTITIONS = -174;
 
 /** The consumer methods orderly uses that the library's typings leave out. */
@@ -84,6 +86,8 @@ export class KafkaLog implements Log {
   private readonly commits = new CommitWaiter();
   private loop: Promise<void> | undefined;
   private closing = false;
+  /** Exactly-once: the owned partitions are being reset after an aborted transaction. */
+  private resetting = false;
   private fatal: Error | undefined;
   private readonly logger: Logger;
 
@@ -123,7 +127,7 @@ export class KafkaLog implements Log {
         () => this.requireConsumer('sendOffsetsToTransaction'),
         this.logger.child({ client: 'transactions' }),
         { callTimeoutMs: eos.timeoutMs, maxOpenMs: eos.maxOpenMs ?? Math.floor(eos.timeoutMs / 3) },
-        (error) => this.fail(error),
+        (error) => (error instanceof TransactionAbortedError ? this.resetAfterAbort(error) : this.fail(error)),
       );
     }
     consumer.subscribe([...topics]);
@@ -148,12 +152,12 @@ export class KafkaLog implements Log {
         const ownership = this.partitions.get(partitionId(o))?.ownership;
         return ownership !== undefined && ownership !== 'lost';
       });
+      if (this.transactions) return await this.commitTransaction(live);
       if (live.length < offsets.length) {
         const skipped = offsets.filter((o) => !live.includes(o)).map((o) => `${partitionId(o)}@${o.offset}`);
         this.logger.warn({ skipped }, 'not committing offsets of partitions this worker no longer owns');
       }
       if (live.length === 0) return;
-      if (this.transactions) return await this.transactions.commit(live);
       try {
         await this.commits.commit(consumer, live);
         this.logger.debug({ offsets: live.map((o) => `${partitionId(o)}@${o.offset}`) }, 'committed');
@@ -208,6 +212,71 @@ export class KafkaLog implements Log {
   /** True while a partition taken away without a revocation (this worker was fenced) is being let go. */
   isLost(tp: TopicPartition): boolean {
     return this.partitions.get(partitionId(tp))?.ownership === 'lost';
+  }
+
+  /**
+   * Exactly-once: commits the open transaction with these offsets. An aborted transaction (the
+   * group moved to a new generation while it was open, say) is a refused commit, not a fatal one:
+   * the partitions whose work it held are reset, see {@link KafkaLog.resetAfterAbort}.
+   */
+  private async commitTransaction(offsets: readonly CommitOffset[]): Promise<void> {
+    if (this.resetting) throw new CommitRefusedError('commit refused: the partitions are being reset after an aborted transaction');
+    try {
+      await this.transactions!.commit(offsets);
+    } catch (error) {
+      if (!(error instanceof TransactionAbortedError)) throw error;
+      this.resetAfterAbort(error);
+      throw new CommitRefusedError(`Kafka transaction aborted: ${error.message}`, { cause: error });
+    }
+  }
+
+  /**
+   * After an aborted transaction the local state holds writes the broker threw away, and the
+   * engine counts as finished events whose outputs are gone. So, as Kafka Streams does, every
+   * owned partition is dropped without a commit (the engine's `lost`), whatever was produced
+   * meanwhile is aborted too, each partition is rewound to its committed offset, and it is
+   * assigned to the engine again, which restores its state from the committed changelog.
+   */
+  private resetAfterAbort(cause: Error): void {
+    if (this.resetting) return;
+    this.resetting = true;
+    this.logger.warn({ err: cause }, 'transaction aborted: resetting the owned partitions to their committed offsets and state');
+    this.serialize(async () => {
+      try {
+        const states = [...this.partitions.values()].filter((p) => p.ownership === 'owned');
+        const tps = states.map((p) => p.tp);
+        // New tasks start unpaused; what the dropped ones asked for no longer holds.
+        for (const state of states) Object.assign(state, { ownership: 'assigning', paused: false });
+        const consumer = this.requireConsumer('reset');
+        if (tps.length > 0) consumer.pause(tps);
+        // Their work in flight ends (or is given up) first; what it produced goes with the abort.
+        await this.transactions!.discard(async () => {
+          if (tps.length > 0) await this.listener?.lost(tps);
+        });
+        if (tps.length === 0 || !this.listener) return;
+        await this.rewind(consumer, tps);
+        await this.listener.assigned(tps);
+        for (const state of states) if (state.ownership === 'assigning') state.ownership = 'owned';
+        const resume = states.filter((p) => p.ownership === 'owned' && !p.paused).map((p) => p.tp);
+        if (resume.length > 0) consumer.resume(resume);
+        this.logger.info({ partitions: tps.map(partitionId) }, 'partitions reset after an aborted transaction');
+      } finally {
+        this.resetting = false;
+      }
+    });
+  }
+
+  /** Seeks each partition to its committed offset (none: where auto.offset.reset says). */
+  private async rewind(consumer: Consumer, tps: readonly TopicPartition[]): Promise<void> {
+    const timeoutMs = 30_000;
+    const committed = await new Promise<TopicPartitionOffset[]>((resolve, reject) =>
+      consumer.committed(tps.map(({ topic, partition }) => ({ topic, partition })), timeoutMs, (error, offsets) => (error ? reject(error) : resolve(offsets))),
+    );
+    const fallback = this.options.settings.autoOffsetReset === 'latest' ? OFFSET_END : OFFSET_BEGINNING;
+    for (const { topic, partition, offset } of committed) {
+      const to = offset !== undefined && offset >= 0 ? offset : fallback;
+      await new Promise<void>((resolve, reject) => consumer.seek({ topic, partition, offset: to }, timeoutMs, (error) => (error ? reject(error) : resolve())));
+    }
   }
 
   /** Partitions this consumer owns now (assigned and restored), for tests and metrics. */

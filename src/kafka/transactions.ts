@@ -42,6 +42,8 @@ export class Transactions {
   private openedAt = Date.now();
   private readonly timer: NodeJS.Timeout;
   private failed: Error | undefined;
+  /** While set, nothing is committed: the records produced now belong to work being thrown away. */
+  private discarding = false;
 
   private constructor(
     private readonly producer: AckedProducer,
@@ -104,8 +106,30 @@ export class Transactions {
     }
   }
 
+  /**
+   * Throws away what the open transaction holds: commits are refused until `work` (which drops the
+   * partitions whose writes it held) has run, then the transaction is aborted and a new one begun.
+   */
+  async discard(work: () => Promise<void>): Promise<void> {
+    this.discarding = true;
+    try {
+      await this.committing;
+      await work();
+      await this.producer.abortTransaction(this.options.callTimeoutMs);
+      this.produced = false;
+      this.openedAt = Date.now();
+      await this.producer.beginTransaction();
+    } catch (error) {
+      this.failed ??= error as Error;
+      throw error;
+    } finally {
+      this.discarding = false;
+    }
+  }
+
   private async commitNow(offsets: readonly CommitOffset[]): Promise<void> {
     this.throwIfFailed();
+    if (this.discarding) throw new TransactionAbortedError('the open transaction is being thrown away after an aborted one');
     if (offsets.length === 0 && !this.produced) return;
     this.phase = 'draining';
     this.reopened = new Promise((resolve) => (this.reopen = resolve));
@@ -120,10 +144,21 @@ export class Transactions {
       this.openedAt = Date.now();
       await this.producer.beginTransaction();
     } catch (error) {
-      this.failed = error as Error;
-      if (error instanceof TransactionError && error.requiresAbort) {
-        await this.producer.abortTransaction(this.options.callTimeoutMs).catch(() => undefined);
+      if (error instanceof TransactionError && error.requiresAbort && !error.fatal) {
+        // Abortable (the group moved on to a new generation, say): abort, begin anew and let the
+        // caller throw away the work whose writes were in it.
+        try {
+          await this.producer.abortTransaction(this.options.callTimeoutMs);
+          this.produced = false;
+          this.openedAt = Date.now();
+          await this.producer.beginTransaction();
+        } catch (abortError) {
+          this.failed = abortError as Error;
+          throw abortError;
+        }
+        throw new TransactionAbortedError(error.message, { cause: error });
       }
+      this.failed = error as Error;
       throw error;
     } finally {
       this.phase = 'open';
@@ -145,12 +180,24 @@ export class Transactions {
   }
 
   private commitIfStale(): void {
-    if (this.failed || !this.produced || this.phase !== 'open') return;
+    if (this.failed || this.discarding || !this.produced || this.phase !== 'open') return;
     if (Date.now() - this.openedAt < this.options.maxOpenMs) return;
     this.commit([]).catch((error: unknown) => this.onFatal(error as Error));
   }
 
   private throwIfFailed(): void {
     if (this.failed) throw new Error(`the Kafka transaction failed earlier (${this.failed.message}); this worker must restart`, { cause: this.failed });
+  }
+}
+
+/**
+ * The transaction was aborted, not lost for good: its records and offsets never happened, so the
+ * work they held must be thrown away (the partitions reset to their committed offsets and their
+ * state rebuilt from the committed changelog); the producer goes on with a new transaction.
+ */
+export class TransactionAbortedError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'TransactionAbortedError';
   }
 }
