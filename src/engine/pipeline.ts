@@ -91,6 +91,8 @@ export class EventPipeline {
     const outputs: OutRecord[] = [];
     let current = value;
     for (const node of this.ctx.topology.processors) {
+      // keyedSerial and park shape the scheduling and the parking, not the value: nothing to await.
+      if (node.kind === 'keyedSerial' || node.kind === 'park') continue;
       const step = await this.runNode(node, event, current, staged, outputs, options);
       if (step.kind === 'stop') return step.result;
       current = step.value;
@@ -129,7 +131,7 @@ export class EventPipeline {
       case 'applyOnce': {
         const table = new StagedTable(this.ctx.store, node.name);
         const result = await node.effect.apply(value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table });
-        staged.push(...table.ops());
+        table.stageInto(staged);
         return { kind: 'next', value: result === undefined ? value : result };
       }
       case 'sink':
@@ -163,13 +165,22 @@ export class EventPipeline {
    * re-sent (as a DUPLICATE) if the engine crashes before they are out.
    */
   private async finish(event: EngineEvent, outcome: Outcome, staged: StoreOp[], outputs: OutRecord[], options: RunOptions): Promise<PipelineResult> {
-    const ops = [...staged];
+    // `staged` is this event's own array (run's, or a fresh one): the effect's ops join it.
+    const ops = staged;
     const apply = this.ctx.topology.applyOnce;
     if (outcome === Outcome.APPLIED && apply) {
-      const record: EffectRecord = { ...where(event), appliedAtMs: this.ctx.clock.now(), outputs: outputs.map(storeOutput) };
+      const record: EffectRecord = {
+        topic: event.topic,
+        partition: event.partition,
+        offset: event.offset,
+        key: event.key,
+        effectId: event.effectId,
+        appliedAtMs: this.ctx.clock.now(),
+        outputs: outputs.length === 0 ? [] : outputs.map(storeOutput),
+      };
       ops.push({ type: 'put', key: stateKeys.effect(apply.name, event.effectId), value: record });
     }
-    if (outputs.length === 0) ops.push(...(options.finishOps?.() ?? []));
+    if (outputs.length === 0 && options.finishOps) for (const op of options.finishOps()) ops.push(op);
     if (ops.length > 0) await this.ctx.writer.write(ops);
     if (outputs.length > 0) {
       await this.ctx.log.produce(outputs);
