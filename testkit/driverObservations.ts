@@ -49,15 +49,21 @@ export class DriverObservations {
   private readonly highestDelivered = new Map<number, number>();
   private readonly outcomes = Object.fromEntries(Object.values(Outcome).map((o) => [o, 0])) as Record<Outcome, number>;
   private counts = { modelCalls: 0, redeliveries: 0, wastedModelCalls: 0, orderViolations: 0, doubleEffects: 0, crashes: 0, commitsPastUnfinished: 0 };
-  private readonly finishedOffsets = new Map<number, Set<number>>();
+  private readonly finishedOffsets = new Map<number, OffsetSet>();
+  // Offsets settled (an effect, or an end without one), by partition: what each key's order is checked against.
+  private readonly settledOffsets = new Map<number, OffsetSet>();
+  private readonly effectPrefix: string | undefined;
 
-  constructor(private readonly topology: Topology) {}
+  constructor(topology: Topology) {
+    this.effectPrefix = topology.applyOnce && stateKeys.effectPrefix(topology.applyOnce.name);
+  }
 
   observer(instance: number, onFatal: (error: Error) => void): EngineObserver {
     return {
       outcome: (event) => {
         // The engine made this object for the observer alone: tag it rather than copy it.
-        this.history.push(Object.assign(event, { instance }));
+        (event as OutcomeEvent & { instance: number }).instance = instance;
+        this.history.push(event as OutcomeEvent & { instance: number });
         this.outcomes[event.outcome] += 1;
         if (endsWithoutEffect.has(event.outcome)) this.lane(event).settle(event.offset);
         if (finishedOutcomes.has(event.outcome) && !event.replayed) this.finishedIn(event).add(event.offset);
@@ -82,7 +88,7 @@ export class DriverObservations {
 
   /** A batch reached the store: note the effects it recorded. */
   written(ops: readonly StoreOp[], instance: number, atMs: number): void {
-    const prefix = this.topology.applyOnce && stateKeys.effectPrefix(this.topology.applyOnce.name);
+    const prefix = this.effectPrefix;
     if (!prefix) return;
     for (const op of ops) {
       if (op.type !== 'put' || !op.key.startsWith(prefix)) continue;
@@ -110,9 +116,9 @@ export class DriverObservations {
     }
   }
 
-  private finishedIn(tp: TopicPartition): Set<number> {
+  private finishedIn(tp: TopicPartition): OffsetSet {
     let set = this.finishedOffsets.get(tp.partition);
-    if (!set) this.finishedOffsets.set(tp.partition, (set = new Set()));
+    if (!set) this.finishedOffsets.set(tp.partition, (set = new OffsetSet()));
     return set;
   }
 
@@ -143,10 +149,13 @@ export class DriverObservations {
     if (!lanes) this.lanes.set(at.partition, (lanes = new Map()));
     const id = laneOf(at);
     let lane = lanes.get(id);
-    if (!lane) lanes.set(id, (lane = new LaneOrder()));
+    if (!lane) {
+      let settled = this.settledOffsets.get(at.partition);
+      if (!settled) this.settledOffsets.set(at.partition, (settled = new OffsetSet()));
+      lanes.set(id, (lane = new LaneOrder(settled)));
+    }
     return lane;
   }
-
 }
 
 // Outcomes that end an event for good without an effect: later events of its key may go on.
@@ -155,8 +164,10 @@ const endsWithoutEffect: ReadonlySet<Outcome> = new Set<Outcome>([Outcome.FILTER
 /** The offsets of one key in the order they arrived, and which of them are settled. */
 class LaneOrder {
   private readonly offsets: number[] = [];
-  private readonly settled = new Set<number>();
   private head = 0;
+
+  /** `settled`: the partition's settled offsets (an offset belongs to one key only). */
+  constructor(private readonly settled: OffsetSet) {}
 
   arrived(offset: number): void {
     this.offsets.push(offset);
@@ -170,5 +181,25 @@ class LaneOrder {
   /** The earliest offset of the key with neither an effect nor an end without one. */
   firstUnsettled(): number {
     return this.offsets[this.head] ?? Infinity;
+  }
+}
+
+/** A set of a partition's offsets: one bit each, as offsets are small, dense whole numbers. */
+class OffsetSet {
+  private bits = new Uint32Array(1024);
+
+  add(offset: number): void {
+    const word = offset >>> 5;
+    if (word >= this.bits.length) {
+      const grown = new Uint32Array(Math.max(this.bits.length * 2, word + 1));
+      grown.set(this.bits);
+      this.bits = grown;
+    }
+    this.bits[word]! |= 1 << (offset & 31);
+  }
+
+  has(offset: number): boolean {
+    const word = offset >>> 5;
+    return word < this.bits.length && (this.bits[word]! & (1 << (offset & 31))) !== 0;
   }
 }
