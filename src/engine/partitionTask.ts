@@ -64,8 +64,10 @@ export class PartitionTask {
     this.work = new LaneWork(ctx, pipeline, tp, this.parked);
   }
 
-  /** Loads the partition's parked keys and resumes the replays a crash interrupted. */
+  /** Loads the partition's attempts records and parked keys, and resumes the replays a crash interrupted. */
   async restore(): Promise<void> {
+    const step = this.ctx.topology.agentStep;
+    if (step) await this.ctx.attempts.load(step.name, this.tp);
     if (this.parked) {
       const entries = await this.ctx.store.entries<ParkedKeyState>(this.parked.prefix);
       for (const interrupted of this.parked.load(entries)) this.startReplay(interrupted.lane);

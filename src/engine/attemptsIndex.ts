@@ -1,0 +1,62 @@
+import type { TopicPartition } from '../ports/log.js';
+import type { Store, StoreOp } from '../ports/store.js';
+import { stateKeys } from '../state/stateKeys.js';
+
+/**
+ * The engine's Store, knowing which attempts records exist in the partitions it has loaded. An
+ * event's attempts are looked up before every call of the step, and there are none unless an
+ * earlier attempt failed: with the partition's records loaded at assignment, that lookup is a set
+ * lookup instead of a LevelDB read. Every write goes through this store, so the set follows the
+ * writes in the order they are made; a key it knows of is still read from the store.
+ *
+ * An attempts key ends with the event's offset after the partition's prefix (`…/<partition>/<offset>`).
+ */
+export class AttemptsIndexedStore implements Store {
+  private readonly known = new Set<string>();
+  private readonly loaded = new Set<string>();
+  private readonly kind: string;
+
+  constructor(private readonly inner: Store) {
+    const sample = stateKeys.attempts('step', { topic: 'topic', partition: 0 }, 0);
+    this.kind = sample.slice(0, sample.indexOf('/') + 1);
+  }
+
+  get location(): string {
+    return this.inner.location;
+  }
+
+  /** Reads the partition's attempts records, then answers for them from memory. */
+  async load(step: string, tp: TopicPartition): Promise<void> {
+    const prefix = partitionPrefix(stateKeys.attempts(step, tp, 0));
+    this.loaded.delete(prefix);
+    for (const key of this.known) if (key.startsWith(prefix)) this.known.delete(key);
+    for (const [key] of await this.inner.entries(prefix)) this.known.add(key);
+    this.loaded.add(prefix);
+  }
+
+  get<T>(key: string): T | undefined {
+    if (key.startsWith(this.kind) && !this.known.has(key) && this.loaded.has(partitionPrefix(key))) return undefined;
+    return this.inner.get<T>(key);
+  }
+
+  batch(ops: readonly StoreOp[]): Promise<void> {
+    for (const op of ops) {
+      if (!op.key.startsWith(this.kind)) continue;
+      if (op.type === 'put') this.known.add(op.key);
+      else this.known.delete(op.key);
+    }
+    return this.inner.batch(ops);
+  }
+
+  entries<T>(prefix: string): Promise<Array<[string, T]>> {
+    return this.inner.entries<T>(prefix);
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+function partitionPrefix(attemptsKey: string): string {
+  return attemptsKey.slice(0, attemptsKey.lastIndexOf('/') + 1);
+}
