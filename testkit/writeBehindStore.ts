@@ -18,8 +18,11 @@ type EncodedOp = { readonly type: 'put'; readonly key: string; readonly value: s
  * neither the view nor LevelDB.
  */
 export class WriteBehindStore implements Store {
-  // The latest write of each key that is not yet in the store.
-  private readonly pending = new Map<string, EncodedOp>();
+  // The latest write of each key, in two generations: `queued`, not yet handed to the store, and
+  // `writing`, in the physical batch under way. A read looks at the newer first. A generation is
+  // dropped whole once it has landed, rather than key by key.
+  private queuedView = new Map<string, EncodedOp>();
+  private writingView: Map<string, EncodedOp> | undefined;
   private queued: EncodedOp[] = [];
   private writing: Promise<void> | undefined;
   private failure: unknown;
@@ -36,7 +39,7 @@ export class WriteBehindStore implements Store {
   }
 
   get<T>(key: string): T | undefined {
-    const op = this.pending.get(key);
+    const op = this.queuedView.get(key) ?? this.writingView?.get(key);
     if (op === undefined) return this.inner.get<T>(key);
     return op.type === 'put' ? (JSON.parse(op.value) as T) : undefined;
   }
@@ -52,7 +55,7 @@ export class WriteBehindStore implements Store {
       return Promise.reject(error);
     }
     for (const op of encoded) {
-      this.pending.set(op.key, op);
+      this.queuedView.set(op.key, op);
       this.queued.push(op);
     }
     this.writing ??= this.writeQueued();
@@ -81,15 +84,17 @@ export class WriteBehindStore implements Store {
   private async writeQueued(): Promise<void> {
     while (this.queued.length > 0 && this.failure === undefined) {
       const ops = this.queued;
+      this.writingView = this.queuedView;
       this.queued = [];
+      this.queuedView = new Map();
       try {
         await this.inner.batch(ops);
       } catch (error) {
+        // The view keeps the failed writes: nothing the engine was told is written goes missing.
         this.failure = error;
         break;
       }
-      // A key written again meanwhile keeps its newer write in the view.
-      for (const op of ops) if (this.pending.get(op.key) === op) this.pending.delete(op.key);
+      this.writingView = undefined;
     }
     this.writing = undefined;
   }
