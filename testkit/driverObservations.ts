@@ -44,14 +44,10 @@ export class DriverObservations {
   /** Effect ids of the parked events a person discarded, as the store received them. */
   readonly discarded = new Set<string>();
   private readonly effectIds = new Set<string>();
-  // Keyed by partition, then lane: only the source topic's partitions are observed.
-  private readonly lanes = new Map<number, Map<string, LaneOrder>>();
-  private readonly highestDelivered = new Map<number, number>();
+  // By partition number: only the source topic's partitions are observed.
+  private readonly partitions: PartitionObservations[] = [];
   private readonly outcomes = Object.fromEntries(Object.values(Outcome).map((o) => [o, 0])) as Record<Outcome, number>;
   private counts = { modelCalls: 0, redeliveries: 0, wastedModelCalls: 0, orderViolations: 0, doubleEffects: 0, crashes: 0, commitsPastUnfinished: 0 };
-  private readonly finishedOffsets = new Map<number, OffsetSet>();
-  // Offsets settled (an effect, or an end without one), by partition: what each key's order is checked against.
-  private readonly settledOffsets = new Map<number, OffsetSet>();
   private readonly effectPrefix: string | undefined;
 
   constructor(topology: Topology) {
@@ -66,7 +62,7 @@ export class DriverObservations {
         this.history.push(event as OutcomeEvent & { instance: number });
         this.outcomes[event.outcome] += 1;
         if (endsWithoutEffect.has(event.outcome)) this.lane(event).settle(event.offset);
-        if (finishedOutcomes.has(event.outcome) && !event.replayed) this.finishedIn(event).add(event.offset);
+        if (finishedOutcomes.has(event.outcome) && !event.replayed) this.partition(event.partition).finished.add(event.offset);
       },
       modelCall: (call) => {
         this.counts.modelCalls += 1;
@@ -77,12 +73,12 @@ export class DriverObservations {
   }
 
   delivered(record: TopicPartition & { offset: number; key: string | null }): void {
-    const highest = this.highestDelivered.get(record.partition) ?? -1;
-    if (record.offset <= highest) {
+    const partition = this.partition(record.partition);
+    if (record.offset <= partition.highestDelivered) {
       this.counts.redeliveries += 1;
     } else {
-      this.highestDelivered.set(record.partition, record.offset);
-      this.lane(record).arrived(record.offset);
+      partition.highestDelivered = record.offset;
+      partition.arrived(record);
     }
   }
 
@@ -106,7 +102,7 @@ export class DriverObservations {
   /** A commit reached the log: every offset below it must have finished. */
   committed(commits: ReadonlyArray<TopicPartition & { from: number; to: number }>): void {
     for (const c of commits) {
-      const finished = this.finishedIn(c);
+      const finished = this.partition(c.partition).finished;
       for (let o = c.from; o < c.to; o++) {
         if (!finished.has(o)) {
           this.counts.commitsPastUnfinished += 1;
@@ -116,10 +112,8 @@ export class DriverObservations {
     }
   }
 
-  private finishedIn(tp: TopicPartition): OffsetSet {
-    let set = this.finishedOffsets.get(tp.partition);
-    if (!set) this.finishedOffsets.set(tp.partition, (set = new OffsetSet()));
-    return set;
+  private partition(partition: number): PartitionObservations {
+    return (this.partitions[partition] ??= new PartitionObservations());
   }
 
   crashed(): void {
@@ -145,15 +139,33 @@ export class DriverObservations {
   }
 
   private lane(at: TopicPartition & { key: string | null; offset: number }): LaneOrder {
-    let lanes = this.lanes.get(at.partition);
-    if (!lanes) this.lanes.set(at.partition, (lanes = new Map()));
+    return this.partition(at.partition).laneOf(at);
+  }
+}
+
+/** What the driver tracks of one partition of the source topic. */
+class PartitionObservations {
+  highestDelivered = -1;
+  /** Offsets with a finished outcome. */
+  readonly finished = new OffsetSet();
+  /** Offsets settled (an effect, or an end without one): what each key's order is checked against. */
+  readonly settled = new OffsetSet();
+  private readonly lanes = new Map<string, LaneOrder>();
+  // The lane of each delivered offset, so that an effect finds its lane without a lookup by key.
+  private readonly laneAt: LaneOrder[] = [];
+
+  arrived(record: { key: string | null; offset: number }): void {
+    const lane = this.laneOf(record);
+    this.laneAt[record.offset] = lane;
+    lane.arrived(record.offset);
+  }
+
+  laneOf(at: { key: string | null; offset: number }): LaneOrder {
+    const known = this.laneAt[at.offset];
+    if (known) return known;
     const id = laneOf(at);
-    let lane = lanes.get(id);
-    if (!lane) {
-      let settled = this.settledOffsets.get(at.partition);
-      if (!settled) this.settledOffsets.set(at.partition, (settled = new OffsetSet()));
-      lanes.set(id, (lane = new LaneOrder(settled)));
-    }
+    let lane = this.lanes.get(id);
+    if (!lane) this.lanes.set(id, (lane = new LaneOrder(this.settled)));
     return lane;
   }
 }
