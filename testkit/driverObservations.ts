@@ -155,14 +155,16 @@ class PartitionObservations {
   private readonly laneAt: LaneOrder[] = [];
 
   arrived(record: { key: string | null; offset: number }): void {
-    const lane = this.laneOf(record);
+    const lane = this.laneByKey(record);
     this.laneAt[record.offset] = lane;
     lane.arrived(record.offset);
   }
 
   laneOf(at: { key: string | null; offset: number }): LaneOrder {
-    const known = this.laneAt[at.offset];
-    if (known) return known;
+    return (at.offset < this.laneAt.length && this.laneAt[at.offset]) || this.laneByKey(at);
+  }
+
+  private laneByKey(at: { key: string | null; offset: number }): LaneOrder {
     const id = laneOf(at);
     let lane = this.lanes.get(id);
     if (!lane) this.lanes.set(id, (lane = new LaneOrder(this.settled)));

@@ -13,7 +13,8 @@ import { stateKeys } from '../state/stateKeys.js';
  */
 export class AttemptsIndexedStore implements Store {
   private readonly known = new Set<string>();
-  private readonly loaded = new Set<string>();
+  // The loaded partitions' prefixes: few (an engine's partitions of one topic), so a list.
+  private loaded: string[] = [];
   private readonly kind: string;
 
   constructor(private readonly inner: Store) {
@@ -27,15 +28,21 @@ export class AttemptsIndexedStore implements Store {
 
   /** Reads the partition's attempts records, then answers for them from memory. */
   async load(step: string, tp: TopicPartition): Promise<void> {
-    const prefix = partitionPrefix(stateKeys.attempts(step, tp, 0));
-    this.loaded.delete(prefix);
+    const sample = stateKeys.attempts(step, tp, 0);
+    const prefix = sample.slice(0, sample.lastIndexOf('/') + 1);
+    this.loaded = this.loaded.filter((p) => p !== prefix);
     for (const key of this.known) if (key.startsWith(prefix)) this.known.delete(key);
     for (const [key] of await this.inner.entries(prefix)) this.known.add(key);
-    this.loaded.add(prefix);
+    this.loaded.push(prefix);
   }
 
   get<T>(key: string): T | undefined {
-    if (key.startsWith(this.kind) && !this.known.has(key) && this.loaded.has(partitionPrefix(key))) return undefined;
+    if (key.startsWith(this.kind) && !this.known.has(key)) {
+      for (const prefix of this.loaded) {
+        // Loaded, and nothing but the offset after the prefix: no such record.
+        if (key.startsWith(prefix) && key.indexOf('/', prefix.length) === -1) return undefined;
+      }
+    }
     return this.inner.get<T>(key);
   }
 
@@ -55,8 +62,4 @@ export class AttemptsIndexedStore implements Store {
   close(): Promise<void> {
     return this.inner.close();
   }
-}
-
-function partitionPrefix(attemptsKey: string): string {
-  return attemptsKey.slice(0, attemptsKey.lastIndexOf('/') + 1);
 }
