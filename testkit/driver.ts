@@ -61,8 +61,10 @@ interface Instance {
  * offsets over the same state, so every crash window can be shown.
  *
  * Where it differs from production: one consumer owns every partition (no rebalances), every
- * asynchronous port operation runs alone and in request order, and records reach the engine in
- * polls of up to `maxPollRecords` per partition.
+ * asynchronous port operation runs alone and in request order, a store batch is done once it is
+ * in the driver's write-behind view of the state (LevelDB gets it in the background, in order;
+ * see {@link WriteBehindStore}), and records reach the engine in polls of up to
+ * `maxPollRecords` per partition.
  */
 export class TopologyTestDriver {
   private readonly clock = new VirtualClock();
