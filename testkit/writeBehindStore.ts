@@ -47,6 +47,8 @@ export class WriteBehindStore implements Store {
   /** Takes the batch at once: the next read sees it, LevelDB gets it soon after. */
   batch(ops: readonly StoreOp[]): Promise<void> {
     if (this.failure !== undefined) return Promise.reject(this.failed);
+    // Nothing to write: and writeQueued must only start with something queued (it awaits first).
+    if (ops.length === 0) return Promise.resolve();
     const encoded: EncodedOp[] = new Array(ops.length);
     try {
       for (let i = 0; i < ops.length; i++) encoded[i] = encode(ops[i]!);

@@ -89,6 +89,14 @@ describe('WriteBehindStore', () => {
     expect(batches).toHaveLength(0);
   });
 
+  it('takes an empty batch as nothing to do', async () => {
+    const { store, batches } = slowStore();
+    const state = new WriteBehindStore(store);
+    await state.batch([]);
+    await state.drained();
+    expect(batches).toHaveLength(0);
+  });
+
   it('lets a scan and a close wait for the writes, and reports a failed write', async () => {
     const { store, pending } = slowStore();
     const state = new WriteBehindStore(store);
