@@ -10,6 +10,8 @@ import { stateKeys } from '../state/stateKeys.js';
  * writes in the order they are made; a key it knows of is still read from the store.
  *
  * An attempts key ends with the event's offset after the partition's prefix (`…/<partition>/<offset>`).
+ * It forwards every member of the Store port to the store it wraps: a member added to the port
+ * must be forwarded here too.
  */
 export class AttemptsIndexedStore implements Store {
   private readonly known = new Set<string>();
