@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { effect, stream, type Decided } from '../src/index.js';
 import { TopologyTestDriver } from '../testkit/driver.js';
 import type { Progress } from './progress.js';
+import { mainThreadCpuMs } from './threadCpu.js';
 
 /** What the engine throughput benchmark runs. */
 export interface EngineThroughputOptions {
@@ -22,8 +23,11 @@ export interface EngineThroughput extends EngineThroughputOptions {
   readonly eventsPerSec: number;
   /** Events applied per CPU second of the process (every thread: LevelDB's included); less skewed by other load. */
   readonly eventsPerCpuSec: number;
+  /** Events applied per CPU second of the main thread alone (Linux only): the engine's and the driver's own cost. */
+  readonly eventsPerMainThreadCpuSec?: number;
   readonly wallMs: number;
   readonly cpuMs: number;
+  readonly mainThreadCpuMs?: number;
   readonly applied: number;
 }
 
@@ -60,6 +64,7 @@ export async function measureEngineThroughput(progress: Progress, options: Engin
     const applied = () => driver.metrics().outcomes.APPLIED;
     const ticker = setInterval(() => phase.update(applied()), 250);
     const cpuBefore = process.cpuUsage();
+    const mainBefore = mainThreadCpuMs();
     const started = performance.now();
     try {
       await driver.runUntilIdle();
@@ -69,12 +74,16 @@ export async function measureEngineThroughput(progress: Progress, options: Engin
     const wallMs = performance.now() - started;
     const cpu = process.cpuUsage(cpuBefore);
     const cpuMs = (cpu.user + cpu.system) / 1_000;
+    const mainAfter = mainThreadCpuMs();
+    const mainMs = mainBefore !== undefined && mainAfter !== undefined ? mainAfter - mainBefore : undefined;
     const result = {
       ...options,
       eventsPerSec: Math.round((applied() / wallMs) * 1_000),
       eventsPerCpuSec: Math.round((applied() / cpuMs) * 1_000),
+      ...(mainMs ? { eventsPerMainThreadCpuSec: Math.round((applied() / mainMs) * 1_000) } : {}),
       wallMs: Math.round(wallMs),
       cpuMs: Math.round(cpuMs),
+      ...(mainMs ? { mainThreadCpuMs: mainMs } : {}),
       applied: applied(),
     };
     phase.finish(`${result.eventsPerSec} events/s`);

@@ -68,7 +68,8 @@ export function formatTable(report: BenchmarkReport): string {
     ...table,
     '',
     `engine: ${int(d.engine.events)} events, ${d.engine.partitions} partitions, ${int(d.engine.keys)} keys, maxInFlight ${d.engine.maxInFlight}, ` +
-      `${(d.engine.wallMs / 1_000).toFixed(1)} s wall, ${(d.engine.cpuMs / 1_000).toFixed(1)} s CPU (${int(d.engine.eventsPerCpuSec)} events per CPU second)`,
+      `${(d.engine.wallMs / 1_000).toFixed(1)} s wall, ${(d.engine.cpuMs / 1_000).toFixed(1)} s CPU (${int(d.engine.eventsPerCpuSec)} events per CPU second` +
+      (d.engine.eventsPerMainThreadCpuSec ? `, ${int(d.engine.eventsPerMainThreadCpuSec)} per main-thread CPU second)` : ')'),
     `Retry-After only: ${windows(d.retryAfter)}`,
     `limit declared: ${windows(d.declared)}`,
     `crash schedules: ${int(d.crashes.schedules)} in ${(d.crashes.wallMs / 1_000).toFixed(1)} s (${int(d.crashes.crashed)} crashed, ` +

@@ -4,7 +4,6 @@ import { Engine, type CommitPolicy, type ParkedKeyInfo } from '../src/engine/eng
 import type { OutcomeEvent } from '../src/engine/outcomes.js';
 import type { ParkedEvent, Resolution } from '../src/engine/parkedKeys.js';
 import type { CommitOffset } from '../src/ports/log.js';
-import type { Store } from '../src/ports/store.js';
 import { openLevelStore, openMemoryStore } from '../src/state/levelStore.js';
 import { crashPhase, type CrashPoint, type IoRequest } from './crashPoints.js';
 import { DriverIo, type PendingIo } from './driverIo.js';
@@ -14,6 +13,7 @@ import { MemoryLog } from './memoryLog.js';
 import { SeededRandom } from './seededRandom.js';
 import { TestInputTopic, TestOutputTopic } from './topics.js';
 import { VirtualClock } from './virtualClock.js';
+import { WriteBehindStore } from './writeBehindStore.js';
 
 /** Options of {@link TopologyTestDriver}. */
 export interface DriverOptions {
@@ -64,8 +64,10 @@ interface Instance {
  *
  * Where it differs from production: one consumer owns every partition (rebalances only when a test
  * calls {@link TopologyTestDriver.revoke} and {@link TopologyTestDriver.assign}), every
- * asynchronous port operation runs alone and in request order, and records reach the engine in
- * polls of up to `maxPollRecords` per partition.
+ * asynchronous port operation runs alone and in request order, a store batch is done once it is
+ * in the driver's write-behind view of the state (LevelDB gets it in the background, in order;
+ * see {@link WriteBehindStore}), and records reach the engine in polls of up to
+ * `maxPollRecords` per partition.
  */
 export class TopologyTestDriver {
   private readonly clock = new VirtualClock();
@@ -74,7 +76,7 @@ export class TopologyTestDriver {
   private readonly random: SeededRandom;
   private readonly observations: DriverObservations;
   private readonly actions: Array<() => Promise<void>> = [];
-  private state: Store | undefined;
+  private state: WriteBehindStore | undefined;
   private instance: Instance | undefined;
   private generation = 0;
   private armed: { point: CrashPoint; remaining: number } | undefined;
@@ -258,12 +260,15 @@ export class TopologyTestDriver {
     for (;;) {
       if (!(await this.step(untilMs))) break;
     }
+    // Idle means written, too: every batch the engine was told is durable is in LevelDB.
+    await this.state?.drained();
     this.clock.advanceTo(untilMs === Infinity ? this.clock.now() : untilMs);
   }
 
   /** Does the next thing there is to do; false when there is none before `untilMs`. */
   private async step(untilMs: number): Promise<boolean> {
     await new Promise<void>((resolve) => setImmediate(resolve));
+    this.failure ??= this.state?.failed;
     if (this.failure) throw this.failure;
     const action = this.actions.shift();
     if (action) {
@@ -286,8 +291,8 @@ export class TopologyTestDriver {
     this.startInstance();
   }
 
-  private openState(): Promise<Store> {
-    return this.options.stateDir ? openLevelStore(this.options.stateDir) : openMemoryStore();
+  private async openState(): Promise<WriteBehindStore> {
+    return new WriteBehindStore(await (this.options.stateDir ? openLevelStore(this.options.stateDir) : openMemoryStore()));
   }
 
   private startInstance(): void {

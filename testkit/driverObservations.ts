@@ -44,23 +44,25 @@ export class DriverObservations {
   /** Effect ids of the parked events a person discarded, as the store received them. */
   readonly discarded = new Set<string>();
   private readonly effectIds = new Set<string>();
-  // Keyed by partition, then lane: only the source topic's partitions are observed.
-  private readonly lanes = new Map<number, Map<string, LaneOrder>>();
-  private readonly highestDelivered = new Map<number, number>();
+  // By partition number: only the source topic's partitions are observed.
+  private readonly partitions: PartitionObservations[] = [];
   private readonly outcomes = Object.fromEntries(Object.values(Outcome).map((o) => [o, 0])) as Record<Outcome, number>;
   private counts = { modelCalls: 0, redeliveries: 0, wastedModelCalls: 0, orderViolations: 0, doubleEffects: 0, crashes: 0, commitsPastUnfinished: 0 };
-  private readonly finishedOffsets = new Map<number, Set<number>>();
+  private readonly effectPrefix: string | undefined;
 
-  constructor(private readonly topology: Topology) {}
+  constructor(topology: Topology) {
+    this.effectPrefix = topology.applyOnce && stateKeys.effectPrefix(topology.applyOnce.name);
+  }
 
   observer(instance: number, onFatal: (error: Error) => void): EngineObserver {
     return {
       outcome: (event) => {
         // The engine made this object for the observer alone: tag it rather than copy it.
-        this.history.push(Object.assign(event, { instance }));
+        (event as OutcomeEvent & { instance: number }).instance = instance;
+        this.history.push(event as OutcomeEvent & { instance: number });
         this.outcomes[event.outcome] += 1;
         if (endsWithoutEffect.has(event.outcome)) this.lane(event).settle(event.offset);
-        if (finishedOutcomes.has(event.outcome) && !event.replayed) this.finishedIn(event).add(event.offset);
+        if (finishedOutcomes.has(event.outcome) && !event.replayed) this.partition(event.partition).finished.add(event.offset);
       },
       modelCall: (call) => {
         this.counts.modelCalls += 1;
@@ -71,18 +73,18 @@ export class DriverObservations {
   }
 
   delivered(record: TopicPartition & { offset: number; key: string | null }): void {
-    const highest = this.highestDelivered.get(record.partition) ?? -1;
-    if (record.offset <= highest) {
+    const partition = this.partition(record.partition);
+    if (record.offset <= partition.highestDelivered) {
       this.counts.redeliveries += 1;
     } else {
-      this.highestDelivered.set(record.partition, record.offset);
-      this.lane(record).arrived(record.offset);
+      partition.highestDelivered = record.offset;
+      partition.arrived(record);
     }
   }
 
   /** A batch reached the store: note the effects it recorded. */
   written(ops: readonly StoreOp[], instance: number, atMs: number): void {
-    const prefix = this.topology.applyOnce && stateKeys.effectPrefix(this.topology.applyOnce.name);
+    const prefix = this.effectPrefix;
     if (!prefix) return;
     for (const op of ops) {
       if (op.type !== 'put' || !op.key.startsWith(prefix)) continue;
@@ -100,7 +102,7 @@ export class DriverObservations {
   /** A commit reached the log: every offset below it must have finished. */
   committed(commits: ReadonlyArray<TopicPartition & { from: number; to: number }>): void {
     for (const c of commits) {
-      const finished = this.finishedIn(c);
+      const finished = this.partition(c.partition).finished;
       for (let o = c.from; o < c.to; o++) {
         if (!finished.has(o)) {
           this.counts.commitsPastUnfinished += 1;
@@ -110,10 +112,8 @@ export class DriverObservations {
     }
   }
 
-  private finishedIn(tp: TopicPartition): Set<number> {
-    let set = this.finishedOffsets.get(tp.partition);
-    if (!set) this.finishedOffsets.set(tp.partition, (set = new Set()));
-    return set;
+  private partition(partition: number): PartitionObservations {
+    return (this.partitions[partition] ??= new PartitionObservations());
   }
 
   crashed(): void {
@@ -139,14 +139,37 @@ export class DriverObservations {
   }
 
   private lane(at: TopicPartition & { key: string | null; offset: number }): LaneOrder {
-    let lanes = this.lanes.get(at.partition);
-    if (!lanes) this.lanes.set(at.partition, (lanes = new Map()));
-    const id = laneOf(at);
-    let lane = lanes.get(id);
-    if (!lane) lanes.set(id, (lane = new LaneOrder()));
-    return lane;
+    return this.partition(at.partition).laneOf(at);
+  }
+}
+
+/** What the driver tracks of one partition of the source topic. */
+class PartitionObservations {
+  highestDelivered = -1;
+  /** Offsets with a finished outcome. */
+  readonly finished = new OffsetSet();
+  /** Offsets settled (an effect, or an end without one): what each key's order is checked against. */
+  readonly settled = new OffsetSet();
+  private readonly lanes = new Map<string, LaneOrder>();
+  // The lane of each delivered offset, so that an effect finds its lane without a lookup by key.
+  private readonly laneAt: LaneOrder[] = [];
+
+  arrived(record: { key: string | null; offset: number }): void {
+    const lane = this.laneByKey(record);
+    this.laneAt[record.offset] = lane;
+    lane.arrived(record.offset);
   }
 
+  laneOf(at: { key: string | null; offset: number }): LaneOrder {
+    return (at.offset < this.laneAt.length && this.laneAt[at.offset]) || this.laneByKey(at);
+  }
+
+  private laneByKey(at: { key: string | null; offset: number }): LaneOrder {
+    const id = laneOf(at);
+    let lane = this.lanes.get(id);
+    if (!lane) this.lanes.set(id, (lane = new LaneOrder(this.settled)));
+    return lane;
+  }
 }
 
 // Outcomes that end an event for good without an effect: later events of its key may go on.
@@ -155,8 +178,10 @@ const endsWithoutEffect: ReadonlySet<Outcome> = new Set<Outcome>([Outcome.FILTER
 /** The offsets of one key in the order they arrived, and which of them are settled. */
 class LaneOrder {
   private readonly offsets: number[] = [];
-  private readonly settled = new Set<number>();
   private head = 0;
+
+  /** `settled`: the partition's settled offsets (an offset belongs to one key only). */
+  constructor(private readonly settled: OffsetSet) {}
 
   arrived(offset: number): void {
     this.offsets.push(offset);
@@ -170,5 +195,25 @@ class LaneOrder {
   /** The earliest offset of the key with neither an effect nor an end without one. */
   firstUnsettled(): number {
     return this.offsets[this.head] ?? Infinity;
+  }
+}
+
+/** A set of a partition's offsets: one bit each, as offsets are small, dense whole numbers. */
+class OffsetSet {
+  private bits = new Uint32Array(1024);
+
+  add(offset: number): void {
+    const word = offset >>> 5;
+    if (word >= this.bits.length) {
+      const grown = new Uint32Array(Math.max(this.bits.length * 2, word + 1));
+      grown.set(this.bits);
+      this.bits = grown;
+    }
+    this.bits[word]! |= 1 << (offset & 31);
+  }
+
+  has(offset: number): boolean {
+    const word = offset >>> 5;
+    return word < this.bits.length && (this.bits[word]! & (1 << (offset & 31))) !== 0;
   }
 }

@@ -3,6 +3,7 @@ import type { Clock, Timer } from '../ports/clock.js';
 import { isCommitRefused, partitionId, type CommitOffset, type Log, type LogRecord, type TopicPartition } from '../ports/log.js';
 import type { Random } from '../ports/random.js';
 import type { Store } from '../ports/store.js';
+import { AttemptsIndexedStore } from './attemptsIndex.js';
 import type { EngineContext } from './engineContext.js';
 import { MetricsRecorder, type EngineMetrics } from './metrics.js';
 import type { EngineObserver } from './outcomes.js';
@@ -68,13 +69,15 @@ export class Engine {
     this.commitPolicy = checkCommitPolicy(options.commit ?? { everyMs: 5_000 });
     const metrics = new MetricsRecorder();
     const step = topology.agentStep;
+    const store = new AttemptsIndexedStore(options.store);
     this.ctx = {
       topology,
       clock,
       random: options.random,
-      store: options.store,
+      store,
+      attempts: store,
       log: options.log,
-      writer: new StateWriter(options.store),
+      writer: new StateWriter(store),
       gate: step && new RateGate(clock, step.limit),
       observer,
       metrics,
@@ -83,7 +86,9 @@ export class Engine {
         metrics.outcome(outcome);
         if (!observer.outcome) return;
         const { topic, partition, offset, key, effectId } = event;
-        observer.outcome({ outcome, atMs: clock.now(), topic, partition, offset, key, effectId, ...details });
+        const atMs = clock.now();
+        // Most outcomes have no details: a literal of fixed shape is cheaper to build than a spread.
+        observer.outcome(details ? { outcome, atMs, topic, partition, offset, key, effectId, ...details } : { outcome, atMs, topic, partition, offset, key, effectId });
       },
     };
     this.pipeline = new EventPipeline(this.ctx);

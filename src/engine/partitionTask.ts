@@ -19,7 +19,7 @@ const transitions: Record<TaskState, readonly TaskState[]> = {
 
 /** The events of one key waiting in a partition, oldest first, and whether its parked events replay. */
 interface Lane {
-  readonly id: string;
+  id: string;
   readonly queue: Array<LogRecord | undefined>;
   head: number;
   busy: boolean;
@@ -29,6 +29,8 @@ interface Lane {
 
 // A replay step goes before any event from the log: it was resolved on purpose, and is short.
 const REPLAY_PRIORITY = -1;
+// At most this many drained lanes are kept for reuse (about the in-flight window's worth).
+const SPARE_LANES = 256;
 
 export interface PartitionTaskOptions {
   /** Events received and unfinished before the partition is paused. */
@@ -45,6 +47,8 @@ export class PartitionTask {
   readonly tracker: CommitTracker;
   private state: TaskState = 'restoring';
   private readonly lanes = new Map<string, Lane>();
+  // Lanes of drained keys, to reuse: with many keys, nearly every event starts a lane and ends it.
+  private readonly spareLanes: Lane[] = [];
   private readonly ready = new MinHeap<Lane>();
   private readonly parked: ParkedKeys | undefined;
   private readonly work: LaneWork;
@@ -67,8 +71,10 @@ export class PartitionTask {
     this.work = new LaneWork(ctx, pipeline, tp, this.parked);
   }
 
-  /** Loads the partition's parked keys and resumes the replays a crash interrupted. */
+  /** Loads the partition's attempts records and parked keys, and resumes the replays a crash interrupted. */
   async restore(): Promise<void> {
+    const step = this.ctx.topology.agentStep;
+    if (step) await this.ctx.attempts.load(step.name, this.tp);
     if (this.parked) {
       const entries = await this.ctx.store.entries<ParkedKeyState>(this.parked.prefix);
       for (const interrupted of this.parked.load(entries)) this.startReplay(interrupted.lane);
@@ -143,7 +149,10 @@ export class PartitionTask {
   private lane(id: string): Lane {
     let lane = this.lanes.get(id);
     if (!lane) {
-      lane = { id, queue: [], head: 0, busy: false, scheduled: false, replaying: false };
+      lane = this.spareLanes.pop();
+      // A spare lane is drained: empty queue, head 0, neither busy, scheduled nor replaying.
+      if (lane) lane.id = id;
+      else lane = { id, queue: [], head: 0, busy: false, scheduled: false, replaying: false };
       this.lanes.set(id, lane);
     }
     return lane;
@@ -193,7 +202,10 @@ export class PartitionTask {
     if (lane.head === lane.queue.length) {
       lane.queue.length = 0;
       lane.head = 0;
-      if (!lane.replaying) this.lanes.delete(lane.id);
+      if (!lane.replaying) {
+        this.lanes.delete(lane.id);
+        if (this.spareLanes.length < SPARE_LANES) this.spareLanes.push(lane);
+      }
     } else if (lane.head > 1024) {
       // A hot key never drains: drop the consumed slots now and then.
       lane.queue.splice(0, lane.head);

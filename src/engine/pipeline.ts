@@ -1,4 +1,3 @@
-import type { ProcessorNode } from '../graph/nodes.js';
 import type { LogRecord, OutRecord } from '../ports/log.js';
 import type { StoreOp } from '../ports/store.js';
 import { stateKeys } from '../state/stateKeys.js';
@@ -95,10 +94,48 @@ export class EventPipeline {
     const staged: StoreOp[] = [];
     const outputs: OutRecord[] = [];
     let current = value;
+    // The operators run inline, and a user function's result is awaited only if it is a promise:
+    // an event goes through the whole chain with as few promises as its functions need.
     for (const node of this.ctx.topology.processors) {
-      const step = await this.runNode(node, event, current, staged, outputs, options);
-      if (step.kind === 'stop') return step.result;
-      current = step.value;
+      switch (node.kind) {
+        case 'filter': {
+          const kept = node.predicate(current, event.key);
+          if (!(isThenable(kept) ? await kept : kept)) return this.finish(event, Outcome.FILTERED, [], [], options);
+          break;
+        }
+        case 'mapValues': {
+          const mapped = node.mapper(current, event.key);
+          current = isThenable(mapped) ? await mapped : mapped;
+          break;
+        }
+        case 'agentStep': {
+          if (options.decision) {
+            current = { event: current, decision: options.decision.value };
+            break;
+          }
+          const result = await runAgentStep(this.ctx, node, this.ctx.topology.park!, event, current, options.signal ?? NEVER_ABORTED);
+          if (!result.ok) return { kind: 'parked', attempts: result.attempts };
+          // Most decisions come at the first attempt: then there is no attempts record to delete.
+          if (result.attemptsStored) staged.push({ type: 'del', key: attemptsKeyOf(node, event) });
+          current = { event: current, decision: result.decision };
+          break;
+        }
+        case 'applyOnce': {
+          const table = new StagedTable(this.ctx.store, node.name, event);
+          const applied = node.effect.apply(current, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table });
+          const result = isThenable(applied) ? await applied : applied;
+          table.stageInto(staged);
+          if (result !== undefined) current = result;
+          break;
+        }
+        case 'sink':
+          outputs.push({ topic: node.topic, key: event.key, value: node.value.serialize(current), headers: { [EFFECT_ID_HEADER]: event.effectId } });
+          break;
+        case 'keyedSerial':
+        case 'park':
+          // They shape the scheduling and the parking, not the value.
+          break;
+      }
     }
     return this.finish(event, apply ? Outcome.APPLIED : Outcome.FORWARDED, staged, outputs, options);
   }
@@ -115,52 +152,6 @@ export class EventPipeline {
     return { type: 'put', key: stateKeys.effect(apply.name, event, event.effectId), value: record };
   }
 
-  private async runNode(
-    node: ProcessorNode,
-    event: EngineEvent,
-    value: unknown,
-    staged: StoreOp[],
-    outputs: OutRecord[],
-    options: RunOptions,
-  ): Promise<{ kind: 'next'; value: unknown } | { kind: 'stop'; result: PipelineResult }> {
-    switch (node.kind) {
-      case 'filter':
-        if (await node.predicate(value, event.key)) return { kind: 'next', value };
-        return { kind: 'stop', result: await this.finish(event, Outcome.FILTERED, [], [], options) };
-      case 'mapValues':
-        return { kind: 'next', value: await node.mapper(value, event.key) };
-      case 'agentStep':
-        return this.decide(node, event, value, staged, options);
-      case 'applyOnce': {
-        const table = new StagedTable(this.ctx.store, node.name, event);
-        const result = await node.effect.apply(value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table });
-        staged.push(...table.ops());
-        return { kind: 'next', value: result === undefined ? value : result };
-      }
-      case 'sink':
-        outputs.push({ topic: node.topic, key: event.key, value: node.value.serialize(value), headers: { [EFFECT_ID_HEADER]: event.effectId } });
-        return { kind: 'next', value };
-      case 'keyedSerial':
-      case 'park':
-        return { kind: 'next', value };
-    }
-  }
-
-  private async decide(
-    node: ProcessorNode & { kind: 'agentStep' },
-    event: EngineEvent,
-    value: unknown,
-    staged: StoreOp[],
-    options: RunOptions,
-  ): Promise<{ kind: 'next'; value: unknown } | { kind: 'stop'; result: PipelineResult }> {
-    if (options.decision) return { kind: 'next', value: { event: value, decision: options.decision.value } };
-    const result = await runAgentStep(this.ctx, node, this.ctx.topology.park!, event, value, options.signal ?? NEVER_ABORTED);
-    if (!result.ok) return { kind: 'stop', result: { kind: 'parked', attempts: result.attempts } };
-    // Most decisions come at the first attempt: then there is no attempts record to delete.
-    if (result.attemptsStored) staged.push({ type: 'del', key: attemptsKeyOf(node, event) });
-    return { kind: 'next', value: { event: value, decision: result.decision } };
-  }
-
   /**
    * Records the effect (with its outputs) and the caller's ops in one batch, then sends the outputs.
    * With outputs to send, the caller's ops go in a batch of their own after them: a replayed event's
@@ -170,14 +161,23 @@ export class EventPipeline {
   private async finish(event: EngineEvent, outcome: Outcome, staged: StoreOp[], outputs: OutRecord[], options: RunOptions): Promise<PipelineResult> {
     // The last moment to give up: past it the effect is recorded, so the event runs to its end.
     options.signal?.throwIfAborted();
-    const ops = [...staged];
+    // `staged` is this event's own array (run's, or a fresh one): the effect's ops join it.
+    const ops = staged;
     const apply = this.ctx.topology.applyOnce;
     if (outcome === Outcome.APPLIED && apply) {
-      const record: EffectRecord = { ...where(event), appliedAtMs: this.ctx.clock.now(), outputs: outputs.map(storeOutput) };
+      const record: EffectRecord = {
+        topic: event.topic,
+        partition: event.partition,
+        offset: event.offset,
+        key: event.key,
+        effectId: event.effectId,
+        appliedAtMs: this.ctx.clock.now(),
+        outputs: outputs.length === 0 ? [] : outputs.map(storeOutput),
+      };
       ops.push({ type: 'put', key: stateKeys.effect(apply.name, event, event.effectId), value: record });
     }
     await this.ctx.atomically(async () => {
-      if (outputs.length === 0) ops.push(...(options.finishOps?.() ?? []));
+      if (outputs.length === 0 && options.finishOps) for (const op of options.finishOps()) ops.push(op);
       if (ops.length > 0) await this.ctx.writer.write(ops);
       if (outputs.length > 0) {
         await this.ctx.log.produce(outputs);
@@ -188,4 +188,8 @@ export class EventPipeline {
     this.ctx.report(outcome, event, options.replayed ? { replayed: true } : undefined);
     return { kind: 'finished', outcome };
   }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }

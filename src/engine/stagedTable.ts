@@ -35,4 +35,9 @@ export class StagedTable implements StateTable {
   ops(): StoreOp[] {
     return [...this.staged.values()];
   }
+
+  /** Appends the staged ops to `ops`, in the order their rows were first written. */
+  stageInto(ops: StoreOp[]): void {
+    for (const op of this.staged.values()) ops.push(op);
+  }
 }

@@ -1,5 +1,12 @@
 import type { Store, StoreOp } from '../ports/store.js';
 
+/** The batch that gathers writes now, and the one promise all its writers wait on. */
+interface Gathering {
+  readonly done: Promise<void>;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
 /**
  * Writes the engine's state in group commits: while one batch is being written, the ops of every
  * event that finishes meanwhile gather into the next. Each event's ops land in one atomic batch,
@@ -7,34 +14,44 @@ import type { Store, StoreOp } from '../ports/store.js';
  */
 export class StateWriter {
   private queued: StoreOp[] = [];
-  private waiters: Array<{ resolve: () => void; reject: (error: unknown) => void }> = [];
+  private gathering: Gathering | undefined;
   private writing = false;
 
   constructor(private readonly store: Store) {}
 
   /** Settles when `ops` are durable, all of them or none. */
   write(ops: readonly StoreOp[]): Promise<void> {
-    return new Promise((resolve, reject) => {
-      for (const op of ops) this.queued.push(op);
-      this.waiters.push({ resolve, reject });
-      if (!this.writing) void this.flush();
-    });
+    for (const op of ops) this.queued.push(op);
+    // Every write of one batch shares its promise: one allocation per batch, not per event.
+    const gathering = (this.gathering ??= gather());
+    if (!this.writing) void this.flush();
+    return gathering.done;
   }
 
   private async flush(): Promise<void> {
     this.writing = true;
-    while (this.waiters.length > 0) {
+    while (this.gathering) {
       const ops = this.queued;
-      const waiters = this.waiters;
+      const batch = this.gathering;
       this.queued = [];
-      this.waiters = [];
+      this.gathering = undefined;
       try {
         await this.store.batch(ops);
-        for (const w of waiters) w.resolve();
+        batch.resolve();
       } catch (error) {
-        for (const w of waiters) w.reject(error);
+        batch.reject(error);
       }
     }
     this.writing = false;
   }
+}
+
+function gather(): Gathering {
+  let resolve!: () => void;
+  let reject!: (error: unknown) => void;
+  const done = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { done, resolve, reject };
 }

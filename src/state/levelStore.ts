@@ -36,6 +36,8 @@ class LevelStore implements LocalStore {
 
   async batch(ops: readonly StoreOp[]): Promise<void> {
     if (ops.length === 0) return;
+    // The ops go to LevelDB as they are: one may carry `valueEncoding: 'utf8'` with its value
+    // already JSON (the test driver's WriteBehindStore encodes once), which stores the same bytes.
     await this.db.batch(ops as StoreOp[]);
   }
 

@@ -145,6 +145,17 @@ describe.each([
     expect(await store.entries('k/')).toEqual([['k/kept', 'before']]);
   });
 
+  it('refuses a batch with a null value whole', async () => {
+    const store = track(await openStore());
+    await expect(
+      store.batch([
+        { type: 'put', key: 'k/first', value: 1 },
+        { type: 'put', key: 'k/null', value: null },
+      ]),
+    ).rejects.toThrow(/null or undefined/);
+    expect(await store.entries('k/')).toEqual([]);
+  });
+
   it('treats an empty batch as nothing to do', async () => {
     const store = track(await openStore());
     await expect(store.batch([])).resolves.toBeUndefined();

@@ -1,0 +1,72 @@
+import type { TopicPartition } from '../ports/log.js';
+import type { Store, StoreOp } from '../ports/store.js';
+import { stateKeys } from '../state/stateKeys.js';
+
+/**
+ * The engine's Store, knowing which attempts records exist in the partitions it has loaded. An
+ * event's attempts are looked up before every call of the step, and there are none unless an
+ * earlier attempt failed: with the partition's records loaded at assignment, that lookup is a set
+ * lookup instead of a LevelDB read. Every write goes through this store, so the set follows the
+ * writes in the order they are made; a key it knows of is still read from the store.
+ *
+ * An attempts key ends with the event's offset after the partition's prefix (`…/<partition>/<offset>`).
+ * It forwards every member of the Store port to the store it wraps: a member added to the port
+ * must be forwarded here too.
+ */
+export class AttemptsIndexedStore implements Store {
+  private readonly known = new Set<string>();
+  // The loaded partitions' prefixes: few (an engine's partitions of one topic), so a list.
+  private loaded: string[] = [];
+  private readonly kind: string;
+
+  readonly openPartition?: Store['openPartition'];
+  readonly closePartition?: Store['closePartition'];
+
+  constructor(private readonly inner: Store) {
+    if (inner.openPartition) this.openPartition = (tp) => inner.openPartition!(tp);
+    if (inner.closePartition) this.closePartition = (tp) => inner.closePartition!(tp);
+    const sample = stateKeys.attempts('step', { topic: 'topic', partition: 0 }, 0);
+    this.kind = sample.slice(0, sample.indexOf('/') + 1);
+  }
+
+  get location(): string {
+    return this.inner.location;
+  }
+
+  /** Reads the partition's attempts records, then answers for them from memory. */
+  async load(step: string, tp: TopicPartition): Promise<void> {
+    const sample = stateKeys.attempts(step, tp, 0);
+    const prefix = sample.slice(0, sample.lastIndexOf('/') + 1);
+    this.loaded = this.loaded.filter((p) => p !== prefix);
+    for (const key of this.known) if (key.startsWith(prefix)) this.known.delete(key);
+    for (const [key] of await this.inner.entries(prefix)) this.known.add(key);
+    this.loaded.push(prefix);
+  }
+
+  get<T>(key: string): T | undefined {
+    if (key.startsWith(this.kind) && !this.known.has(key)) {
+      for (const prefix of this.loaded) {
+        // Loaded, and nothing but the offset after the prefix: no such record.
+        if (key.startsWith(prefix) && key.indexOf('/', prefix.length) === -1) return undefined;
+      }
+    }
+    return this.inner.get<T>(key);
+  }
+
+  batch(ops: readonly StoreOp[]): Promise<void> {
+    for (const op of ops) {
+      if (!op.key.startsWith(this.kind)) continue;
+      if (op.type === 'put') this.known.add(op.key);
+      else this.known.delete(op.key);
+    }
+    return this.inner.batch(ops);
+  }
+
+  entries<T>(prefix: string): Promise<Array<[string, T]>> {
+    return this.inner.entries<T>(prefix);
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
