@@ -7,6 +7,13 @@ export function send(message: VariantMessage): void {
 
 const cpuMsOf = (usage: NodeJS.CpuUsage): number => (usage.user + usage.system) / 1_000;
 
+const mb = (bytes: number): number => Math.round(bytes / 2 ** 20);
+
+function memoryMb(): VariantResult['memory'] {
+  const m = process.memoryUsage();
+  return { rss: mb(m.rss), heapTotal: mb(m.heapTotal), heapUsed: mb(m.heapUsed), external: mb(m.external), arrayBuffers: mb(m.arrayBuffers) };
+}
+
 /** Times a variant from its first record, and reports its progress every half second. */
 export class Meter {
   private firstAt: number | undefined;
@@ -43,6 +50,7 @@ export class Meter {
       wallMs: Math.round(this.elapsedMs()),
       cpuMs: Math.round(cpuMsOf(process.cpuUsage())),
       measuredCpuMs: Math.round(cpuMsOf(process.cpuUsage(this.firstCpu))),
+      memory: memoryMb(),
       ...extra,
     };
   }

@@ -99,7 +99,8 @@ export function formatKafkaTable(r: KafkaBenchReport): string {
     `serial, ${s.slowDecideMs} ms: ${cpu(d.serialSlow)}`,
     `orderly, ${s.slowDecideMs} ms: ${cpu(d.orderlySlow)}; last event finished at ${((d.orderlySlow.lastFinishedMs ?? 0) / 1_000).toFixed(1)} s`,
     `backlog: ${int(d.backlog.received ?? 0)} of ${int(s.backlogEvents)} received and ${int(d.backlog.events)} finished in ${(d.backlog.wallMs / 1_000).toFixed(1)} s ` +
-      `(decide ${s.backlogDecideMs} ms); peak RSS ${d.backlog.runRssMb} MiB while reading it`,
+      `(decide ${s.backlogDecideMs} ms); peak RSS ${d.backlog.runRssMb} MiB while reading it; at the end RSS ${d.backlog.memory.rss} MiB, ` +
+      `V8 heap ${d.backlog.memory.heapUsed} used of ${d.backlog.memory.heapTotal}, ${d.backlog.memory.external} external`,
     `prefill: ${Object.entries(d.prefillSeconds).map(([k, v]) => `${k} ${v} s`).join(', ')}; whole run ${d.totalSeconds} s`,
     '',
   ].join('\n');

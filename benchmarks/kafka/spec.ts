@@ -35,6 +35,8 @@ export interface VariantResult {
   readonly cpuMs: number;
   /** CPU time between the first record and the end point. */
   readonly measuredCpuMs: number;
+  /** process.memoryUsage() at the end point, MiB: what of the RSS is V8's heap, buffers, the rest native (librdkafka, LevelDB, code). */
+  readonly memory: { readonly rss: number; readonly heapTotal: number; readonly heapUsed: number; readonly external: number; readonly arrayBuffers: number };
   /** orderly: events the log delivered to the engine (the backlog run: how much it buffered). */
   readonly received?: number;
 }
