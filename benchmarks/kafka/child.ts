@@ -14,6 +14,10 @@ export interface MeasuredVariant extends VariantResult {
   readonly peakRssMb: number;
   /** Peak VmRSS from the first record on, MiB. */
   readonly runRssMb: number;
+  /** Events per wall-clock second, first record to end point. */
+  readonly eventsPerSec: number;
+  /** Events per CPU second of the process (every thread: librdkafka's and LevelDB's too) over the same span; less skewed by other load. */
+  readonly eventsPerCpuSec: number;
 }
 
 /**
@@ -39,7 +43,15 @@ export function runVariant(spec: VariantSpec, phase: Phase, timeoutMs: number): 
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
       const rss = sampler.stop();
-      if (result && code === 0) resolve({ ...result, peakRssMb: rss.peakMb, runRssMb: rss.peakSinceMarkMb });
+      if (result && code === 0) {
+        resolve({
+          ...result,
+          peakRssMb: rss.peakMb,
+          runRssMb: rss.peakSinceMarkMb,
+          eventsPerSec: Math.round((result.events / result.wallMs) * 1_000),
+          eventsPerCpuSec: Math.round((result.events / result.measuredCpuMs) * 1_000),
+        });
+      }
       else reject(new Error(`bench: the ${spec.kind} variant on ${spec.topic} exited with ${signal ?? `code ${code}`} before its result`));
     });
   });

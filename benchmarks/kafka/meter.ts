@@ -1,3 +1,4 @@
+import { threadCpuMs, threadTicks } from './threads.js';
 import type { VariantMessage, VariantResult } from './spec.js';
 
 /** Sends a message to the benchmark process (the variant runs as its child). */
@@ -18,6 +19,7 @@ function memoryMb(): VariantResult['memory'] {
 export class Meter {
   private firstAt: number | undefined;
   private firstCpu: NodeJS.CpuUsage | undefined;
+  private firstTicks = threadTicks();
   private readonly ticker: NodeJS.Timeout;
 
   constructor(private readonly done: () => number) {
@@ -29,6 +31,7 @@ export class Meter {
     if (this.firstAt !== undefined) return;
     this.firstAt = performance.now();
     this.firstCpu = process.cpuUsage();
+    this.firstTicks = threadTicks();
     send({ type: 'first' });
   }
 
@@ -51,6 +54,7 @@ export class Meter {
       cpuMs: Math.round(cpuMsOf(process.cpuUsage())),
       measuredCpuMs: Math.round(cpuMsOf(process.cpuUsage(this.firstCpu))),
       memory: memoryMb(),
+      threadCpuMs: threadCpuMs(this.firstTicks, threadTicks()),
       ...extra,
     };
   }

@@ -25,6 +25,7 @@ export async function runOrderlyWorker(spec: VariantSpec): Promise<VariantResult
     stateDir: spec.stateDir,
     logger: pino({ level: 'warn' }, pino.destination(2)),
     commit: { everyMs: spec.commitEveryMs },
+    ...(spec.maxBuffered ? { maxBufferedPerPartition: spec.maxBuffered } : {}),
     ...(spec.consumerConfig ? { kafka: { consumerConfig: spec.consumerConfig } } : {}),
     observer: {
       modelCall: () => meter.first(),

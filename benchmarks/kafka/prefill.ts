@@ -78,17 +78,28 @@ export async function prefill(bootstrap: string, plan: PrefillPlan, progress: Pr
     }
     await new Promise<void>((resolve, reject) => producer.flush(120_000, (error) => (error ? reject(error) : resolve())));
     const ends: number[] = [];
-    for (let partition = 0; partition < plan.partitions; partition++) {
-      ends.push(
-        await new Promise<number>((resolve, reject) =>
-          producer.queryWatermarkOffsets(plan.topic, partition, 10_000, (error, offsets) => (error ? reject(error) : resolve(offsets.highOffset))),
-        ),
-      );
-    }
+    for (let partition = 0; partition < plan.partitions; partition++) ends.push(await endOffset(producer, plan.topic, partition));
     if (totalOf(ends) !== plan.events) throw new Error(`bench: ${plan.topic} holds ${totalOf(ends)} events after the prefill, not ${plan.events}`);
     phase.finish(`${plan.events} events in ${plan.partitions} partitions`);
     return ends;
   } finally {
     await new Promise<void>((resolve) => producer.disconnect(() => resolve()));
+  }
+}
+
+/**
+ * A partition's high watermark. Retried for a while: just after the topic is made, the broker may
+ * answer "not leader" until its metadata settles.
+ */
+async function endOffset(producer: rdkafka.Producer, topic: string, partition: number): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await new Promise<number>((resolve, reject) =>
+        producer.queryWatermarkOffsets(topic, partition, 10_000, (error, offsets) => (error ? reject(error) : resolve(offsets.highOffset))),
+      );
+    } catch (error) {
+      if (attempt >= 20) throw new Error(`bench: could not read the end offset of ${topic}/${partition}: ${(error as Error).message}`, { cause: error });
+      await sleep(250);
+    }
   }
 }

@@ -17,6 +17,8 @@ export interface KafkaBenchSettings {
   readonly backlogHoldMs: number;
   readonly maxInFlight: number;
   readonly commitEveryMs: number;
+  /** orderly's maxBufferedPerPartition when given (--max-buffered); else its default, 1000. */
+  readonly maxBuffered?: number;
   /** librdkafka properties given to orderly's consumer over its defaults (--consumer-config). */
   readonly consumerConfig: Readonly<Record<string, string>>;
   /** `started` when the benchmark ran its own broker, else the bootstrap it was given. */
@@ -55,10 +57,6 @@ export interface KafkaBenchReport extends KafkaFigures {
   };
 }
 
-/** Events per wall-clock second from the first record to the end point. */
-export function perSec(variant: MeasuredVariant): number {
-  return Math.round((variant.events / variant.wallMs) * 1_000);
-}
 
 /** The goals of issue 3 §9, checked against a run's figures. */
 export function kafkaGoals(f: KafkaFigures): Record<string, Goal & { ratio: number }> {
@@ -79,7 +77,7 @@ export function formatKafkaTable(r: KafkaBenchReport): string {
   const { machine: m, goals: g, details: d, settings: s } = r;
   const row = (name: string, value: string, goal?: Goal & { ratio?: number }) =>
     `${name.padEnd(34)}${value.padStart(12)}   ${goal ? `${goal.goal} (${goal.ratio})`.padEnd(42) : ''.padEnd(42)}${goal ? (goal.met ? 'met' : 'NOT met') : ''}`;
-  const cpu = (v: MeasuredVariant) => `${int(v.events)} events, ${(v.wallMs / 1_000).toFixed(1)} s wall, ${(v.measuredCpuMs / 1_000).toFixed(1)} s CPU, peak RSS ${v.peakRssMb} MiB`;
+  const cpu = (v: MeasuredVariant) => `${int(v.events)} events, ${(v.wallMs / 1_000).toFixed(1)} s wall, ${(v.measuredCpuMs / 1_000).toFixed(1)} s CPU (${int(v.eventsPerCpuSec)} events per CPU second), peak RSS ${v.peakRssMb} MiB`;
   return [
     `orderly Kafka benchmark, ${r.date}`,
     `${m.cpuModel}, ${m.cores} cores${m.cpuMHz ? ` at ${m.cpuMHz} MHz` : ''}, ${m.memoryGiB} GiB, Node ${m.node}, ${m.os}, load ${m.loadAverage.join(' ')}`,

@@ -14,12 +14,12 @@ import { benchBroker } from './broker.js';
 import { runVariant, type MeasuredVariant } from './child.js';
 import { totalOf, type EndOffsets } from './events.js';
 import { deleteTopics, prefill } from './prefill.js';
-import { formatKafkaTable, kafkaGoals, perSec, type KafkaBenchReport, type KafkaBenchSettings } from './report.js';
+import { formatKafkaTable, kafkaGoals, type KafkaBenchReport, type KafkaBenchSettings } from './report.js';
 import type { VariantSpec } from './spec.js';
 
 const usage = `npm run -s bench:kafka -- [--json] [--bootstrap HOST:PORT | --port P] [--events N] [--partitions N] [--keys N]
   [--serial-events N] [--slow-events N] [--slow-decide-ms MS] [--backlog N] [--backlog-decide-ms MS] [--backlog-hold-ms MS]
-  [--max-in-flight N] [--commit-every-ms MS] [--consumer-config KEY=VALUE]...`;
+  [--max-in-flight N] [--max-buffered N] [--commit-every-ms MS] [--consumer-config KEY=VALUE]...`;
 
 function parse(argv: string[]) {
   const { values } = parseArgs({
@@ -40,6 +40,7 @@ function parse(argv: string[]) {
       'backlog-hold-ms': { type: 'string', default: '20000' },
       'max-in-flight': { type: 'string', default: '32' },
       'commit-every-ms': { type: 'string', default: '250' },
+      'max-buffered': { type: 'string' },
       'consumer-config': { type: 'string', multiple: true, default: [] },
       help: { type: 'boolean', default: false },
     },
@@ -68,6 +69,7 @@ function parse(argv: string[]) {
       backlogHoldMs: int('backlog-hold-ms', 1),
       maxInFlight: int('max-in-flight', 1),
       commitEveryMs: int('commit-every-ms', 1),
+      ...(values['max-buffered'] === undefined ? {} : { maxBuffered: int('max-buffered', 1) }),
       consumerConfig: Object.fromEntries(
         values['consumer-config']!.map((pair) => {
           const at = pair.indexOf('=');
@@ -113,6 +115,7 @@ async function main(argv: string[]): Promise<void> {
         stateDir: join(stateRoot, name),
         maxInFlight: s.maxInFlight,
         commitEveryMs: s.commitEveryMs,
+        ...(spec.kind === 'orderly' && s.maxBuffered ? { maxBuffered: s.maxBuffered } : {}),
         ...(spec.kind === 'orderly' && Object.keys(s.consumerConfig).length > 0 ? { consumerConfig: s.consumerConfig } : {}),
       });
     const all = totalOf(ends);
@@ -132,11 +135,11 @@ async function main(argv: string[]): Promise<void> {
     });
 
     const figures = {
-      rawEventsPerSec: perSec(raw),
-      serialEventsPerSec: perSec(serial),
-      orderlyEventsPerSec: perSec(orderly),
-      serialSlowEventsPerSec: perSec(serialSlow),
-      orderlySlowEventsPerSec: perSec(orderlySlow),
+      rawEventsPerSec: raw.eventsPerSec,
+      serialEventsPerSec: serial.eventsPerSec,
+      orderlyEventsPerSec: orderly.eventsPerSec,
+      serialSlowEventsPerSec: serialSlow.eventsPerSec,
+      orderlySlowEventsPerSec: orderlySlow.eventsPerSec,
       peakRssMb: Math.max(orderly.peakRssMb, orderlySlow.peakRssMb),
       backlogRssMb: backlog.peakRssMb,
     };
@@ -168,9 +171,9 @@ async function main(argv: string[]): Promise<void> {
 
 /** Runs one variant in its child process under a progress phase. */
 async function measure(progress: Progress, name: string, spec: VariantSpec): Promise<MeasuredVariant> {
-  const phase = progress.phase(name, spec.holdMs === undefined ? spec.events : spec.events, 'events');
+  const phase = progress.phase(name, spec.events, 'events');
   const result = await runVariant(spec, phase, 20 * 60_000);
-  const rate = spec.holdMs === undefined ? `${perSec(result)} events/s` : `${result.events} finished in ${(result.wallMs / 1_000).toFixed(1)} s`;
+  const rate = spec.holdMs === undefined ? `${result.eventsPerSec} events/s` : `${result.events} finished in ${(result.wallMs / 1_000).toFixed(1)} s`;
   phase.finish(`${rate}, peak RSS ${result.peakRssMb} MiB`);
   return result;
 }

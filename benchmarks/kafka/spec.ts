@@ -17,6 +17,8 @@ export interface VariantSpec {
   readonly maxInFlight: number;
   readonly commitEveryMs: number;
   readonly stateDir: string;
+  /** orderly only: unfinished events per partition before it is paused; absent: orderly's default. */
+  readonly maxBuffered?: number;
   /** orderly only: librdkafka properties of its consumer, over orderly's defaults. */
   readonly consumerConfig?: Readonly<Record<string, string>>;
   /** orderly only: run this long after the first record, then stop, however far it got (the backlog run). */
@@ -35,6 +37,8 @@ export interface VariantResult {
   readonly cpuMs: number;
   /** CPU time between the first record and the end point. */
   readonly measuredCpuMs: number;
+  /** CPU time from the first record to the end point by kind of thread (main, librdkafka, other), from /proc. */
+  readonly threadCpuMs: Readonly<Record<string, number>>;
   /** process.memoryUsage() at the end point, MiB: what of the RSS is V8's heap, buffers, the rest native (librdkafka, LevelDB, code). */
   readonly memory: { readonly rss: number; readonly heapTotal: number; readonly heapUsed: number; readonly external: number; readonly arrayBuffers: number };
   /** orderly: events the log delivered to the engine (the backlog run: how much it buffered). */
