@@ -1,4 +1,4 @@
-import { fork } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Phase } from '../progress.js';
 import { RssSampler } from './rss.js';
@@ -7,6 +7,13 @@ import type { VariantMessage, VariantResult, VariantSpec } from './spec.js';
 const VARIANT = fileURLToPath(new URL('./variant.ts', import.meta.url));
 /** More Node flags for the variants, e.g. `--cpu-prof --cpu-prof-dir=/tmp/orderly-prof` to profile them. */
 const EXTRA_ARGS = (process.env.ORDERLY_BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+
+const running = new Set<ChildProcess>();
+
+/** Kills the variants still running (the benchmark was interrupted). */
+export function killVariants(): void {
+  for (const child of running) child.kill('SIGKILL');
+}
 
 /** A variant's result with the memory of its process, sampled from outside. */
 export interface MeasuredVariant extends VariantResult {
@@ -27,6 +34,7 @@ export interface MeasuredVariant extends VariantResult {
 export function runVariant(spec: VariantSpec, phase: Phase, timeoutMs: number): Promise<MeasuredVariant> {
   return new Promise((resolve, reject) => {
     const child = fork(VARIANT, [JSON.stringify(spec)], { execArgv: ['--import', 'tsx', ...EXTRA_ARGS], stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+    running.add(child);
     child.stdout!.pipe(process.stderr, { end: false });
     child.stderr!.pipe(process.stderr, { end: false });
     const sampler = new RssSampler(child.pid!);
@@ -41,6 +49,7 @@ export function runVariant(spec: VariantSpec, phase: Phase, timeoutMs: number): 
       else result = message.result;
     });
     child.on('exit', (code, signal) => {
+      running.delete(child);
       clearTimeout(timer);
       const rss = sampler.stop();
       if (result && code === 0) {

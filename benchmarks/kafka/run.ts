@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { describeMachine } from '../machine.js';
 import { progressOnStderr, type Progress } from '../progress.js';
 import { benchBroker } from './broker.js';
-import { runVariant, type MeasuredVariant } from './child.js';
+import { killVariants, runVariant, type MeasuredVariant } from './child.js';
 import { totalOf, type EndOffsets } from './events.js';
 import { deleteTopics, prefill } from './prefill.js';
 import { formatKafkaTable, kafkaGoals, type KafkaBenchReport, type KafkaBenchSettings } from './report.js';
@@ -92,6 +92,14 @@ async function main(argv: string[]): Promise<void> {
   const machine = describeMachine();
   const progress = progressOnStderr();
   const broker = await benchBroker({ bootstrap: options.bootstrap, port: options.port });
+  // Interrupted: the broker runs detached, so stop it here rather than leave it running.
+  const interrupt = (signal: NodeJS.Signals) => {
+    process.stderr.write(`bench:kafka: ${signal}: stopping the variants${broker.started ? ' and the broker' : ''}\n`);
+    killVariants();
+    void broker.stop().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupt);
+  process.once('SIGTERM', interrupt);
   const run = `orderly-bench-${Date.now()}`;
   const topics = { events: `${run}.events`, slow: `${run}.slow`, backlog: `${run}.backlog` };
   const stateRoot = await mkdtemp(join(tmpdir(), 'orderly-bench-kafka-'));
@@ -164,6 +172,8 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : formatKafkaTable(report));
   } finally {
     await rm(stateRoot, { recursive: true, force: true });
+    process.off('SIGINT', interrupt);
+    process.off('SIGTERM', interrupt);
     if (broker.started) await broker.stop();
     else await deleteTopics(broker.bootstrap, Object.values(topics)).catch(() => undefined);
   }
