@@ -43,6 +43,24 @@ function common(settings: KafkaSettings, role: string): GlobalConfig {
 }
 
 /**
+ * librdkafka's read-ahead, bounded to what the engine can use. The engine buffers up to
+ * maxBufferedPerPartition (1000) events per partition and then pauses it; a pause throws away
+ * what librdkafka prefetched for that partition, to be fetched again on resume. librdkafka's
+ * defaults (100,000 messages per partition, 64 MiB in all, 1 MiB per partition per fetch) held
+ * far more than that: memory that only waits, and fetches made to be discarded. These keep about
+ * two engine buffers per partition (and at most 16 MiB) ready. The backoff is how soon a
+ * partition that reached these thresholds fetches again (librdkafka's 1 s would starve a fast
+ * engine). Measured in docs/benchmarks.md ("On Kafka"); any of them can be overridden in
+ * `consumerConfig`.
+ */
+const PREFETCH = {
+  'queued.min.messages': 2_000,
+  'queued.max.messages.kbytes': 16_384,
+  'fetch.message.max.bytes': 262_144,
+  'fetch.queue.backoff.ms': 100,
+} as const;
+
+/**
  * The consumer: offsets are committed only by hand (the engine commits each partition's finished
  * prefix), assignments are incremental, and the rebalance callback is orderly's, so that the
  * engine finishes and commits a revoked partition before it is given up.
@@ -59,6 +77,7 @@ export function consumerConfig(settings: KafkaSettings): ConsumerGlobalConfig {
     'isolation.level': settings.isolationLevel ?? 'read_committed',
     'enable.partition.eof': false,
     'allow.auto.create.topics': false,
+    ...PREFETCH,
   };
   if (protocol === 'classic') {
     config['partition.assignment.strategy'] = 'cooperative-sticky';

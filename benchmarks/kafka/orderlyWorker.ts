@@ -1,0 +1,56 @@
+import { pino } from 'pino';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { finishedOutcomes, runTopology } from '../../src/index.js';
+import { Meter } from './meter.js';
+import type { VariantResult, VariantSpec } from './spec.js';
+import { benchTopology } from './topology.js';
+
+/**
+ * orderly's worker: the real runTopology (KafkaLog, Engine, LevelDB state) on the benchmark's
+ * topology. Its end point is the engine's commit reaching every partition's end offset; with
+ * `holdMs` (the backlog run) it stops that long after the first record instead.
+ */
+export async function runOrderlyWorker(spec: VariantSpec): Promise<VariantResult> {
+  let finished = 0;
+  let lastFinishedMs = 0;
+  const meter = new Meter(() => finished);
+  const committed = new Map<number, number>();
+  let reachedEnd!: () => void;
+  const end = new Promise<void>((resolve) => (reachedEnd = resolve));
+  const atEnd = () => spec.ends.every((offset, partition) => offset === 0 || (committed.get(partition) ?? 0) >= offset);
+  const worker = await runTopology({
+    topology: benchTopology({ topic: spec.topic, decideMs: spec.decideMs, maxInFlight: spec.maxInFlight }),
+    bootstrap: spec.bootstrap,
+    group: spec.group,
+    stateDir: spec.stateDir,
+    logger: pino({ level: 'warn' }, pino.destination(2)),
+    commit: { everyMs: spec.commitEveryMs },
+    ...(spec.maxBuffered ? { maxBufferedPerPartition: spec.maxBuffered } : {}),
+    ...(spec.consumerConfig ? { kafka: { consumerConfig: spec.consumerConfig } } : {}),
+    observer: {
+      modelCall: () => meter.first(),
+      outcome(event) {
+        if (!finishedOutcomes.has(event.outcome)) return;
+        finished += 1;
+        lastFinishedMs = meter.elapsedMs();
+      },
+      committed(commit) {
+        committed.set(commit.partition, commit.offset);
+        if (atEnd()) reachedEnd();
+      },
+    },
+  });
+  try {
+    if (spec.holdMs === undefined) {
+      await Promise.race([end, worker.done]);
+    } else {
+      while (!meter.started) await Promise.race([sleep(50), worker.done]);
+      await Promise.race([sleep(spec.holdMs), worker.done]);
+    }
+    const received = worker.engine.metrics().received;
+    return meter.end({ lastFinishedMs: Math.round(lastFinishedMs), received });
+  } finally {
+    await worker.stop();
+    await worker.done;
+  }
+}

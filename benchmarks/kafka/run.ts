@@ -1,0 +1,194 @@
+/**
+ * orderly on a real Kafka broker against the consumers people write by hand (issue 3 §9):
+ * `npm run -s bench:kafka` prints a table, `npm run -s bench:kafka -- --json` one JSON object.
+ * Progress goes to stderr. Starts (and stops) its own broker unless given `--bootstrap`.
+ * See docs/benchmarks.md, "On Kafka".
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { describeMachine } from '../machine.js';
+import { progressOnStderr, type Progress } from '../progress.js';
+import { benchBroker } from './broker.js';
+import { killVariants, runVariant, type MeasuredVariant } from './child.js';
+import { totalOf, type EndOffsets } from './events.js';
+import { deleteTopics, prefill } from './prefill.js';
+import { formatKafkaTable, kafkaGoals, type KafkaBenchReport, type KafkaBenchSettings } from './report.js';
+import type { VariantSpec } from './spec.js';
+
+const usage = `npm run -s bench:kafka -- [--json] [--bootstrap HOST:PORT | --port P] [--events N] [--partitions N] [--keys N]
+  [--serial-events N] [--slow-events N] [--slow-decide-ms MS] [--backlog N] [--backlog-decide-ms MS] [--backlog-hold-ms MS]
+  [--max-in-flight N] [--max-buffered N] [--commit-every-ms MS] [--consumer-config KEY=VALUE]...`;
+
+function parse(argv: string[]) {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      json: { type: 'boolean', default: false },
+      bootstrap: { type: 'string' },
+      port: { type: 'string', default: process.env.ORDERLY_BENCH_KAFKA_PORT ?? '19192' },
+      events: { type: 'string', default: '200000' },
+      partitions: { type: 'string', default: '12' },
+      keys: { type: 'string', default: '10000' },
+      'serial-events': { type: 'string', default: '20000' },
+      'slow-events': { type: 'string', default: '20000' },
+      'slow-decide-ms': { type: 'string', default: '5' },
+      backlog: { type: 'string', default: '1000000' },
+      'backlog-decide-ms': { type: 'string', default: '200' },
+      'backlog-hold-ms': { type: 'string', default: '20000' },
+      'max-in-flight': { type: 'string', default: '32' },
+      'commit-every-ms': { type: 'string', default: '250' },
+      'max-buffered': { type: 'string' },
+      'consumer-config': { type: 'string', multiple: true, default: [] },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  const int = (name: keyof typeof values, min: number): number => {
+    const raw = values[name];
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min) throw new Error(`bench:kafka: --${name} must be a whole number >= ${min}, got '${raw}'\n${usage}`);
+    return n;
+  };
+  const events = int('events', 1);
+  return {
+    json: values.json!,
+    help: values.help!,
+    bootstrap: values.bootstrap,
+    port: int('port', 1),
+    settings: {
+      events,
+      partitions: int('partitions', 1),
+      keys: int('keys', 1),
+      serialEvents: Math.min(events, int('serial-events', 1)),
+      slowEvents: int('slow-events', 1),
+      slowDecideMs: int('slow-decide-ms', 1),
+      backlogEvents: int('backlog', 1),
+      backlogDecideMs: int('backlog-decide-ms', 1),
+      backlogHoldMs: int('backlog-hold-ms', 1),
+      maxInFlight: int('max-in-flight', 1),
+      commitEveryMs: int('commit-every-ms', 1),
+      ...(values['max-buffered'] === undefined ? {} : { maxBuffered: int('max-buffered', 1) }),
+      consumerConfig: Object.fromEntries(
+        values['consumer-config']!.map((pair) => {
+          const at = pair.indexOf('=');
+          if (at <= 0) throw new Error(`bench:kafka: --consumer-config takes KEY=VALUE, got '${pair}'`);
+          return [pair.slice(0, at), pair.slice(at + 1)];
+        }),
+      ),
+    },
+  };
+}
+
+async function main(argv: string[]): Promise<void> {
+  const options = parse(argv);
+  if (options.help) {
+    process.stdout.write(`${usage}\n`);
+    return;
+  }
+  const s = options.settings;
+  const started = performance.now();
+  const machine = describeMachine();
+  const progress = progressOnStderr();
+  const broker = await benchBroker({ bootstrap: options.bootstrap, port: options.port });
+  // Interrupted: the broker runs detached, so stop it here rather than leave it running.
+  const interrupt = (signal: NodeJS.Signals) => {
+    process.stderr.write(`bench:kafka: ${signal}: stopping the variants${broker.started ? ' and the broker' : ''}\n`);
+    killVariants();
+    void broker.stop().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupt);
+  process.once('SIGTERM', interrupt);
+  const run = `orderly-bench-${Date.now()}`;
+  const topics = { events: `${run}.events`, slow: `${run}.slow`, backlog: `${run}.backlog` };
+  const stateRoot = await mkdtemp(join(tmpdir(), 'orderly-bench-kafka-'));
+  try {
+    const prefillSeconds: Record<string, number> = {};
+    const fill = async (name: keyof typeof topics, count: number): Promise<EndOffsets> => {
+      const t0 = performance.now();
+      const ends = await prefill(broker.bootstrap, { topic: topics[name], events: count, partitions: s.partitions, keys: s.keys }, progress);
+      prefillSeconds[name] = Math.round((performance.now() - t0) / 100) / 10;
+      return ends;
+    };
+    const ends = await fill('events', s.events);
+    const slowEnds = await fill('slow', Math.min(s.slowEvents, s.events));
+    const backlogEnds = await fill('backlog', s.backlogEvents);
+
+    const variant = (name: string, spec: Omit<VariantSpec, 'bootstrap' | 'group' | 'stateDir' | 'maxInFlight' | 'commitEveryMs'>) =>
+      measure(progress, name, {
+        ...spec,
+        bootstrap: broker.bootstrap,
+        group: `${run}.${name}`,
+        stateDir: join(stateRoot, name),
+        maxInFlight: s.maxInFlight,
+        commitEveryMs: s.commitEveryMs,
+        ...(spec.kind === 'orderly' && s.maxBuffered ? { maxBuffered: s.maxBuffered } : {}),
+        ...(spec.kind === 'orderly' && Object.keys(s.consumerConfig).length > 0 ? { consumerConfig: s.consumerConfig } : {}),
+      });
+    const all = totalOf(ends);
+    const raw = await variant('raw', { kind: 'raw', topic: topics.events, ends, events: all, decideMs: 0 });
+    const serial = await variant('serial', { kind: 'serial', topic: topics.events, ends, events: s.serialEvents, decideMs: 0 });
+    const orderly = await variant('orderly', { kind: 'orderly', topic: topics.events, ends, events: all, decideMs: 0 });
+    const slowAll = totalOf(slowEnds);
+    const serialSlow = await variant('serial-slow', { kind: 'serial', topic: topics.slow, ends: slowEnds, events: slowAll, decideMs: s.slowDecideMs });
+    const orderlySlow = await variant('orderly-slow', { kind: 'orderly', topic: topics.slow, ends: slowEnds, events: slowAll, decideMs: s.slowDecideMs });
+    const backlog = await variant('backlog', {
+      kind: 'orderly',
+      topic: topics.backlog,
+      ends: backlogEnds,
+      events: totalOf(backlogEnds),
+      decideMs: s.backlogDecideMs,
+      holdMs: s.backlogHoldMs,
+    });
+
+    const figures = {
+      rawEventsPerSec: raw.eventsPerSec,
+      serialEventsPerSec: serial.eventsPerSec,
+      orderlyEventsPerSec: orderly.eventsPerSec,
+      serialSlowEventsPerSec: serialSlow.eventsPerSec,
+      orderlySlowEventsPerSec: orderlySlow.eventsPerSec,
+      peakRssMb: Math.max(orderly.peakRssMb, orderlySlow.peakRssMb),
+      backlogRssMb: backlog.peakRssMb,
+    };
+    const settings: KafkaBenchSettings = { ...s, broker: broker.description };
+    const report: KafkaBenchReport = {
+      date: new Date().toISOString(),
+      machine,
+      settings,
+      ...figures,
+      goals: kafkaGoals(figures),
+      details: {
+        raw,
+        serial,
+        orderly,
+        serialSlow,
+        orderlySlow,
+        backlog,
+        prefillSeconds,
+        totalSeconds: Math.round((performance.now() - started) / 1_000),
+      },
+    };
+    process.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : formatKafkaTable(report));
+  } finally {
+    await rm(stateRoot, { recursive: true, force: true });
+    process.off('SIGINT', interrupt);
+    process.off('SIGTERM', interrupt);
+    if (broker.started) await broker.stop();
+    else await deleteTopics(broker.bootstrap, Object.values(topics)).catch(() => undefined);
+  }
+}
+
+/** Runs one variant in its child process under a progress phase. */
+async function measure(progress: Progress, name: string, spec: VariantSpec): Promise<MeasuredVariant> {
+  const phase = progress.phase(name, spec.events, 'events');
+  const result = await runVariant(spec, phase, 20 * 60_000);
+  const rate = spec.holdMs === undefined ? `${result.eventsPerSec} events/s` : `${result.events} finished in ${(result.wallMs / 1_000).toFixed(1)} s`;
+  phase.finish(`${rate}, peak RSS ${result.peakRssMb} MiB`);
+  return result;
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  process.stderr.write(`bench:kafka: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,30 @@
+// The Kafka benchmark's code on a tiny input against the suite's broker: every variant runs to its
+// end point and the report has its figures. No figure is judged: this is not a speed test.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { expect, inject, it } from 'vitest';
+import type { KafkaBenchReport } from '../../benchmarks/kafka/report.js';
+import { REPO } from './worker.js';
+
+const run = promisify(execFile);
+
+it('bench:kafka runs every variant to its end point and reports each figure', async () => {
+  const args = ['--events', '600', '--serial-events', '60', '--slow-events', '120', '--backlog', '3000', '--backlog-hold-ms', '300', '--keys', '50'];
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'benchmarks/kafka/run.ts', '--json', '--bootstrap', inject('kafkaBootstrap'), ...args], {
+    cwd: REPO,
+    maxBuffer: 16 * 2 ** 20,
+  });
+  const report = JSON.parse(stdout) as KafkaBenchReport;
+  const { details: d } = report;
+  expect([d.raw.events, d.serial.events, d.orderly.events, d.serialSlow.events, d.orderlySlow.events]).toEqual([600, 60, 600, 120, 120]);
+  for (const figure of ['rawEventsPerSec', 'serialEventsPerSec', 'orderlyEventsPerSec', 'serialSlowEventsPerSec', 'orderlySlowEventsPerSec'] as const) {
+    expect(report[figure], figure).toBeGreaterThan(0);
+  }
+  // The backlog run stops 300 ms after its first record: with a 200 ms decide it cannot have finished 3,000 events.
+  expect(d.backlog.received).toBeGreaterThan(0);
+  expect(d.backlog.events).toBeLessThan(3_000);
+  expect(report.backlogRssMb).toBe(d.backlog.peakRssMb);
+  expect(report.peakRssMb).toBe(Math.max(d.orderly.peakRssMb, d.orderlySlow.peakRssMb));
+  expect(report.backlogRssMb).toBeGreaterThan(0);
+  expect(Object.keys(report.goals).sort()).toEqual(['backlogRssMb', 'orderlyVsRaw', 'slowOrderlyVsSerial']);
+});

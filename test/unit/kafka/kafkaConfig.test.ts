@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { consumerConfig } from '../../../src/kafka/kafkaConfig.js';
+
+const settings = { bootstrap: '127.0.0.1:9092', group: 'g' };
+
+describe('consumerConfig', () => {
+  it("bounds librdkafka's read-ahead below its defaults (100,000 messages per partition, 64 MiB, 1 MiB fetches)", () => {
+    const config = consumerConfig(settings) as Record<string, unknown>;
+    expect(config['queued.min.messages']).toBe(2_000);
+    expect(config['queued.max.messages.kbytes']).toBe(16_384);
+    expect(config['fetch.message.max.bytes']).toBe(262_144);
+    expect(config['fetch.queue.backoff.ms']).toBe(100);
+  });
+
+  it('lets consumerConfig and librdkafka settings override the read-ahead bounds', () => {
+    const config = consumerConfig({
+      ...settings,
+      librdkafka: { 'fetch.message.max.bytes': 1_048_576 },
+      consumerConfig: { 'queued.max.messages.kbytes': 65_536 },
+    }) as Record<string, unknown>;
+    expect(config['fetch.message.max.bytes']).toBe(1_048_576);
+    expect(config['queued.max.messages.kbytes']).toBe(65_536);
+    expect(config['queued.min.messages']).toBe(2_000);
+  });
+});
