@@ -1,7 +1,7 @@
 import rdkafka, { type Assignment, type LibrdKafkaError, type Message, type TopicPartitionOffset } from '@confluentinc/kafka-javascript';
 import type { Logger } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CommitRefusedError, partitionId, type CommitOffset, type Log, type LogListener, type OutRecord, type TopicPartition } from '../ports/log.js';
+import { CommitRefusedError, isCommitRefused, partitionId, type CommitOffset, type Log, type LogListener, type OutRecord, type TopicPartition } from '../ports/log.js';
 import { AckedProducer } from './ackedProducer.js';
 import { CommitWaiter, isRefusedByRebalance, isRetriableCommitError } from './commitWaiter.js';
 import { consumerConfig, type KafkaSettings, type TransactionSettings } from './kafkaConfig.js';
@@ -36,6 +36,11 @@ interface PartitionState {
   ownership: Ownership;
   /** What the engine asked for; applied to librdkafka while the partition is owned. */
   paused: boolean;
+  /**
+   * Exactly-once: an offset of this partition that may always be committed again (the last one
+   * committed, or the first delivered since assignment), so that every transaction carries offsets.
+   */
+  position?: number;
 }
 
 export interface KafkaLogOptions {
@@ -127,7 +132,7 @@ export class KafkaLog implements Log {
         () => this.requireConsumer('sendOffsetsToTransaction'),
         this.logger.child({ client: 'transactions' }),
         { callTimeoutMs: eos.timeoutMs, maxOpenMs: eos.maxOpenMs ?? Math.floor(eos.timeoutMs / 3) },
-        (error) => (error instanceof TransactionAbortedError ? this.resetAfterAbort(error) : this.fail(error)),
+        () => void this.commit([]).catch((error: unknown) => (isCommitRefused(error) ? undefined : this.fail(error as Error))),
       );
     }
     consumer.subscribe([...topics]);
@@ -221,8 +226,22 @@ export class KafkaLog implements Log {
    */
   private async commitTransaction(offsets: readonly CommitOffset[]): Promise<void> {
     if (this.resetting) throw new CommitRefusedError('commit refused: the partitions are being reset after an aborted transaction');
+    // Every transaction carries offsets, moved or not: sending them is what checks that this
+    // worker is still a member of the group's current generation (KIP-447), so a worker that was
+    // fenced out while its records were in flight cannot commit them.
+    const given = new Set(offsets.map(partitionId));
+    const all = [...offsets];
+    for (const state of this.partitions.values()) {
+      if (state.ownership === 'owned' && state.position !== undefined && !given.has(partitionId(state.tp))) all.push({ ...state.tp, offset: state.position });
+    }
+    // Nothing delivered yet, so nothing of this worker's partitions can be in the transaction.
+    if (all.length === 0) return;
     try {
-      await this.transactions!.commit(offsets);
+      await this.transactions!.commit(all);
+      for (const o of all) {
+        const state = this.partitions.get(partitionId(o));
+        if (state) state.position = o.offset;
+      }
     } catch (error) {
       if (!(error instanceof TransactionAbortedError)) throw error;
       this.resetAfterAbort(error);
@@ -246,7 +265,7 @@ export class KafkaLog implements Log {
         const states = [...this.partitions.values()].filter((p) => p.ownership === 'owned');
         const tps = states.map((p) => p.tp);
         // New tasks start unpaused; what the dropped ones asked for no longer holds.
-        for (const state of states) Object.assign(state, { ownership: 'assigning', paused: false });
+        for (const state of states) Object.assign(state, { ownership: 'assigning', paused: false, position: undefined });
         const consumer = this.requireConsumer('reset');
         if (tps.length > 0) consumer.pause(tps);
         // Their work in flight ends (or is given up) first; what it produced goes with the abort.
@@ -319,8 +338,13 @@ export class KafkaLog implements Log {
     const records = [];
     let dropped = 0;
     for (const message of messages) {
-      if (this.partitions.get(partitionId(message))?.ownership === 'owned') records.push(toLogRecord(message));
-      else dropped += 1;
+      const state = this.partitions.get(partitionId(message));
+      if (state?.ownership !== 'owned') {
+        dropped += 1;
+        continue;
+      }
+      state.position ??= message.offset;
+      records.push(toLogRecord(message));
     }
     if (dropped > 0) this.logger.debug({ dropped }, 'dropped records of partitions being revoked');
     if (records.length > 0) listener.records(records);
@@ -347,9 +371,9 @@ export class KafkaLog implements Log {
       // At once, not in turn: from now on no record of these partitions reaches the engine.
       const states = tps.flatMap((tp) => this.partitions.get(partitionId(tp)) ?? []);
       for (const state of states) state.ownership = lost ? 'lost' : 'revoking';
-      if (lost && this.transactions && states.length > 0) {
-        this.fail(new Error(`partitions ${tps.map(partitionId).join(', ')} were lost (this worker was fenced out of its group) while exactly-once: the open transaction cannot commit and local state may hold its writes; restart the worker, which rebuilds its state from the changelog`));
-      }
+      // Exactly-once: the open transaction holds writes of the lost partitions, which another
+      // worker now owns: it is thrown away, and the partitions still owned are reset with it.
+      if (lost && this.transactions && states.length > 0) this.resetAfterAbort(new Error(`partitions ${tps.map(partitionId).join(', ')} were lost: this worker was fenced out of its group`));
       this.logger.info({ partitions: tps.map(partitionId), lost }, lost ? 'partitions lost' : 'revoking');
       this.serialize(async () => {
         if (this.listener) await (lost ? this.listener.lost(tps) : this.listener.revoked(tps));

@@ -50,16 +50,20 @@ export class Transactions {
     private readonly consumer: () => KafkaConsumer,
     private readonly logger: Logger,
     private readonly options: TransactionsOptions,
-    private readonly onFatal: (error: Error) => void,
+    private readonly commitStale: () => void,
   ) {
     this.timer = setInterval(() => this.commitIfStale(), Math.max(50, Math.floor(options.maxOpenMs / 4)));
     this.timer.unref();
   }
 
-  /** Begins the first transaction (the producer ran initTransactions when it connected). */
-  static async begin(producer: AckedProducer, consumer: () => KafkaConsumer, logger: Logger, options: TransactionsOptions, onFatal: (error: Error) => void): Promise<Transactions> {
+  /**
+   * Begins the first transaction (the producer ran initTransactions when it connected).
+   * `commitStale` is asked to commit when a transaction with records has stayed open for
+   * `maxOpenMs`: the caller knows which offsets to send with it.
+   */
+  static async begin(producer: AckedProducer, consumer: () => KafkaConsumer, logger: Logger, options: TransactionsOptions, commitStale: () => void): Promise<Transactions> {
     await producer.beginTransaction();
-    return new Transactions(producer, consumer, logger, options, onFatal);
+    return new Transactions(producer, consumer, logger, options, commitStale);
   }
 
   /** Runs `work` inside the current transaction; a commit waits for it, and it waits for a commit under way. */
@@ -182,7 +186,7 @@ export class Transactions {
   private commitIfStale(): void {
     if (this.failed || this.discarding || !this.produced || this.phase !== 'open') return;
     if (Date.now() - this.openedAt < this.options.maxOpenMs) return;
-    this.commit([]).catch((error: unknown) => this.onFatal(error as Error));
+    this.commitStale();
   }
 
   private throwIfFailed(): void {

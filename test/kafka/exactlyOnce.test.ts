@@ -1,5 +1,6 @@
 // --exactly-once on the real broker: a read_committed reader of the output sees every input's
 // decision once, across a rebalance and a kill -9, where at-least-once would repeat some.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { createTopic, produce, readAll, readUntil } from './kafkaClient.js';
 import { asInput, checkDecisions, decided, dedupe, disputes, scenario } from './disputes.js';
@@ -8,6 +9,7 @@ import { Worker, type WorkerOptions } from './worker.js';
 const bootstrap = inject('kafkaBootstrap');
 const workers: Worker[] = [];
 afterEach(async () => {
+  for (const w of workers) if (w.running) process.kill(w.pid, 'SIGCONT');
   await Promise.all(workers.splice(0).map((w) => w.kill()));
 });
 
@@ -56,5 +58,35 @@ describe('orderly run --exactly-once on Kafka', () => {
     expect(again.lines.filter((l) => l.mode === 'full' && String(l.msg).startsWith('restored the state')).length).toBeGreaterThan(0);
     const redelivered = runs.reduce((n, w) => n + w.outcomes('DUPLICATE').length, 0);
     console.log(`exactly-once test: ${runs.map((w) => w.outcomes('APPLIED').length).join('+')} applied, ${redelivered} redelivered and found applied`);
+  });
+
+  it('a worker fenced out of its group with a transaction open throws it away: each decision once, nothing lost', async () => {
+    const { prefix, group, stateDir } = await scenario('eos-fenced');
+    const inputs = disputes(240, 24);
+    await createTopic(bootstrap, `${prefix}disputes`, 4);
+    await produce(bootstrap, `${prefix}disputes`, inputs.map(asInput));
+    const env = { ORDERLY_MODEL_LATENCY_MS: '150', ORDERLY_MAX_IN_FLIGHT: '2' };
+    const worker = (dir: string): WorkerOptions => ({ bootstrap, group, stateDir: dir, topicPrefix: prefix, env, args: ['--exactly-once', '--commit-every-ms', '300'] });
+    const a = start(worker(`${stateDir}-a`));
+    const b = start(worker(`${stateDir}-b`));
+    await a.waitFor('both workers working, 60 effects applied', () => applied([a, b]) >= 60 && applied([a]) > 0 && applied([b]) > 0);
+    // a freezes with its transaction open for longer than its 6 s session: the group drops it and
+    // b takes its partitions over, restoring their committed state. When a thaws, its open
+    // transaction must never commit: b is deciding the same events.
+    process.kill(a.pid, 'SIGSTOP');
+    await sleep(10_000);
+    process.kill(a.pid, 'SIGCONT');
+
+    const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length, {
+      timeoutMs: 180_000,
+      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${a.tail()}\n${b.tail()}`,
+    });
+    expect(checkDecisions(inputs, output)).toEqual([]);
+    await a.waitFor('a reset after its partitions were lost', (lines) => lines.some((l) => l.msg === 'partitions lost' || String(l.msg).startsWith('transaction aborted')), 30_000);
+    await Promise.all([a.stop(), b.stop()]);
+    const all = await readAll(bootstrap, `${prefix}dispute-decisions`);
+    expect(dedupe(all).copies, 'decisions a read_committed reader sees more than once').toBe(0);
+    expect(all).toHaveLength(inputs.length);
+    expect([...a.lines, ...b.lines].filter((l) => l.msg === 'engine failed' || l.msg === 'Kafka log failed'), 'no worker stopped on the loss').toEqual([]);
   });
 });
