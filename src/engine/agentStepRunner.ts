@@ -124,6 +124,7 @@ function pathOf(issue: StandardSchemaV1.Issue): string {
   return `${issue.path.map((p) => String(typeof p === 'object' ? p.key : p)).join('.')}: `;
 }
 
-function retryDelayMs(ctx: EngineContext, park: ParkNode): number {
+/** The park's retry delay with its jitter, from the seeded random. */
+export function retryDelayMs(ctx: EngineContext, park: ParkNode): number {
   return park.retryDelayMs * (1 + park.retryJitter * (2 * ctx.random.next() - 1));
 }

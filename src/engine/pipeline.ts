@@ -1,14 +1,17 @@
+import type { ProcessorNode } from '../graph/nodes.js';
+import { sleep } from '../ports/clock.js';
 import type { LogRecord, OutRecord } from '../ports/log.js';
 import type { StoreOp } from '../ports/store.js';
 import { stateKeys } from '../state/stateKeys.js';
-import { attemptsKeyOf, runAgentStep, type AttemptsRecord } from './agentStepRunner.js';
+import { attemptsKeyOf, retryDelayMs, runAgentStep, type AttemptError, type AttemptsRecord } from './agentStepRunner.js';
 import type { EngineContext } from './engineContext.js';
 import { messageOf, metaOf, offsetEffectId, toEngineEvent, where, type EngineEvent } from './events.js';
+import { failedAttempts, operatorError } from './operatorFailure.js';
 import { Outcome } from './outcomes.js';
 import { EFFECT_ID_HEADER, loadOutput, storeOutput, type EffectRecord } from './outputs.js';
 import { StagedTable } from './stagedTable.js';
 
-/** How an event left the pipeline. `parked`: the step failed its last attempt; the caller parks it. */
+/** How an event left the pipeline. `parked`: the step failed its last attempt, or a user function threw; the caller parks it. */
 export type PipelineResult =
   | { readonly kind: 'finished'; readonly outcome: Outcome }
   | { readonly kind: 'parked'; readonly attempts: AttemptsRecord };
@@ -99,13 +102,23 @@ export class EventPipeline {
     for (const node of this.ctx.topology.processors) {
       switch (node.kind) {
         case 'filter': {
-          const kept = node.predicate(current, event.key);
-          if (!(isThenable(kept) ? await kept : kept)) return this.finish(event, Outcome.FILTERED, [], [], options);
+          let kept: unknown;
+          try {
+            const result = node.predicate(current, event.key);
+            kept = isThenable(result) ? await result : result;
+          } catch (error) {
+            return this.threw(node, event, error, options);
+          }
+          if (!kept) return this.finish(event, Outcome.FILTERED, [], [], options);
           break;
         }
         case 'mapValues': {
-          const mapped = node.mapper(current, event.key);
-          current = isThenable(mapped) ? await mapped : mapped;
+          try {
+            const mapped = node.mapper(current, event.key);
+            current = isThenable(mapped) ? await mapped : mapped;
+          } catch (error) {
+            return this.threw(node, event, error, options);
+          }
           break;
         }
         case 'agentStep': {
@@ -121,16 +134,21 @@ export class EventPipeline {
           break;
         }
         case 'applyOnce': {
-          const table = new StagedTable(this.ctx.store, node.name, event);
-          const applied = node.effect.apply(current, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table });
-          const result = isThenable(applied) ? await applied : applied;
-          table.stageInto(staged);
-          if (result !== undefined) current = result;
+          const applied = await this.applyEffect(node, event, current, staged, options);
+          if (applied.kind === 'parked') return applied;
+          if (applied.value !== undefined) current = applied.value;
           break;
         }
-        case 'sink':
-          outputs.push({ topic: node.topic, key: event.key, value: node.value.serialize(current), headers: { [EFFECT_ID_HEADER]: event.effectId } });
+        case 'sink': {
+          let value: Uint8Array | null;
+          try {
+            value = node.value.serialize(current);
+          } catch (error) {
+            return this.threw(node, event, error, options);
+          }
+          outputs.push({ topic: node.topic, key: event.key, value, headers: { [EFFECT_ID_HEADER]: event.effectId } });
           break;
+        }
         case 'keyedSerial':
         case 'park':
           // They shape the scheduling and the parking, not the value.
@@ -138,6 +156,44 @@ export class EventPipeline {
       }
     }
     return this.finish(event, apply ? Outcome.APPLIED : Outcome.FORWARDED, staged, outputs, options);
+  }
+
+  /**
+   * Applies the effect; a throw (an outside system down, say) is retried after the park's delay,
+   * with the decision kept, up to the park's attempts, and then parks the event. Its state table
+   * writes count only from the attempt that succeeds.
+   */
+  private async applyEffect(
+    node: ProcessorNode & { kind: 'applyOnce' },
+    event: EngineEvent,
+    value: unknown,
+    staged: StoreOp[],
+    options: RunOptions,
+  ): Promise<{ kind: 'applied'; value: unknown } | (PipelineResult & { kind: 'parked' })> {
+    const park = this.ctx.topology.park;
+    const errors: AttemptError[] = [];
+    for (let attempt = 1; ; attempt += 1) {
+      const table = new StagedTable(this.ctx.store, node.name, event);
+      try {
+        const applied = node.effect.apply(value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table });
+        const result = isThenable(applied) ? await applied : applied;
+        table.stageInto(staged);
+        return { kind: 'applied', value: result };
+      } catch (error) {
+        const message = operatorError(node, error);
+        errors.push({ attempt, atMs: this.ctx.clock.now(), error: message });
+        if (!park || attempt >= park.attempts) return { kind: 'parked', attempts: failedAttempts(this.ctx, node, event, errors, options.signal) };
+        if (options.signal?.aborted) throw options.signal.reason;
+        this.ctx.report(Outcome.RETRY, event, { attempt, error: message });
+        await sleep(this.ctx.clock, retryDelayMs(this.ctx, park), options.signal);
+      }
+    }
+  }
+
+  /** A filter, mapValues or serializer threw: the event is parked at once (the same input throws again), or the engine stops. */
+  private threw(node: ProcessorNode, event: EngineEvent, error: unknown, options: RunOptions): PipelineResult {
+    const errors = [{ attempt: 1, atMs: this.ctx.clock.now(), error: operatorError(node, error) }];
+    return { kind: 'parked', attempts: failedAttempts(this.ctx, node, event, errors, options.signal) };
   }
 
   private recorded(event: EngineEvent): EffectRecord | undefined {

@@ -1,0 +1,128 @@
+// A user function that throws (filter, mapValues, an effect, a sink's serializer) is a poison
+// event, not a stopped worker: parked with its key held when the topology has a park(), retried
+// first when it is the effect (an outside system may be down a moment); without a park() the
+// engine stops with an error naming the operator, the event and the fix.
+import { afterEach, describe, expect, it } from 'vitest';
+import { effect } from '../../src/dsl/effect.js';
+import { stream } from '../../src/dsl/stream.js';
+import { TopologyTestDriver } from '../../testkit/driver.js';
+import { Decision, outcomesAt, readParked, type Ev, type Out } from './helpers.js';
+
+let driver: TopologyTestDriver | undefined;
+afterEach(async () => {
+  await driver?.close().catch(() => undefined);
+  driver = undefined;
+});
+
+const decide = async () => ({ action: 'refund' as const });
+
+describe('a user function that throws', () => {
+  it('mapValues: the event is parked with the error, its key held behind it, other keys go on', async () => {
+    const topology = stream<Ev>('events')
+      .mapValues((e) => {
+        if (e.bad) throw new Error(`cannot shape ${e.id}`);
+        return e;
+      }, { name: 'shape' })
+      .keyedSerial({ maxInFlight: 2 })
+      .agentStep('decide', decide, { schema: Decision })
+      .park({ attempts: 3 })
+      .applyOnce(effect('fx', (v: { event: Ev; decision: Decision }) => ({ id: v.event.id, action: v.decision.action }) satisfies Out))
+      .to('out')
+      .build();
+    driver = new TopologyTestDriver(topology);
+    const input = driver.createInputTopic<Ev>('events');
+    input.pipeInput('a', { id: 'a1', bad: true }, { partition: 0 });
+    input.pipeInput('a', { id: 'a2' }, { partition: 0 });
+    input.pipeInput('b', { id: 'b1' }, { partition: 0 });
+    await driver.runUntilIdle();
+
+    expect(outcomesAt(driver, 0, 0)).toEqual(['PARKED']);
+    expect(outcomesAt(driver, 0, 1)).toEqual(['HELD']);
+    expect(outcomesAt(driver, 0, 2)).toEqual(['APPLIED']);
+    const parked = readParked(driver);
+    expect(parked[0]!.body.reason).toBe('POISON');
+    expect(parked[0]!.body.errors.map((e) => e.error)).toEqual(["mapValues 'shape' threw: cannot shape a1"]);
+    // Finished durably (parked and held), so committed past them.
+    expect(driver.committed()).toEqual([{ topic: 'events', partition: 0, offset: 3 }]);
+  });
+
+  it('the effect: retried after the park delay with its decision kept, applied once', async () => {
+    let calls = 0;
+    let applies = 0;
+    const topology = stream<Ev>('events')
+      .keyedSerial()
+      .agentStep(
+        'decide',
+        async () => {
+          calls += 1;
+          return { action: 'refund' as const };
+        },
+        { schema: Decision },
+      )
+      .park({ attempts: 3, retryDelayMs: 500, retryJitter: 0 })
+      .applyOnce(
+        effect('fx', (v: { event: Ev; decision: Decision }, { state }) => {
+          applies += 1;
+          state.put(v.event.id, applies);
+          if (applies < 3) throw new Error('ledger unavailable');
+          return { id: v.event.id, action: v.decision.action } satisfies Out;
+        }),
+      )
+      .build();
+    driver = new TopologyTestDriver(topology);
+    driver.createInputTopic<Ev>('events').pipeInput('a', { id: 'a1' }, { partition: 0 });
+    await driver.runUntilIdle();
+
+    expect(outcomesAt(driver, 0, 0)).toEqual(['RETRY', 'RETRY', 'APPLIED']);
+    expect(calls, 'one model call: the decision is kept across the effect retries').toBe(1);
+    expect(driver.history().filter((h) => h.outcome === 'RETRY').map((h) => [h.atMs, h.error])).toEqual([
+      [0, "applyOnce 'fx' threw: ledger unavailable"],
+      [500, "applyOnce 'fx' threw: ledger unavailable"],
+    ]);
+    expect(driver.effects()).toHaveLength(1);
+  });
+
+  it('the effect failing every attempt: the event is parked with each error', async () => {
+    const topology = stream<Ev>('events')
+      .keyedSerial()
+      .agentStep('decide', decide, { schema: Decision })
+      .park({ attempts: 2, retryDelayMs: 100, retryJitter: 0 })
+      .applyOnce(
+        effect('fx', () => {
+          throw new Error('ledger unavailable');
+        }),
+      )
+      .build();
+    driver = new TopologyTestDriver(topology);
+    driver.createInputTopic<Ev>('events').pipeInput('a', { id: 'a1' }, { partition: 0 });
+    await driver.runUntilIdle();
+
+    expect(outcomesAt(driver, 0, 0)).toEqual(['RETRY', 'PARKED']);
+    expect(readParked(driver)[0]!.body.errors.map((e) => [e.attempt, e.error])).toEqual([
+      [1, "applyOnce 'fx' threw: ledger unavailable"],
+      [2, "applyOnce 'fx' threw: ledger unavailable"],
+    ]);
+    expect(driver.effects()).toEqual([]);
+    expect(driver.parked()).toHaveLength(1);
+  });
+
+  it('without a park(), the engine stops naming the operator, the event and the fix, and commits nothing past it', async () => {
+    const topology = stream<Ev>('events')
+      .filter((e) => {
+        if (e.bad) throw new Error('no rule for this one');
+        return true;
+      }, { name: 'screen' })
+      .to('out')
+      .build();
+    driver = new TopologyTestDriver(topology, { commit: 'each' });
+    const input = driver.createInputTopic<Ev>('events');
+    input.pipeInput('a', { id: 'a1' }, { partition: 0 });
+    input.pipeInput('a', { id: 'a2', bad: true }, { partition: 0 });
+    input.pipeInput('a', { id: 'a3' }, { partition: 0 });
+    await expect(driver.runUntilIdle()).rejects.toThrow(
+      /filter 'screen' threw: no rule for this one, on events\/0@1 \(key "a"\); this topology has no park\(\).*fix the function/,
+    );
+    const committed = driver.committed().find((c) => c.partition === 0)?.offset ?? 0;
+    expect(committed).toBeLessThanOrEqual(1);
+  });
+});
