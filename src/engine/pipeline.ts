@@ -196,6 +196,17 @@ export class EventPipeline {
     return { kind: 'parked', attempts: failedAttempts(this.ctx, node, event, errors, options.signal) };
   }
 
+  /** Writes the event's state, then sends its outputs; on an exactly-once log, inside one transaction. */
+  private async land(ops: StoreOp[], outputs: OutRecord[], options: RunOptions): Promise<void> {
+    if (outputs.length === 0 && options.finishOps) for (const op of options.finishOps()) ops.push(op);
+    if (ops.length > 0) await this.ctx.writer.write(ops);
+    if (outputs.length > 0) {
+      await this.ctx.log.produce(outputs);
+      const after = options.finishOps?.() ?? [];
+      if (after.length > 0) await this.ctx.writer.write(after);
+    }
+  }
+
   private recorded(event: EngineEvent): EffectRecord | undefined {
     const apply = this.ctx.topology.applyOnce;
     return apply && this.ctx.store.get<EffectRecord>(stateKeys.effect(apply.name, event, event.effectId));
@@ -232,15 +243,9 @@ export class EventPipeline {
       };
       ops.push({ type: 'put', key: stateKeys.effect(apply.name, event, event.effectId), value: record });
     }
-    await this.ctx.atomically(async () => {
-      if (outputs.length === 0 && options.finishOps) for (const op of options.finishOps()) ops.push(op);
-      if (ops.length > 0) await this.ctx.writer.write(ops);
-      if (outputs.length > 0) {
-        await this.ctx.log.produce(outputs);
-        const after = options.finishOps?.() ?? [];
-        if (after.length > 0) await this.ctx.writer.write(after);
-      }
-    });
+    const log = this.ctx.log;
+    if (log.atomic) await log.atomic(() => this.land(ops, outputs, options));
+    else await this.land(ops, outputs, options);
     this.ctx.report(outcome, event, options.replayed ? { replayed: true } : undefined);
     return { kind: 'finished', outcome };
   }
