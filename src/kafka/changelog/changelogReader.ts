@@ -5,14 +5,27 @@ import { partitionId, type TopicPartition } from '../../ports/log.js';
 import type { KafkaSettings } from '../kafkaConfig.js';
 import { logClientTo } from '../kafkaLogger.js';
 
-/** librdkafka's answers while a topic just created is not yet in its metadata. */
-const NOT_YET_KNOWN: ReadonlySet<number> = new Set([
+/**
+ * librdkafka's answers that pass: a topic just created and not yet in the client's metadata, a
+ * broker down or a partition leader moving (another replica takes over within seconds).
+ */
+const TRANSIENT: ReadonlySet<number> = new Set([
   -190, // _UNKNOWN_PARTITION
   -188, // _UNKNOWN_TOPIC
+  -195, // _TRANSPORT
+  -187, // _ALL_BROKERS_DOWN
+  -185, // _TIMED_OUT
+  -137, // _DESTROY_BROKER: the connection to a broker that went away
   3, // UNKNOWN_TOPIC_OR_PART
-  6, // NOT_LEADER_FOR_PARTITION
   5, // LEADER_NOT_AVAILABLE
+  6, // NOT_LEADER_FOR_PARTITION
+  7, // REQUEST_TIMED_OUT
 ]);
+
+function isTransient(error: unknown): boolean {
+  const e = error as Partial<LibrdKafkaError>;
+  return e.isRetriable === true || (typeof e.code === 'number' && TRANSIENT.has(e.code));
+}
 
 /** One changelog partition to read, from `from` up to (not including) `to`. */
 export interface ChangelogRange extends TopicPartition {
@@ -59,8 +72,8 @@ export class ChangelogReader {
 
   /**
    * Where the partition begins and where a read of it ends now. A changelog created a moment ago
-   * may not be in this client's metadata yet ("unknown partition"): that is waited out, within
-   * the reader's timeout.
+   * may not be in this client's metadata yet, and a broker may be down while its partitions move
+   * to other replicas: those are waited out, within the reader's timeout.
    */
   async ends(tp: TopicPartition): Promise<ChangelogEnds> {
     const deadline = Date.now() + this.timeoutMs;
@@ -69,7 +82,7 @@ export class ChangelogReader {
         return await this.watermarks(tp);
       } catch (error) {
         const code = (error as LibrdKafkaError).code;
-        if (!NOT_YET_KNOWN.has(code) || Date.now() >= deadline) {
+        if (!isTransient(error) || Date.now() >= deadline) {
           throw new Error(`changelog ${partitionId(tp)}: could not read its offsets: ${(error as Error).message} (code ${code})`, { cause: error });
         }
         await sleep(200);
@@ -138,9 +151,16 @@ export class ChangelogReader {
     await new Promise<void>((resolve) => this.consumer.disconnect(() => resolve()));
   }
 
+  /** One poll; a transient error (a broker down) is a poll that found nothing, and counts against the no-progress timeout. */
   private poll(): Promise<Message[]> {
     return new Promise((resolve, reject) =>
-      this.consumer.consume(1_000, (error: LibrdKafkaError, messages: Message[]) => (error ? reject(new Error(`changelog read: ${error.message} (code ${error.code})`)) : resolve(messages))),
+      this.consumer.consume(1_000, (error: LibrdKafkaError, messages: Message[]) => {
+        if (!error) resolve(messages);
+        else if (isTransient(error)) {
+          this.logger.debug({ code: error.code }, `changelog read: ${error.message}; retrying`);
+          setTimeout(() => resolve([]), 200);
+        } else reject(new Error(`changelog read: ${error.message} (code ${error.code})`));
+      }),
     );
   }
 }
