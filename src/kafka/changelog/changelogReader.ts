@@ -85,14 +85,23 @@ export class ChangelogReader {
         if (!isTransient(error) || Date.now() >= deadline) {
           throw new Error(`changelog ${partitionId(tp)}: could not read its offsets: ${(error as Error).message} (code ${code})`, { cause: error });
         }
+        // The client keeps no fresh metadata of a topic it neither subscribes to nor is
+        // assigned: ask for it, so that a partition's new leader is found.
+        await this.refreshMetadata(tp.topic);
         await sleep(200);
       }
     }
   }
 
+  private refreshMetadata(topic: string): Promise<void> {
+    return new Promise((resolve) => this.consumer.getMetadata({ topic, timeout: 5_000 }, () => resolve()));
+  }
+
   private watermarks(tp: TopicPartition): Promise<ChangelogEnds> {
     return new Promise((resolve, reject) =>
-      this.consumer.queryWatermarkOffsets(tp.topic, tp.partition, this.timeoutMs, (error, offsets) =>
+      // A short timeout per call: a call sent to a leader that just died waits all of it, and the
+      // next call, with fresh metadata, finds the new leader.
+      this.consumer.queryWatermarkOffsets(tp.topic, tp.partition, Math.min(5_000, this.timeoutMs), (error, offsets) =>
         error ? reject(error) : resolve({ low: offsets.lowOffset, end: offsets.highOffset }),
       ),
     );
