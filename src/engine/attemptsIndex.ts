@@ -21,10 +21,17 @@ export class AttemptsIndexedStore implements Store {
 
   readonly openPartition?: Store['openPartition'];
   readonly closePartition?: Store['closePartition'];
+  readonly stage?: Store['stage'];
 
   constructor(private readonly inner: Store) {
     if (inner.openPartition) this.openPartition = (tp) => inner.openPartition!(tp);
     if (inner.closePartition) this.closePartition = (tp) => inner.closePartition!(tp);
+    if (inner.stage) {
+      this.stage = (ops) => {
+        this.follow(ops);
+        return inner.stage!(ops);
+      };
+    }
     const sample = stateKeys.attempts('step', { topic: 'topic', partition: 0 }, 0);
     this.kind = sample.slice(0, sample.indexOf('/') + 1);
   }
@@ -54,12 +61,17 @@ export class AttemptsIndexedStore implements Store {
   }
 
   batch(ops: readonly StoreOp[]): Promise<void> {
+    this.follow(ops);
+    return this.inner.batch(ops);
+  }
+
+  /** Notes the attempts records that a batch writes or deletes. */
+  private follow(ops: readonly StoreOp[]): void {
     for (const op of ops) {
       if (!op.key.startsWith(this.kind)) continue;
       if (op.type === 'put') this.known.add(op.key);
       else this.known.delete(op.key);
     }
-    return this.inner.batch(ops);
   }
 
   entries<T>(prefix: string): Promise<Array<[string, T]>> {
