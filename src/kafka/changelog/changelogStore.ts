@@ -5,7 +5,7 @@ import type { StagedBatch, Store, StoreOp } from '../../ports/store.js';
 import type { LocalStore } from '../../state/levelStore.js';
 import { stateKeys } from '../../state/stateKeys.js';
 import type { ChangelogEnds, ChangelogMessage, ChangelogRange } from './changelogReader.js';
-import { changelogTopic, fromChangelogRecord, toChangelogRecord } from './changelogRecords.js';
+import { changelogTopic, encodeWrite, fromChangelogRecord, type EncodedPut } from './changelogRecords.js';
 import { checkpoints, type Checkpoint } from './checkpoints.js';
 
 /** Where a restore reads changelogs from (Kafka's {@link ChangelogReader}). */
@@ -101,9 +101,16 @@ export class ChangelogStore implements Store {
     if (ops.length === 0) return { landed: Promise.resolve(), durable: Promise.resolve() };
     const { local, group } = this.options;
     // Built first: a key that is not a state key fails the batch before anything is written.
-    const records = ops.map((op) => toChangelogRecord(group, op));
+    // Each value is encoded to JSON once, for LevelDB and the changelog alike.
+    const writes: Array<StoreOp | EncodedPut> = [];
+    const records: OutRecord[] = [];
+    for (const op of ops) {
+      const { local: write, record } = encodeWrite(group, op);
+      writes.push(write);
+      records.push(record);
+    }
     let acked!: Promise<void>;
-    const landed = local.batch(ops).then(() => {
+    const landed = local.batch(writes as StoreOp[]).then(() => {
       acked = this.produce(ops, records);
     });
     return { landed, durable: landed.then(() => acked) };
