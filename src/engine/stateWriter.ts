@@ -15,8 +15,8 @@ interface Gathering {
  * With a store that stages its batches ({@link Store.stage}: the changelog store), the writes are
  * pipelined: the next batch is written locally as soon as the previous one has landed, while the
  * previous one is still being made durable (its changelog records acknowledged). A write still
- * settles only once its own batch is durable, and never before a batch asked for earlier: the
- * writers learn of their batches in order, so "durable" always covers every earlier batch too.
+ * resolves only once its own batch is durable, and the writers learn of their batches in order:
+ * when a write settles, every earlier batch has settled too.
  */
 export class StateWriter {
   private queued: StoreOp[] = [];
