@@ -26,7 +26,9 @@ export async function runOrderlyWorker(spec: VariantSpec): Promise<VariantResult
     logger: pino({ level: 'warn' }, pino.destination(2)),
     commit: { everyMs: spec.commitEveryMs },
     ...(spec.maxBuffered ? { maxBufferedPerPartition: spec.maxBuffered } : {}),
-    ...(spec.consumerConfig ? { kafka: { consumerConfig: spec.consumerConfig } } : {}),
+    ...(spec.consumerConfig || spec.producerConfig
+      ? { kafka: { ...(spec.consumerConfig ? { consumerConfig: spec.consumerConfig } : {}), ...(spec.producerConfig ? { producerConfig: spec.producerConfig } : {}) } }
+      : {}),
     observer: {
       modelCall: () => meter.first(),
       outcome(event) {

@@ -21,6 +21,8 @@ export interface KafkaBenchSettings {
   readonly maxBuffered?: number;
   /** librdkafka properties given to orderly's consumer over its defaults (--consumer-config). */
   readonly consumerConfig: Readonly<Record<string, string>>;
+  /** librdkafka properties given to orderly's producer over its defaults (--producer-config). */
+  readonly producerConfig: Readonly<Record<string, string>>;
   /** `started` when the benchmark ran its own broker, else the bootstrap it was given. */
   readonly broker: string;
 }

@@ -19,7 +19,7 @@ import type { VariantSpec } from './spec.js';
 
 const usage = `npm run -s bench:kafka -- [--json] [--bootstrap HOST:PORT | --port P] [--events N] [--partitions N] [--keys N]
   [--serial-events N] [--slow-events N] [--slow-decide-ms MS] [--backlog N] [--backlog-decide-ms MS] [--backlog-hold-ms MS]
-  [--max-in-flight N] [--max-buffered N] [--commit-every-ms MS] [--consumer-config KEY=VALUE]...`;
+  [--max-in-flight N] [--max-buffered N] [--commit-every-ms MS] [--consumer-config KEY=VALUE]... [--producer-config KEY=VALUE]...`;
 
 function parse(argv: string[]) {
   const { values } = parseArgs({
@@ -42,6 +42,7 @@ function parse(argv: string[]) {
       'commit-every-ms': { type: 'string', default: '250' },
       'max-buffered': { type: 'string' },
       'consumer-config': { type: 'string', multiple: true, default: [] },
+      'producer-config': { type: 'string', multiple: true, default: [] },
       help: { type: 'boolean', default: false },
     },
   });
@@ -52,6 +53,14 @@ function parse(argv: string[]) {
     return n;
   };
   const events = int('events', 1);
+  const pairs = (name: 'consumer-config' | 'producer-config'): Record<string, string> =>
+    Object.fromEntries(
+      values[name]!.map((pair) => {
+        const at = pair.indexOf('=');
+        if (at <= 0) throw new Error(`bench:kafka: --${name} takes KEY=VALUE, got '${pair}'`);
+        return [pair.slice(0, at), pair.slice(at + 1)];
+      }),
+    );
   return {
     json: values.json!,
     help: values.help!,
@@ -70,13 +79,8 @@ function parse(argv: string[]) {
       maxInFlight: int('max-in-flight', 1),
       commitEveryMs: int('commit-every-ms', 1),
       ...(values['max-buffered'] === undefined ? {} : { maxBuffered: int('max-buffered', 1) }),
-      consumerConfig: Object.fromEntries(
-        values['consumer-config']!.map((pair) => {
-          const at = pair.indexOf('=');
-          if (at <= 0) throw new Error(`bench:kafka: --consumer-config takes KEY=VALUE, got '${pair}'`);
-          return [pair.slice(0, at), pair.slice(at + 1)];
-        }),
-      ),
+      consumerConfig: pairs('consumer-config'),
+      producerConfig: pairs('producer-config'),
     },
   };
 }
@@ -125,6 +129,7 @@ async function main(argv: string[]): Promise<void> {
         commitEveryMs: s.commitEveryMs,
         ...(spec.kind === 'orderly' && s.maxBuffered ? { maxBuffered: s.maxBuffered } : {}),
         ...(spec.kind === 'orderly' && Object.keys(s.consumerConfig).length > 0 ? { consumerConfig: s.consumerConfig } : {}),
+        ...(spec.kind === 'orderly' && Object.keys(s.producerConfig).length > 0 ? { producerConfig: s.producerConfig } : {}),
       });
     const all = totalOf(ends);
     const raw = await variant('raw', { kind: 'raw', topic: topics.events, ends, events: all, decideMs: 0 });

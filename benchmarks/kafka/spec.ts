@@ -21,6 +21,8 @@ export interface VariantSpec {
   readonly maxBuffered?: number;
   /** orderly only: librdkafka properties of its consumer, over orderly's defaults. */
   readonly consumerConfig?: Readonly<Record<string, string>>;
+  /** orderly only: librdkafka properties of its producer (outputs and changelogs), over orderly's defaults. */
+  readonly producerConfig?: Readonly<Record<string, string>>;
   /** orderly only: run this long after the first record, then stop, however far it got (the backlog run). */
   readonly holdMs?: number;
 }

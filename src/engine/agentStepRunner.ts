@@ -80,18 +80,23 @@ async function callOnce(
   ctx.observer.modelCall?.({ step: step.name, effectId: event.effectId, atMs, attempt });
   let raw: unknown;
   try {
-    // The call ends at the abort even if decide ignores the signal; its late answer is dropped.
-    const call = (async () =>
-      step.decide(value, {
-        key: event.key,
-        effectId: event.effectId,
-        attempt,
-        record: metaOf(event),
-        previousErrors: previous.map((e) => e.error),
-        clock: ctx.clock,
-        signal,
-      }))();
-    raw = await abortable(call, signal);
+    const answer = step.decide(value, {
+      key: event.key,
+      effectId: event.effectId,
+      attempt,
+      record: metaOf(event),
+      previousErrors: previous.map((e) => e.error),
+      clock: ctx.clock,
+      signal,
+    });
+    if (isThenable(answer)) {
+      // The call ends at the abort even if decide ignores the signal; its late answer is dropped.
+      raw = await abortable(Promise.resolve(answer), signal);
+    } else {
+      // Answered at once (a rule, a cache): no abort listener to add and remove.
+      if (signal.aborted) throw signal.reason;
+      raw = answer;
+    }
   } catch (error) {
     // Given up, not failed: no attempt is counted, the event stays unfinished.
     if (signal.aborted) throw signal.reason;
@@ -127,4 +132,8 @@ function pathOf(issue: StandardSchemaV1.Issue): string {
 /** The park's retry delay with its jitter, from the seeded random. */
 export function retryDelayMs(ctx: EngineContext, park: ParkNode): number {
   return park.retryDelayMs * (1 + park.retryJitter * (2 * ctx.random.next() - 1));
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }

@@ -15,16 +15,23 @@ import { stateKeys } from '../state/stateKeys.js';
  */
 export class AttemptsIndexedStore implements Store {
   private readonly known = new Set<string>();
-  // The loaded partitions' prefixes: few (an engine's partitions of one topic), so a list.
-  private loaded: string[] = [];
+  /** The loaded partitions' prefixes (`…/<partition>/`). */
+  private readonly loaded = new Set<string>();
   private readonly kind: string;
 
   readonly openPartition?: Store['openPartition'];
   readonly closePartition?: Store['closePartition'];
+  readonly stage?: Store['stage'];
 
   constructor(private readonly inner: Store) {
     if (inner.openPartition) this.openPartition = (tp) => inner.openPartition!(tp);
     if (inner.closePartition) this.closePartition = (tp) => inner.closePartition!(tp);
+    if (inner.stage) {
+      this.stage = (ops) => {
+        this.follow(ops);
+        return inner.stage!(ops);
+      };
+    }
     const sample = stateKeys.attempts('step', { topic: 'topic', partition: 0 }, 0);
     this.kind = sample.slice(0, sample.indexOf('/') + 1);
   }
@@ -37,29 +44,31 @@ export class AttemptsIndexedStore implements Store {
   async load(step: string, tp: TopicPartition): Promise<void> {
     const sample = stateKeys.attempts(step, tp, 0);
     const prefix = sample.slice(0, sample.lastIndexOf('/') + 1);
-    this.loaded = this.loaded.filter((p) => p !== prefix);
+    this.loaded.delete(prefix);
     for (const key of this.known) if (key.startsWith(prefix)) this.known.delete(key);
     for (const [key] of await this.inner.entries(prefix)) this.known.add(key);
-    this.loaded.push(prefix);
+    this.loaded.add(prefix);
   }
 
   get<T>(key: string): T | undefined {
-    if (key.startsWith(this.kind) && !this.known.has(key)) {
-      for (const prefix of this.loaded) {
-        // Loaded, and nothing but the offset after the prefix: no such record.
-        if (key.startsWith(prefix) && key.indexOf('/', prefix.length) === -1) return undefined;
-      }
-    }
+    // Of a loaded partition (the key up to its last '/' is a loaded prefix, so nothing but the
+    // offset follows it) and not known: no such record.
+    if (key.startsWith(this.kind) && !this.known.has(key) && this.loaded.has(key.slice(0, key.lastIndexOf('/') + 1))) return undefined;
     return this.inner.get<T>(key);
   }
 
   batch(ops: readonly StoreOp[]): Promise<void> {
+    this.follow(ops);
+    return this.inner.batch(ops);
+  }
+
+  /** Notes the attempts records that a batch writes or deletes. */
+  private follow(ops: readonly StoreOp[]): void {
     for (const op of ops) {
       if (!op.key.startsWith(this.kind)) continue;
       if (op.type === 'put') this.known.add(op.key);
       else this.known.delete(op.key);
     }
-    return this.inner.batch(ops);
   }
 
   entries<T>(prefix: string): Promise<Array<[string, T]>> {

@@ -8,10 +8,15 @@ import { toProduceArgs } from './records.js';
 
 const QUEUE_FULL = -184;
 
+/** The records of one `produce` call still unacknowledged: one object per call, the opaque of each of its records. */
 interface Pending {
+  /** Records left to acknowledge; -1 once the call has failed. */
+  left: number;
   resolve(): void;
   reject(error: Error): void;
 }
+
+type ProduceArgs = ReturnType<typeof toProduceArgs>;
 
 /**
  * An idempotent producer whose `produce` settles once every record is acknowledged by all
@@ -19,6 +24,9 @@ interface Pending {
  * transaction settings, it is transactional: {@link Transactions} then drives its transactions.
  */
 export class AckedProducer {
+  /** Records that did not fit in librdkafka's full queue, in order; every later record waits behind them. */
+  private readonly waiting: Array<{ readonly args: ProduceArgs; readonly pending: Pending }> = [];
+
   private constructor(
     private readonly producer: rdkafka.Producer,
     private readonly logger: Logger,
@@ -29,9 +37,11 @@ export class AckedProducer {
     logClientTo(producer, logger, onFatal);
     producer.on('delivery-report', (error: LibrdKafkaError | null, report: DeliveryReport) => {
       const pending = report.opaque as Pending | undefined;
-      if (!pending) return;
-      if (error) pending.reject(new Error(`Kafka did not acknowledge a record for ${report.topic}: ${error.message} (code ${error.code})`));
-      else pending.resolve();
+      if (!pending || pending.left < 0) return;
+      if (error) {
+        pending.left = -1;
+        pending.reject(new Error(`Kafka did not acknowledge a record for ${report.topic}: ${error.message} (code ${error.code})`));
+      } else if ((pending.left -= 1) === 0) pending.resolve();
     });
     await new Promise<void>((resolve, reject) => {
       producer.connect({}, (error) => (error ? reject(new Error(`Kafka producer could not connect to ${settings.bootstrap}: ${error.message}`)) : resolve()));
@@ -73,24 +83,60 @@ export class AckedProducer {
     });
   }
 
-  /** Appends the records; settles once all are acknowledged, or rejects with the first failure. */
-  async produce(records: readonly OutRecord[]): Promise<void> {
-    await Promise.all(records.map((record) => this.produceOne(record)));
+  /**
+   * Appends the records; settles once all are acknowledged, or rejects with the first failure.
+   * Records are handed to librdkafka in call order, across calls too: while its queue is full,
+   * later records wait behind the ones that did not fit.
+   */
+  produce(records: readonly OutRecord[]): Promise<void> {
+    if (records.length === 0) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const pending: Pending = { left: records.length, resolve, reject };
+      try {
+        for (const record of records) this.send(toProduceArgs(record), pending);
+      } catch (error) {
+        pending.left = -1;
+        reject(error as Error);
+      }
+    });
   }
 
-  private async produceOne(record: OutRecord): Promise<void> {
-    const { topic, partition, value, key, headers } = toProduceArgs(record);
-    for (;;) {
-      const pending = {} as Pending;
-      const acked = new Promise<void>((resolve, reject) => Object.assign(pending, { resolve, reject }));
-      try {
-        this.producer.produce(topic, partition, value, key, null, pending, headers);
-        return await acked;
-      } catch (error) {
-        if ((error as { code?: number }).code !== QUEUE_FULL) throw error;
-        // The local queue is full: wait for acknowledgements to make room.
-        this.logger.debug({ topic }, 'producer queue full; waiting');
-        await sleep(20);
+  private send(args: ProduceArgs, pending: Pending): void {
+    if (this.waiting.length === 0 && this.tryProduce(args, pending)) return;
+    this.waiting.push({ args, pending });
+    if (this.waiting.length === 1) {
+      // The local queue is full: wait for acknowledgements to make room.
+      this.logger.debug({ topic: args.topic }, 'producer queue full; waiting');
+      void this.drainWaiting();
+    }
+  }
+
+  /** Produces one record; false if librdkafka's queue is full. */
+  private tryProduce({ topic, partition, value, key, headers }: ProduceArgs, pending: Pending): boolean {
+    try {
+      this.producer.produce(topic, partition, value, key, null, pending, headers);
+      return true;
+    } catch (error) {
+      if ((error as { code?: number }).code !== QUEUE_FULL) throw error;
+      return false;
+    }
+  }
+
+  /** Hands the records that did not fit to librdkafka, in order, as room is made. */
+  private async drainWaiting(): Promise<void> {
+    while (this.waiting.length > 0) {
+      await sleep(20);
+      while (this.waiting.length > 0) {
+        const { args, pending } = this.waiting[0]!;
+        try {
+          if (!this.tryProduce(args, pending)) break;
+        } catch (error) {
+          if (pending.left >= 0) {
+            pending.left = -1;
+            pending.reject(error as Error);
+          }
+        }
+        this.waiting.shift();
       }
     }
   }

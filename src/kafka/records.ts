@@ -23,12 +23,16 @@ export function fromKafkaHeaders(headers: readonly MessageHeader[] | undefined):
   return result;
 }
 
-export function toKafkaHeaders(headers: Headers | undefined): MessageHeader[] {
-  return Object.entries(headers ?? {}).map(([name, value]) => ({ [name]: value }));
+/** librdkafka's header list of the headers; undefined when there are none (one array fewer per record). */
+export function toKafkaHeaders(headers: Headers | undefined): MessageHeader[] | undefined {
+  if (headers === undefined) return undefined;
+  const list: MessageHeader[] = [];
+  for (const name in headers) list.push({ [name]: headers[name]! });
+  return list.length === 0 ? undefined : list;
 }
 
 /** The arguments of librdkafka's produce() for one record; partition -1 lets the partitioner choose from the key. */
-export function toProduceArgs(record: OutRecord): { topic: string; partition: number; value: Buffer | null; key: string | null; headers: MessageHeader[] } {
+export function toProduceArgs(record: OutRecord): { topic: string; partition: number; value: Buffer | null; key: string | null; headers: MessageHeader[] | undefined } {
   const value = record.value === null ? null : Buffer.from(record.value.buffer, record.value.byteOffset, record.value.byteLength);
   return { topic: record.topic, partition: record.partition ?? -1, value, key: record.key, headers: toKafkaHeaders(record.headers) };
 }

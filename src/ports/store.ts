@@ -6,6 +6,17 @@ export type StoreOp =
   | { readonly type: 'del'; readonly key: string };
 
 /**
+ * A batch a store makes durable in two steps (see {@link Store.stage}). `durable` settles after
+ * `landed`, and rejects whenever `landed` rejects.
+ */
+export interface StagedBatch {
+  /** The ops are applied locally (every op or none, after every batch staged before) and what makes them durable has been started, in order. */
+  readonly landed: Promise<void>;
+  /** The ops are durable, as {@link Store.batch} means it. */
+  readonly durable: Promise<void>;
+}
+
+/**
  * The Store port: a sorted key-value store with atomic batches. Reads are synchronous (LevelDB's
  * `getSync` costs about 2 µs, its asynchronous `get` about 75 µs); writes are atomic batches.
  *
@@ -20,6 +31,13 @@ export interface Store {
   get<T>(key: string): T | undefined;
   /** Applies every op or none; settles when they are durable (for a changelog store: acknowledged). */
   batch(ops: readonly StoreOp[]): Promise<void>;
+  /**
+   * `batch` in two steps, for a store whose durability lies beyond the local write (the changelog
+   * store: Kafka's acknowledgement). The caller may stage the next batch once `landed` settles,
+   * while this one is still being made durable: its local write then lands after this one, and
+   * its durability is started after this one's. Absent: the caller awaits `batch`.
+   */
+  stage?(ops: readonly StoreOp[]): StagedBatch;
   /** Every entry whose key starts with `prefix`, in key order. */
   entries<T>(prefix: string): Promise<Array<[string, T]>>;
   /**

@@ -51,6 +51,31 @@ function parse(key: string): ParsedKey {
   };
 }
 
+/** Store names as written in keys (encoded) to their names: few, and decoding each key's costs a string per write. */
+const storeNames = new Map<string, string>();
+
+/**
+ * The store and the partition of a key, as {@link parse} gives them, without taking the rest of
+ * the key apart: what each write to a changelog needs.
+ */
+function storeAndPartition(key: string): { store: string; partition: number } {
+  const a = key.indexOf('/');
+  const b = key.indexOf('/', a + 1);
+  const c = b < 0 ? -1 : key.indexOf('/', b + 1);
+  const d = c < 0 ? -1 : key.indexOf('/', c + 1);
+  // Anything unusual goes the long way, which throws the error naming the key.
+  if (a < 0 || d < 0 || !kinds.has(key.slice(0, a))) return parse(key);
+  const partition = Number(key.slice(c + 1, d));
+  if (!Number.isInteger(partition) || partition < 0) return parse(key);
+  const encoded = key.slice(a + 1, b);
+  let store = storeNames.get(encoded);
+  if (store === undefined) {
+    store = decodeURIComponent(encoded);
+    if (storeNames.size < 1_000) storeNames.set(encoded, store);
+  }
+  return { store, partition };
+}
+
 export const stateKeys = {
   /** The record of an applied (or discarded) effect, by effect id: dedup is per partition. */
   effect: (store: string, tp: TopicPartition, effectId: string) => `${scope('effect', store, tp)}${effectId}`,
@@ -71,6 +96,7 @@ export const stateKeys = {
   heldIndex: (park: string, tp: TopicPartition, effectId: string) => `${scope('heldid', park, tp)}${effectId}`,
 
   parse,
+  storeAndPartition,
   /** The source partition a key belongs to (and so its changelog partition). */
   partitionOf: (key: string): TopicPartition => {
     const { topic, partition } = parse(key);

@@ -48,15 +48,37 @@ export function checkedChangelogTopic(group: string, store: string): string {
   throw new ChangelogNameError(store, `store '${store}': its changelog topic '${topic}' ${why}; ${fix}`);
 }
 
+/** Changelog topics by group, then store: the same few strings for every record. */
+const topics = new Map<string, Map<string, string>>();
+
+function cachedChangelogTopic(group: string, store: string): string {
+  let ofGroup = topics.get(group);
+  if (!ofGroup) topics.set(group, (ofGroup = new Map()));
+  let topic = ofGroup.get(store);
+  if (topic === undefined) ofGroup.set(store, (topic = changelogTopic(group, store)));
+  return topic;
+}
+
 /** The changelog record of one write to the store. */
 export function toChangelogRecord(group: string, op: StoreOp): OutRecord {
-  const { store, partition } = stateKeys.parse(op.key);
-  return {
-    topic: changelogTopic(group, store),
-    partition,
-    key: op.key,
-    value: op.type === 'put' ? encoder.encode(JSON.stringify(op.value)) : null,
-  };
+  return encodeWrite(group, op).record;
+}
+
+/** A put whose value is already its JSON: LevelDB stores the text as it is, the same bytes as its 'json' encoding would. */
+export type EncodedPut = { readonly type: 'put'; readonly key: string; readonly value: string; readonly valueEncoding: 'utf8' };
+
+/**
+ * One write to the store, its value encoded to JSON once for both places it goes: the op for the
+ * local store (a put as {@link EncodedPut}) and its changelog record.
+ */
+export function encodeWrite(group: string, op: StoreOp): { readonly local: StoreOp | EncodedPut; readonly record: OutRecord } {
+  const { store, partition } = stateKeys.storeAndPartition(op.key);
+  const topic = cachedChangelogTopic(group, store);
+  if (op.type === 'del') return { local: op, record: { topic, partition, key: op.key, value: null } };
+  const json = JSON.stringify(op.value) as string | undefined;
+  // `undefined` (or a function) has no JSON: the op goes as it is, and its record as before.
+  if (json === undefined) return { local: op, record: { topic, partition, key: op.key, value: encoder.encode(json) } };
+  return { local: { type: 'put', key: op.key, value: json, valueEncoding: 'utf8' }, record: { topic, partition, key: op.key, value: Buffer.from(json) } };
 }
 
 /** The write to the store that a changelog record stands for. */

@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
 import type { StateStore } from '../../graph/stores.js';
 import { partitionId, type OutRecord, type TopicPartition } from '../../ports/log.js';
-import type { Store, StoreOp } from '../../ports/store.js';
+import type { StagedBatch, Store, StoreOp } from '../../ports/store.js';
 import type { LocalStore } from '../../state/levelStore.js';
 import { stateKeys } from '../../state/stateKeys.js';
 import type { ChangelogEnds, ChangelogMessage, ChangelogRange } from './changelogReader.js';
-import { changelogTopic, fromChangelogRecord, toChangelogRecord } from './changelogRecords.js';
+import { changelogTopic, encodeWrite, fromChangelogRecord, type EncodedPut } from './changelogRecords.js';
 import { checkpoints, type Checkpoint } from './checkpoints.js';
 
 /** Where a restore reads changelogs from (Kafka's {@link ChangelogReader}). */
@@ -35,7 +35,12 @@ export interface ChangelogStoreOptions {
   readonly group: string;
   /** The topology's stores, each with its changelog. */
   readonly stores: readonly StateStore[];
-  /** Appends records, settling once they are acknowledged: the Log port's produce, the outputs' producer. */
+  /**
+   * Appends records, settling once they are acknowledged: the Log port's produce, the outputs'
+   * producer. The records of successive calls must be appended in call order (librdkafka's
+   * queue, idempotent producer): batches are pipelined, so a batch's records are handed over
+   * while the previous batch's are still unacknowledged.
+   */
   readonly produce: (records: readonly OutRecord[]) => Promise<void>;
   readonly source: ChangelogSource;
   readonly logger: Logger;
@@ -83,18 +88,43 @@ export class ChangelogStore implements Store {
   }
 
   async batch(ops: readonly StoreOp[]): Promise<void> {
-    if (ops.length === 0) return;
-    const { local, group, produce } = this.options;
+    await this.stage(ops).durable;
+  }
+
+  /**
+   * Writes the local store, then hands the changelog records to the producer: `landed` settles
+   * once both are done (so the next batch's records are produced after these, and each changelog
+   * partition holds the writes in the order they landed locally), `durable` once Kafka has
+   * acknowledged them.
+   */
+  stage(ops: readonly StoreOp[]): StagedBatch {
+    if (ops.length === 0) return { landed: Promise.resolve(), durable: Promise.resolve() };
+    const { local, group } = this.options;
     // Built first: a key that is not a state key fails the batch before anything is written.
-    const records = ops.map((op) => toChangelogRecord(group, op));
-    await local.batch(ops);
+    // Each value is encoded to JSON once, for LevelDB and the changelog alike.
+    const writes: Array<StoreOp | EncodedPut> = [];
+    const records: OutRecord[] = [];
+    for (const op of ops) {
+      const { local: write, record } = encodeWrite(group, op);
+      writes.push(write);
+      records.push(record);
+    }
+    let acked!: Promise<void>;
+    const landed = local.batch(writes as StoreOp[]).then(() => {
+      acked = this.produce(ops, records);
+    });
+    return { landed, durable: landed.then(() => acked) };
+  }
+
+  /** Appends the changelog records of a batch already written locally; a failure leaves its partitions diverged. */
+  private async produce(ops: readonly StoreOp[], records: readonly OutRecord[]): Promise<void> {
     try {
-      await produce(records);
+      await this.options.produce(records);
     } catch (error) {
       const tps = new Map(ops.map((op) => stateKeys.partitionOf(op.key)).map((tp) => [partitionId(tp), tp]));
       for (const id of tps.keys()) this.diverged.add(id);
       // A checkpoint written before this late batch would claim a completeness the changelog lacks.
-      await local.batch([...tps.values()].map(checkpoints.del)).catch(() => undefined);
+      await this.options.local.batch([...tps.values()].map(checkpoints.del)).catch(() => undefined);
       const partitions = [...tps.keys()];
       throw new Error(`state of ${partitions.join(', ')} was written locally but its changelog write failed: ${(error as Error).message}`, { cause: error });
     }

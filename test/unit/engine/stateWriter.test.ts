@@ -19,6 +19,44 @@ function slowStore() {
   return { store, batches, pending };
 }
 
+/** A store that stages its batches (as the changelog store does): the test lands each and makes it durable. */
+function stagingStore() {
+  const batches: StoreOp[][] = [];
+  const staged: Array<{ land: Deferred; durable: Deferred }> = [];
+  const store: Store = {
+    location: 'test',
+    get: () => undefined,
+    batch: () => Promise.reject(new Error('a staging store is only staged')),
+    stage: (ops) => {
+      batches.push([...ops]);
+      const land = deferred();
+      const durable = deferred();
+      staged.push({ land, durable });
+      const landed = land.promise;
+      return { landed, durable: landed.then(() => durable.promise) };
+    },
+    entries: async () => [],
+    close: async () => {},
+  };
+  return { store, batches, staged };
+}
+
+interface Deferred {
+  readonly promise: Promise<void>;
+  resolve(): void;
+  reject(error: Error): void;
+}
+
+function deferred(): Deferred {
+  let resolve!: () => void;
+  let reject!: (error: Error) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
 const put = (key: string): StoreOp => ({ type: 'put', key, value: key });
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -60,5 +98,77 @@ describe('StateWriter', () => {
     expect(batches.at(-1)).toEqual([put('d')]);
     pending.shift()!.resolve();
     await expect(fourth).resolves.toBeUndefined();
+  });
+
+  describe('with a store that stages its batches', () => {
+    it('stages the next batch once the previous one landed, before it is durable', async () => {
+      const { store, batches, staged } = stagingStore();
+      const writer = new StateWriter(store);
+      const settled: string[] = [];
+      void writer.write([put('a')]).then(() => settled.push('a'));
+      void writer.write([put('b')]).then(() => settled.push('b'));
+      await tick();
+      // Not before `a` has landed: local writes land in order.
+      expect(batches).toEqual([[put('a')]]);
+      staged[0]!.land.resolve();
+      await tick();
+      expect(batches).toEqual([[put('a')], [put('b')]]);
+      expect(settled).toEqual([]);
+      void writer.write([put('c')]).then(() => settled.push('c'));
+      staged[1]!.land.resolve();
+      await tick();
+      expect(batches).toEqual([[put('a')], [put('b')], [put('c')]]);
+      expect(settled).toEqual([]);
+    });
+
+    it('settles a write only when its batch is durable, and never before an earlier batch', async () => {
+      const { store, staged } = stagingStore();
+      const writer = new StateWriter(store);
+      const settled: string[] = [];
+      void writer.write([put('a')]).then(() => settled.push('a'));
+      await tick();
+      staged[0]!.land.resolve();
+      void writer.write([put('b')]).then(() => settled.push('b'));
+      await tick();
+      staged[1]!.land.resolve();
+      staged[1]!.durable.resolve();
+      await tick();
+      // `b` is durable, `a` is not yet: `b`'s writers wait.
+      expect(settled).toEqual([]);
+      staged[0]!.durable.resolve();
+      await tick();
+      expect(settled).toEqual(['a', 'b']);
+    });
+
+    it('rejects the writes of a batch that failed to become durable, and settles the later ones', async () => {
+      const { store, staged } = stagingStore();
+      const writer = new StateWriter(store);
+      const first = writer.write([put('a')]);
+      await tick();
+      staged[0]!.land.resolve();
+      const second = writer.write([put('b')]);
+      await tick();
+      staged[1]!.land.resolve();
+      staged[1]!.durable.resolve();
+      // Failing while `b` is waiting in the chain: no unhandled rejection, `a` alone fails.
+      staged[0]!.durable.reject(new Error('broker down'));
+      await expect(first).rejects.toThrow('broker down');
+      await expect(second).resolves.toBeUndefined();
+    });
+
+    it('goes on with the next batch when one fails to land, and rejects its writes', async () => {
+      const { store, batches, staged } = stagingStore();
+      const writer = new StateWriter(store);
+      const first = writer.write([put('a')]);
+      const second = writer.write([put('b')]);
+      await tick();
+      staged[0]!.land.reject(new Error('disk full'));
+      await expect(first).rejects.toThrow('disk full');
+      await tick();
+      expect(batches).toEqual([[put('a')], [put('b')]]);
+      staged[1]!.land.resolve();
+      staged[1]!.durable.resolve();
+      await expect(second).resolves.toBeUndefined();
+    });
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ChangelogNameError, checkedChangelogTopic, fromChangelogRecord, toChangelogRecord } from '../../../src/kafka/changelog/changelogRecords.js';
+import { ChangelogNameError, checkedChangelogTopic, encodeWrite, fromChangelogRecord, toChangelogRecord } from '../../../src/kafka/changelog/changelogRecords.js';
 import { stateKeys } from '../../../src/state/stateKeys.js';
 
 const tp = { topic: 'disputes', partition: 2 };
@@ -27,6 +27,19 @@ describe('changelog records', () => {
       { type: 'del', key: stateKeys.heldIndex('hold', tp, 'disputes/2/4') },
     ] as const;
     for (const op of ops) expect(fromChangelogRecord(toChangelogRecord('g', op))).toEqual(op);
+  });
+
+  it('encode a put once: LevelDB gets the JSON text as it is, the changelog the same bytes', () => {
+    const key = stateKeys.effect('fx', tp, 'disputes/2/4');
+    const value = { outputs: [], appliedAtMs: 1, text: 'é ✓' };
+    const { local, record } = encodeWrite('grp', { type: 'put', key, value });
+    expect(local).toEqual({ type: 'put', key, value: JSON.stringify(value), valueEncoding: 'utf8' });
+    expect(record).toMatchObject({ topic: 'grp-fx-changelog', partition: 2, key });
+    expect(text(record.value)).toBe(JSON.stringify(value));
+    const del = { type: 'del', key } as const;
+    expect(encodeWrite('grp', del)).toEqual({ local: del, record: { topic: 'grp-fx-changelog', partition: 2, key, value: null } });
+    // Another group, the same store: its own topic.
+    expect(encodeWrite('other', del).record.topic).toBe('other-fx-changelog');
   });
 
   it('refuses a record without a key', () => {

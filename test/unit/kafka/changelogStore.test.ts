@@ -87,6 +87,38 @@ describe('ChangelogStore', () => {
     expect(changelog.partition({ topic: 'g-hold-changelog', partition: 1 }).map((r) => r.key)).toEqual([parked(p1, 'k')]);
   });
 
+  it('stages a batch: landed once written locally and handed to the producer, durable once acknowledged; the next batch is produced after it', async () => {
+    const produced: string[][] = [];
+    const acks: Array<() => void> = [];
+    const store = new ChangelogStore({
+      local: await openMemoryStore(),
+      group: 'g',
+      stores,
+      produce: (records) => {
+        produced.push(records.map((r) => r.key!));
+        return new Promise<void>((resolve) => acks.push(resolve));
+      },
+      source: new MemoryChangelog(),
+      logger: pino({ level: 'silent' }),
+    });
+    const first = store.stage([{ type: 'put', key: effect(p0, 'e1'), value: { n: 1 } }]);
+    let durable = false;
+    void first.durable.then(() => (durable = true));
+    await first.landed;
+    expect(store.get(effect(p0, 'e1'))).toEqual({ n: 1 });
+    expect(produced).toEqual([[effect(p0, 'e1')]]);
+    const second = store.stage([{ type: 'put', key: effect(p0, 'e1'), value: { n: 2 } }]);
+    await second.landed;
+    // The second batch landed and was handed over while the first is unacknowledged: in order.
+    expect(produced).toEqual([[effect(p0, 'e1')], [effect(p0, 'e1')]]);
+    expect(store.get(effect(p0, 'e1'))).toEqual({ n: 2 });
+    expect(durable).toBe(false);
+    acks[0]!();
+    await first.durable;
+    acks[1]!();
+    await second.durable;
+  });
+
   it('refuses a key that is not a state key before writing anything', async () => {
     const changelog = new MemoryChangelog();
     const { store } = await worker(changelog);

@@ -32,6 +32,25 @@ describe('stateKeys: every key is <kind>/<store>/<topic>/<partition>/<rest>', ()
     expect(stateKeys.storeOf(stateKeys.attempts('decide', tp, 1))).toBe('decide-attempts');
   });
 
+  it('gives the store and partition of a key as parse does, taking only those apart', () => {
+    const keys = [
+      stateKeys.heldEvent('park/1', { topic: 'a/b', partition: 0 }, 'x/y', 5),
+      stateKeys.effect('fx', tp, 'orders/12/99'),
+      stateKeys.attempts('decide', { topic: 't', partition: 11 }, 4),
+      stateKeys.parkedKey('hold', tp, 'acct 7'),
+    ];
+    for (const key of keys) {
+      const { store, partition } = stateKeys.parse(key);
+      expect(stateKeys.storeAndPartition(key)).toEqual({ store, partition });
+      // Twice: the second answer comes from the cache of store names.
+      expect(stateKeys.storeAndPartition(key)).toEqual({ store, partition });
+    }
+    expect(() => stateKeys.storeAndPartition('checkpoint/disputes/3')).toThrow("'checkpoint/disputes/3' is not an orderly state key");
+    expect(() => stateKeys.storeAndPartition('effect/fx/disputes/x/1')).toThrow('is not an orderly state key');
+    expect(() => stateKeys.storeAndPartition('effect/fx/disputes/-1/1')).toThrow('is not an orderly state key');
+    expect(() => stateKeys.storeAndPartition('bogus/fx/disputes/1/1')).toThrow('is not an orderly state key');
+  });
+
   it('refuses a key that is not one of its own, naming it', () => {
     expect(() => stateKeys.parse('checkpoint/disputes/3')).toThrow("'checkpoint/disputes/3' is not an orderly state key");
     expect(() => stateKeys.parse('effect/fx/disputes/x/1')).toThrow('is not an orderly state key');
