@@ -1,5 +1,5 @@
 import type { LogRecord, TopicPartition } from '../ports/log.js';
-import { partitionId } from '../ports/log.js';
+import { isPartitionReset, partitionId } from '../ports/log.js';
 import { CommitTracker } from './commitTracker.js';
 import type { EngineContext } from './engineContext.js';
 import { laneOf } from './events.js';
@@ -190,8 +190,9 @@ export class PartitionTask {
         lane.replaying = false;
       }
     } catch (error) {
-      // Given up on purpose: the event stays unfinished, so its offset is never committed here.
-      if (!signal.aborted) throw error;
+      // Given up on purpose, or taken back by the log: the event stays unfinished, so its offset
+      // is never committed here.
+      if (!signal.aborted && !isPartitionReset(error)) throw error;
     }
     this.unitDone(lane);
   }

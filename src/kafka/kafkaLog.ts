@@ -1,7 +1,7 @@
 import rdkafka, { type Assignment, type LibrdKafkaError, type Message, type TopicPartitionOffset } from '@confluentinc/kafka-javascript';
 import type { Logger } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CommitRefusedError, isCommitRefused, partitionId, type CommitOffset, type Log, type LogListener, type OutRecord, type TopicPartition } from '../ports/log.js';
+import { CommitRefusedError, isCommitRefused, PartitionResetError, partitionId, type CommitOffset, type Log, type LogListener, type OutRecord, type TopicPartition } from '../ports/log.js';
 import { AckedProducer } from './ackedProducer.js';
 import { CommitWaiter, isRefusedByRebalance, isRetriableCommitError } from './commitWaiter.js';
 import { consumerConfig, type KafkaSettings, type TransactionSettings } from './kafkaConfig.js';
@@ -184,8 +184,16 @@ export class KafkaLog implements Log {
 
   async produce(records: readonly OutRecord[]): Promise<void> {
     if (this.fatal) throw this.fatal;
-    if (this.transactions) await this.transactions.produce(records);
-    else await this.requireProducer().produce(records);
+    if (!this.transactions) return this.requireProducer().produce(records);
+    try {
+      await this.transactions.produce(records);
+    } catch (error) {
+      // The transaction failed under this write (fenced out of the group, or aborted by the
+      // broker): the partitions are reset, and this event runs again after that.
+      if (this.fatal) throw error;
+      this.resetAfterAbort(error as Error);
+      throw new PartitionResetError(`the Kafka transaction failed under this write, so its partitions are reset: ${(error as Error).message}`, { cause: error });
+    }
   }
 
   /**
@@ -272,7 +280,8 @@ export class KafkaLog implements Log {
         await this.transactions!.discard(async () => {
           if (tps.length > 0) await this.listener?.lost(tps);
         });
-        if (tps.length === 0 || !this.listener) return;
+        // A worker that is stopping (or failed) takes nothing back.
+        if (tps.length === 0 || !this.listener || this.closing || this.fatal) return;
         await this.rewind(consumer, tps);
         await this.listener.assigned(tps);
         for (const state of states) if (state.ownership === 'assigning') state.ownership = 'owned';

@@ -105,3 +105,23 @@ export interface Log {
 export function partitionId(tp: TopicPartition): string {
   return `${tp.topic}/${tp.partition}`;
 }
+
+/**
+ * The log is taking the partition of this write back (exactly-once: its transaction was aborted,
+ * and the partition is reset to its committed offset and state): the event stays unfinished, as
+ * if it had been given up, and runs again after the reset.
+ */
+export class PartitionResetError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'PartitionResetError';
+  }
+}
+
+/** True if `error`, or an error it was caused by, is a {@link PartitionResetError}. */
+export function isPartitionReset(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth += 1) {
+    if (e.name === 'PartitionResetError') return true;
+  }
+  return false;
+}

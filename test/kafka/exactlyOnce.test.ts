@@ -66,7 +66,16 @@ describe('orderly run --exactly-once on Kafka', () => {
     await createTopic(bootstrap, `${prefix}disputes`, 4);
     await produce(bootstrap, `${prefix}disputes`, inputs.map(asInput));
     const env = { ORDERLY_MODEL_LATENCY_MS: '150', ORDERLY_MAX_IN_FLIGHT: '2' };
-    const worker = (dir: string): WorkerOptions => ({ bootstrap, group, stateDir: dir, topicPrefix: prefix, env, args: ['--exactly-once', '--commit-every-ms', '300'] });
+    // A transaction timeout longer than the freeze: this is the group fencing the worker out, not
+    // the broker timing its transaction out (which fences its producer for good: it must restart).
+    const worker = (dir: string): WorkerOptions => ({
+      bootstrap,
+      group,
+      stateDir: dir,
+      topicPrefix: prefix,
+      env,
+      args: ['--exactly-once', '--commit-every-ms', '300', '--transaction-timeout-ms', '30000'],
+    });
     const a = start(worker(`${stateDir}-a`));
     const b = start(worker(`${stateDir}-b`));
     await a.waitFor('both workers working, 60 effects applied', () => applied([a, b]) >= 60 && applied([a]) > 0 && applied([b]) > 0);
