@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EFFECT_ID_HEADER } from '../../src/engine/outputs.js';
 import type { Dispute } from '../../testkit/scenarios/disputes.js';
-import type { InputRecord, ReadRecord } from './kafkaClient.js';
+import { createTopic, produce, type InputRecord, type ReadRecord } from './kafkaClient.js';
 
 let runs = 0;
 
@@ -16,6 +16,22 @@ export async function scenario(name: string): Promise<{ prefix: string; group: s
   const dir = await mkdtemp(join(tmpdir(), `orderly-${name}-`));
   onTestFinished(() => rm(dir, { recursive: true, force: true }));
   return { prefix, group: `${prefix}group`, stateDir: join(dir, 'state') };
+}
+
+/**
+ * A scenario whose source topic `<prefix>disputes` has `partitions` partitions and already holds
+ * `count` disputes over `accounts` accounts.
+ */
+export async function prefilledScenario(
+  bootstrap: string,
+  name: string,
+  input: { count: number; accounts: number; partitions: number },
+): Promise<{ prefix: string; group: string; stateDir: string; inputs: Dispute[] }> {
+  const names = await scenario(name);
+  const inputs = disputes(input.count, input.accounts);
+  await createTopic(bootstrap, `${names.prefix}disputes`, input.partitions);
+  await produce(bootstrap, `${names.prefix}disputes`, inputs.map(asInput));
+  return { ...names, inputs };
 }
 
 /** `count` disputes over `accounts` accounts, round robin; dispute i of an account is `d-<i>`. */

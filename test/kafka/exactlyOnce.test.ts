@@ -2,8 +2,8 @@
 // decision once, across a rebalance and a kill -9, where at-least-once would repeat some.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { createTopic, produce, readAll, readUntil } from './kafkaClient.js';
-import { asInput, checkDecisions, decided, dedupe, disputes, scenario } from './disputes.js';
+import { readAll, readUntil } from './kafkaClient.js';
+import { checkDecisions, decided, dedupe, prefilledScenario } from './disputes.js';
 import { Worker, type WorkerOptions } from './worker.js';
 
 const bootstrap = inject('kafkaBootstrap');
@@ -23,10 +23,7 @@ const applied = (runs: readonly Worker[]): number => runs.reduce((n, w) => n + w
 
 describe('orderly run --exactly-once on Kafka', () => {
   it('a read_committed reader sees each decision once across a rebalance and a kill -9', async () => {
-    const { prefix, group, stateDir } = await scenario('eos');
-    const inputs = disputes(240, 24);
-    await createTopic(bootstrap, `${prefix}disputes`, 4);
-    await produce(bootstrap, `${prefix}disputes`, inputs.map(asInput));
+    const { prefix, group, stateDir, inputs } = await prefilledScenario(bootstrap, 'eos', { count: 240, accounts: 24, partitions: 4 });
     const env = { ORDERLY_MODEL_LATENCY_MS: '150', ORDERLY_MAX_IN_FLIGHT: '2' };
     const worker = (dir: string): WorkerOptions => ({ bootstrap, group, stateDir: dir, topicPrefix: prefix, env, args: ['--exactly-once', '--commit-every-ms', '300'] });
 
@@ -61,10 +58,7 @@ describe('orderly run --exactly-once on Kafka', () => {
   });
 
   it('a worker fenced out of its group with a transaction open throws it away: each decision once, nothing lost', async () => {
-    const { prefix, group, stateDir } = await scenario('eos-fenced');
-    const inputs = disputes(240, 24);
-    await createTopic(bootstrap, `${prefix}disputes`, 4);
-    await produce(bootstrap, `${prefix}disputes`, inputs.map(asInput));
+    const { prefix, group, stateDir, inputs } = await prefilledScenario(bootstrap, 'eos-fenced', { count: 240, accounts: 24, partitions: 4 });
     const env = { ORDERLY_MODEL_LATENCY_MS: '150', ORDERLY_MAX_IN_FLIGHT: '2' };
     // A transaction timeout longer than the freeze: this is the group fencing the worker out, not
     // the broker timing its transaction out (which fences its producer for good: it must restart).

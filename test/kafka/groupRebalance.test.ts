@@ -11,8 +11,8 @@
 //   its effect records, whichever worker applied them, follow its input order.
 import { join } from 'node:path';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { createTopic, produce, readUntil } from './kafkaClient.js';
-import { asInput, decided, disputes, scenario } from './disputes.js';
+import { readUntil } from './kafkaClient.js';
+import { decided, prefilledScenario } from './disputes.js';
 import { appliedCount, expectEachInputAppliedOnceInOrder, rebalanceLines } from './robustness.js';
 import { Worker, type WorkerOptions } from './worker.js';
 
@@ -24,10 +24,7 @@ afterEach(async () => {
 
 describe('orderly run: workers joining and leaving one group, on Kafka', () => {
   it('applies every decision once and in per-account order while a third worker joins and a first one leaves', async () => {
-    const { prefix, group, stateDir } = await scenario('group');
-    const inputs = disputes(360, 30);
-    await createTopic(bootstrap, `${prefix}disputes`, 6);
-    await produce(bootstrap, `${prefix}disputes`, inputs.map(asInput));
+    const { prefix, group, stateDir, inputs } = await prefilledScenario(bootstrap, 'group', { count: 360, accounts: 30, partitions: 6 });
     // One call at a time per partition, each 300 ms: the run takes long enough (about 20 s) for
     // both rebalances to happen in the middle of it, whatever the number of workers.
     const env = { ORDERLY_MODEL_LATENCY_MS: '300', ORDERLY_MAX_IN_FLIGHT: '1' };

@@ -9,8 +9,8 @@
 // The kill moments come from a seeded random (the seed is printed; ORDERLY_TEST_SEED replays it).
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createTopic, produce, readUntil } from './kafkaClient.js';
-import { asInput, decided, disputes, scenario } from './disputes.js';
+import { readUntil } from './kafkaClient.js';
+import { decided, prefilledScenario } from './disputes.js';
 import { appliedCount, expectEachInputAppliedOnceInOrder, testRandom } from './robustness.js';
 import { Worker, type WorkerOptions } from './worker.js';
 
@@ -25,10 +25,7 @@ const KILLS = 10;
 describe('orderly run: kill -9 at random moments and restart, on Kafka', () => {
   it(`applies every decision exactly once across ${KILLS} kill -9s, and keeps per-account order`, async () => {
     const random = testRandom('kill -9 test');
-    const { prefix, group, stateDir } = await scenario('crash');
-    const inputs = disputes(400, 20);
-    await createTopic(bootstrap, `${prefix}disputes`, 4);
-    await produce(bootstrap, `${prefix}disputes`, inputs.map(asInput));
+    const { prefix, group, stateDir, inputs } = await prefilledScenario(bootstrap, 'crash', { count: 400, accounts: 20, partitions: 4 });
     // A slower model and few calls at once, so that kills land while calls are in flight. Most runs
     // use static membership: a restarted worker takes its place at once instead of waiting for the
     // killed one's session (6 s) to time out, which keeps ten restarts short; some runs join as a

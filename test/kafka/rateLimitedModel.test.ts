@@ -10,8 +10,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { standInDecision, type Dispute } from '../../testkit/scenarios/disputes.js';
-import { createTopic, produce, readUntil } from './kafkaClient.js';
-import { asInput, decided, disputes, scenario } from './disputes.js';
+import { readUntil } from './kafkaClient.js';
+import { decided, prefilledScenario } from './disputes.js';
 import { appliedCount, expectEachInputAppliedOnceInOrder, rebalanceLines } from './robustness.js';
 import { join } from 'node:path';
 import { Worker } from './worker.js';
@@ -66,10 +66,7 @@ async function standInModel(okFirst: number, refuseForMs: number, retryAfterS = 
 
 describe('orderly run: a model that answers 429 for longer than max.poll.interval.ms, on Kafka', () => {
   it(`stays in its group through a ${RETRY_AFTER_S} s Retry-After (max.poll.interval.ms ${MAX_POLL_INTERVAL_MS}) and loses nothing`, async () => {
-    const { prefix, group, stateDir } = await scenario('429');
-    const inputs = disputes(60, 6);
-    await createTopic(bootstrap, `${prefix}disputes`, 2);
-    await produce(bootstrap, `${prefix}disputes`, inputs.map(asInput));
+    const { prefix, group, stateDir, inputs } = await prefilledScenario(bootstrap, '429', { count: 60, accounts: 6, partitions: 2 });
     // 40 answers, then 429s for 11 s: the calls refused wait the 12 s Retry-After, once. (The
     // gate then admits the budget it learned, 40 calls a window, so the last 20 go at once.)
     const model = await standInModel(40, 11_000);
@@ -119,10 +116,7 @@ describe('orderly run: a model that answers 429 for longer than max.poll.interva
   });
 
   it('gives partitions up and stops without waiting out a Retry-After: revoked work in flight is aborted and done once by the next owner', async () => {
-    const { prefix, group, stateDir } = await scenario('429-revoke');
-    const inputs = disputes(80, 16);
-    await createTopic(bootstrap, `${prefix}disputes`, 4);
-    await produce(bootstrap, `${prefix}disputes`, inputs.map(asInput));
+    const { prefix, group, stateDir, inputs } = await prefilledScenario(bootstrap, '429-revoke', { count: 80, accounts: 16, partitions: 4 });
     // a's model: 20 answers, then 429s with a 20 s Retry-After (for longer than the test needs).
     // b's model answers every call: b's share is not held up by a's waits, and its gate learns
     // no budget from a refusal at the start of its first window.

@@ -8,8 +8,8 @@
 //   the loss is found again as a DUPLICATE).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { createTopic, produce, readUntil } from './kafkaClient.js';
-import { asInput, decided, disputes, scenario } from './disputes.js';
+import { readUntil } from './kafkaClient.js';
+import { decided, prefilledScenario } from './disputes.js';
 import { appliedCount, expectEachInputAppliedOnceInOrder, rebalanceLines } from './robustness.js';
 import { Worker } from './worker.js';
 
@@ -22,10 +22,7 @@ afterEach(async () => {
 
 describe('orderly run: partitions lost after a session timeout, on Kafka', () => {
   it('drops lost partitions without committing, rejoins, and applies every decision once, in order', async () => {
-    const { prefix, group, stateDir } = await scenario('lost');
-    const inputs = disputes(200, 20);
-    await createTopic(bootstrap, `${prefix}disputes`, 4);
-    await produce(bootstrap, `${prefix}disputes`, inputs.map(asInput));
+    const { prefix, group, stateDir, inputs } = await prefilledScenario(bootstrap, 'lost', { count: 200, accounts: 20, partitions: 4 });
     // The worker's session timeout is 6 s (see worker.ts); commits every 2 s, so that some effects
     // are recorded but not committed when it freezes.
     const worker = new Worker({
