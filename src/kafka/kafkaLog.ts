@@ -52,8 +52,6 @@ export interface KafkaLogOptions {
   readonly pollTimeoutMs?: number;
   /** How long a commit is retried on a retriable error (coordinator moving, rebalance in progress). @defaultValue 60000 */
   readonly commitRetryMs?: number;
-  /** Hears, once, an error after which this log cannot go on (a fatal client error, a failed rebalance callback). */
-  readonly onFatal?: (error: Error) => void;
   /**
    * Exactly-once: outputs, changelog records and input offsets in one transaction per commit
    * (see {@link Transactions}). Unset: at-least-once.
@@ -428,8 +426,8 @@ export class KafkaLog implements Log {
     if (this.fatal) return;
     this.fatal = error;
     this.logger.error({ err: error }, 'Kafka log failed');
+    // The engine hears it through the port, stops, and so does the worker that runs it.
     this.listener?.failed(error);
-    this.options.onFatal?.(error);
   }
 
   private requireConsumer(what: string): Consumer {

@@ -138,7 +138,6 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
   const log = new KafkaLog({
     settings,
     logger: logger.child({ component: 'kafka' }),
-    onFatal: (error) => void stopWith(error),
     ...(exactlyOnce ? { exactlyOnce } : {}),
   });
   const commit = options.commit ?? (exactlyOnce ? { everyMs: 100 } : undefined);
