@@ -21,6 +21,8 @@ export interface AttemptsRecord {
   readonly errors: readonly AttemptError[];
 }
 
+const NO_ATTEMPTS: AttemptsRecord = { count: 0, errors: [] };
+
 export type StepResult =
   /** `attemptsStored`: an earlier attempt failed, so its record is in the store, to delete with the decision. */
   | { readonly ok: true; readonly decision: unknown; readonly attemptsStored: boolean }
@@ -39,11 +41,12 @@ export async function runAgentStep(
   value: unknown,
   signal: AbortSignal,
 ): Promise<StepResult> {
-  const attemptsKey = attemptsKeyOf(step, event);
-  let attempts = ctx.store.get<AttemptsRecord>(attemptsKey) ?? { count: 0, errors: [] };
+  let attempts = ctx.attempts.attemptsOf<AttemptsRecord>(step.name, event, event.offset) ?? NO_ATTEMPTS;
   let refused = false;
   while (attempts.count < park.attempts) {
-    const admission = await ctx.gate!.admit({ front: refused, signal });
+    if (signal.aborted) throw signal.reason;
+    const gate = ctx.gate!;
+    const admission = gate.tryAdmit() ?? (await gate.admit({ front: refused, signal }));
     const attempt = attempts.count + 1;
     const outcome = await callOnce(ctx, step, event, value, attempt, attempts.errors, admission, signal);
     refused = outcome.kind === 'refused';
@@ -51,7 +54,7 @@ export async function runAgentStep(
     if (outcome.kind === 'refused') continue;
     attempts = { count: attempt, errors: [...attempts.errors, { attempt, atMs: ctx.clock.now(), error: outcome.error }] };
     if (attempts.count >= park.attempts) break;
-    await ctx.writer.write([{ type: 'put', key: attemptsKey, value: attempts }]);
+    await ctx.writer.write([{ type: 'put', key: attemptsKeyOf(step, event), value: attempts }]);
     ctx.report(Outcome.RETRY, event, { attempt, error: outcome.error });
     await sleep(ctx.clock, retryDelayMs(ctx, park), signal);
   }

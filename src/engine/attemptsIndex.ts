@@ -14,9 +14,12 @@ import { stateKeys } from '../state/stateKeys.js';
  * must be forwarded here too.
  */
 export class AttemptsIndexedStore implements Store {
-  private readonly known = new Set<string>();
-  /** The loaded partitions' prefixes (`…/<partition>/`). */
+  /** Offsets with an attempts record, by partition prefix (`…/<partition>/`), of every partition written or loaded. */
+  private readonly known = new Map<string, Set<number>>();
+  /** The loaded partitions' prefixes: of these, an offset not known has no record. */
   private readonly loaded = new Set<string>();
+  /** Prefixes by step, topic and partition, built once: an event's lookup builds no string. */
+  private readonly prefixes = new Map<string, Map<string, string[]>>();
   private readonly kind: string;
 
   readonly openPartition?: Store['openPartition'];
@@ -42,18 +45,29 @@ export class AttemptsIndexedStore implements Store {
 
   /** Reads the partition's attempts records, then answers for them from memory. */
   async load(step: string, tp: TopicPartition): Promise<void> {
-    const sample = stateKeys.attempts(step, tp, 0);
-    const prefix = sample.slice(0, sample.lastIndexOf('/') + 1);
+    const prefix = this.prefixOf(step, tp);
     this.loaded.delete(prefix);
-    for (const key of this.known) if (key.startsWith(prefix)) this.known.delete(key);
-    for (const [key] of await this.inner.entries(prefix)) this.known.add(key);
+    const offsets = new Set<number>();
+    this.known.set(prefix, offsets);
+    for (const [key] of await this.inner.entries(prefix)) offsets.add(offsetOf(key));
     this.loaded.add(prefix);
   }
 
+  /** The attempts record of an event at a step, as `get` of its key answers, without building the key when its partition is loaded. */
+  attemptsOf<T>(step: string, tp: TopicPartition, offset: number): T | undefined {
+    const prefix = this.prefixOf(step, tp);
+    if (this.loaded.has(prefix) && !this.known.get(prefix)!.has(offset)) return undefined;
+    return this.inner.get<T>(stateKeys.attempts(step, tp, offset));
+  }
+
   get<T>(key: string): T | undefined {
-    // Of a loaded partition (the key up to its last '/' is a loaded prefix, so nothing but the
-    // offset follows it) and not known: no such record.
-    if (key.startsWith(this.kind) && !this.known.has(key) && this.loaded.has(key.slice(0, key.lastIndexOf('/') + 1))) return undefined;
+    if (key.startsWith(this.kind)) {
+      // Of a loaded partition (the key up to its last '/' is a loaded prefix, so nothing but the
+      // offset follows it) and not known: no such record.
+      const cut = key.lastIndexOf('/') + 1;
+      const prefix = key.slice(0, cut);
+      if (this.loaded.has(prefix) && !this.known.get(prefix)!.has(offsetOf(key))) return undefined;
+    }
     return this.inner.get<T>(key);
   }
 
@@ -66,9 +80,25 @@ export class AttemptsIndexedStore implements Store {
   private follow(ops: readonly StoreOp[]): void {
     for (const op of ops) {
       if (!op.key.startsWith(this.kind)) continue;
-      if (op.type === 'put') this.known.add(op.key);
-      else this.known.delete(op.key);
+      const prefix = op.key.slice(0, op.key.lastIndexOf('/') + 1);
+      let offsets = this.known.get(prefix);
+      if (!offsets) this.known.set(prefix, (offsets = new Set()));
+      if (op.type === 'put') offsets.add(offsetOf(op.key));
+      else offsets.delete(offsetOf(op.key));
     }
+  }
+
+  private prefixOf(step: string, tp: TopicPartition): string {
+    let byTopic = this.prefixes.get(step);
+    if (!byTopic) this.prefixes.set(step, (byTopic = new Map()));
+    let byPartition = byTopic.get(tp.topic);
+    if (!byPartition) byTopic.set(tp.topic, (byPartition = []));
+    let prefix = byPartition[tp.partition];
+    if (prefix === undefined) {
+      const sample = stateKeys.attempts(step, tp, 0);
+      prefix = byPartition[tp.partition] = sample.slice(0, sample.lastIndexOf('/') + 1);
+    }
+    return prefix;
   }
 
   entries<T>(prefix: string): Promise<Array<[string, T]>> {
@@ -78,4 +108,9 @@ export class AttemptsIndexedStore implements Store {
   close(): Promise<void> {
     return this.inner.close();
   }
+}
+
+/** The offset an attempts key ends with. */
+function offsetOf(key: string): number {
+  return Number(key.slice(key.lastIndexOf('/') + 1));
 }

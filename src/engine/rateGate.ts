@@ -36,6 +36,17 @@ export class RateGate {
   ) {}
 
   /**
+   * Admits a call at once if nothing waits ahead of it and the gate is open: what `admit` would
+   * resolve with, without a promise (most calls of an unthrottled step). Undefined: use `admit`.
+   */
+  tryAdmit(): Admission | undefined {
+    if (this.waiting.length > 0) return undefined;
+    const nowMs = this.clock.now();
+    this.rollWindow(nowMs);
+    return this.waitMs(nowMs) > 0 ? undefined : this.start(nowMs);
+  }
+
+  /**
    * Resolves when a call may start now; the call is counted as started. Rejects with the signal's
    * reason if it is aborted first: the call leaves the queue, uncounted.
    */

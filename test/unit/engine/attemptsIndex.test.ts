@@ -77,4 +77,26 @@ describe('AttemptsIndexedStore', () => {
     expect(store.get(key)).toBeUndefined();
     await store.close();
   });
+  it('attemptsOf answers like get of the key, reading only what a loaded partition has', async () => {
+    const memory = await openMemoryStore();
+    await memory.batch([
+      { type: 'put', key: stateKeys.attempts('decide', p0, 7), value: record },
+      { type: 'put', key: stateKeys.attempts('decide', p1, 2), value: record },
+    ]);
+    const inner = counting(memory);
+    const store = new AttemptsIndexedStore(inner);
+    await store.load('decide', p0);
+    expect(store.attemptsOf('decide', p0, 6)).toBeUndefined();
+    expect(inner.reads).toEqual([]);
+    expect(store.attemptsOf('decide', p0, 7)).toEqual(record);
+    // Partition 1 is not loaded: read from the store.
+    expect(store.attemptsOf('decide', p1, 2)).toEqual(record);
+    expect(inner.reads).toEqual([stateKeys.attempts('decide', p0, 7), stateKeys.attempts('decide', p1, 2)]);
+    await store.batch([{ type: 'put', key: stateKeys.attempts('decide', p0, 9), value: record }, { type: 'del', key: stateKeys.attempts('decide', p0, 7) }]);
+    expect(store.attemptsOf('decide', p0, 9)).toEqual(record);
+    inner.reads.length = 0;
+    expect(store.attemptsOf('decide', p0, 7)).toBeUndefined();
+    expect(inner.reads).toEqual([]);
+    await store.close();
+  });
 });

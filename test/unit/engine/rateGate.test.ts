@@ -218,4 +218,25 @@ describe('RateGate learning a budget from 429s', () => {
     await waiting;
     expect(clock.nextDueMs()).toBeUndefined();
   });
+  it('tryAdmit admits at once only when admit would, and counts the call the same way', async () => {
+    const { clock, gate, admitted, admit, runTo } = setup({ calls: 2, windowMs: 1_000 });
+    expect(gate.tryAdmit()).toEqual({ windowStartMs: 0, index: 0 });
+    expect(gate.tryAdmit()).toEqual({ windowStartMs: 0, index: 1 });
+    // The declared window is full: no call now, and a waiter queues.
+    expect(gate.tryAdmit()).toBeUndefined();
+    void admit('waiter');
+    await runTo(999);
+    expect(admitted).toEqual([]);
+    // The window frees a slot at 1,000: the waiter is first, and tryAdmit does not jump it.
+    clock.advanceTo(1_000);
+    expect(gate.tryAdmit()).toBeUndefined();
+    await runTo(1_000);
+    expect(admitted).toEqual([{ id: 'waiter', atMs: 1_000 }]);
+    expect(gate.tryAdmit()).toEqual({ windowStartMs: 0, index: 3 });
+    gate.rateLimited(500);
+    await runTo(1_200);
+    expect(gate.tryAdmit()).toBeUndefined();
+    await runTo(2_500);
+    expect(gate.tryAdmit()).toBeDefined();
+  });
 });
