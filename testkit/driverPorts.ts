@@ -1,6 +1,6 @@
 import type { CommitOffset, Log, LogListener, LogRecord, OutRecord, TopicPartition } from '../src/ports/log.js';
 import { CommitRefusedError, partitionId } from '../src/ports/log.js';
-import type { Store, StoreOp } from '../src/ports/store.js';
+import type { EntriesOptions, Store, StoreOp } from '../src/ports/store.js';
 import type { DriverIo } from './driverIo.js';
 import type { MemoryLog } from './memoryLog.js';
 
@@ -25,8 +25,8 @@ export class GatedStore implements Store {
     return this.io.enqueue(this.owner, { kind: 'batch', ops: copy }, () => this.state().batch(copy));
   }
 
-  entries<T>(prefix: string): Promise<Array<[string, T]>> {
-    return this.io.enqueue(this.owner, { kind: 'scan', prefix }, () => this.state().entries<T>(prefix));
+  entries<T>(prefix: string, options?: EntriesOptions): Promise<Array<[string, T]>> {
+    return this.io.enqueue(this.owner, { kind: 'scan', prefix }, () => this.state().entries<T>(prefix, options));
   }
 
   async close(): Promise<void> {

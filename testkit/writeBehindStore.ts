@@ -1,4 +1,4 @@
-import type { Store, StoreOp } from '../src/ports/store.js';
+import type { EntriesOptions, Store, StoreOp } from '../src/ports/store.js';
 
 /** A put whose value is JSON already: LevelDB takes it as it is (the store's 'json' values are this very text). */
 type EncodedOp = { readonly type: 'put'; readonly key: string; readonly value: string; readonly valueEncoding: 'utf8' } | { readonly type: 'del'; readonly key: string };
@@ -64,9 +64,9 @@ export class WriteBehindStore implements Store {
     return Promise.resolve();
   }
 
-  async entries<T>(prefix: string): Promise<Array<[string, T]>> {
+  async entries<T>(prefix: string, options?: EntriesOptions): Promise<Array<[string, T]>> {
     await this.drained();
-    return this.inner.entries<T>(prefix);
+    return this.inner.entries<T>(prefix, options);
   }
 
   /** Settles once every accepted batch is in the store; rejects if one failed. */

@@ -1,5 +1,5 @@
 import type { TopicPartition } from '../ports/log.js';
-import type { Store, StoreOp } from '../ports/store.js';
+import type { EntriesOptions, Store, StoreOp } from '../ports/store.js';
 import { stateKeys } from '../state/stateKeys.js';
 
 /**
@@ -101,8 +101,8 @@ export class AttemptsIndexedStore implements Store {
     return prefix;
   }
 
-  entries<T>(prefix: string): Promise<Array<[string, T]>> {
-    return this.inner.entries<T>(prefix);
+  entries<T>(prefix: string, options?: EntriesOptions): Promise<Array<[string, T]>> {
+    return this.inner.entries<T>(prefix, options);
   }
 
   close(): Promise<void> {

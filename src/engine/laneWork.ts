@@ -1,5 +1,6 @@
 import type { LogRecord, TopicPartition } from '../ports/log.js';
 import { attemptsKeyOf, validateDecision, type AttemptsRecord } from './agentStepRunner.js';
+import type { EffectHorizon } from './effectHorizon.js';
 import type { EngineContext } from './engineContext.js';
 import { fromStoredEvent, toStoredEvent, type EngineEvent } from './events.js';
 import { Outcome } from './outcomes.js';
@@ -20,6 +21,7 @@ export class LaneWork {
     private readonly pipeline: EventPipeline,
     private readonly tp: TopicPartition,
     private readonly parked: ParkedKeys | undefined,
+    private readonly horizon: EffectHorizon | undefined,
   ) {}
 
   /** Runs one event from the log; rejects with the signal's reason if it is aborted before the event's end is recorded. */
@@ -30,11 +32,12 @@ export class LaneWork {
       return;
     }
     const { event, value } = admission;
-    if (this.parked?.get(event.lane) && !this.pipeline.isDone(event)) {
+    const unrecorded = this.horizon?.beyond(event.offset) ?? false;
+    if (this.parked?.get(event.lane) && (unrecorded || !this.pipeline.isDone(event))) {
       await this.hold(event);
       return;
     }
-    const result = await this.pipeline.run(event, value, { signal });
+    const result = await this.pipeline.run(event, value, { signal, unrecorded });
     if (result.kind === 'parked') {
       signal.throwIfAborted();
       await this.park(event, result.attempts);

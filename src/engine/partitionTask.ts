@@ -1,6 +1,7 @@
 import type { LogRecord, TopicPartition } from '../ports/log.js';
 import { isPartitionReset, partitionId } from '../ports/log.js';
 import { CommitTracker } from './commitTracker.js';
+import { EffectHorizon } from './effectHorizon.js';
 import type { EngineContext } from './engineContext.js';
 import { laneOf } from './events.js';
 import { LaneWork } from './laneWork.js';
@@ -51,6 +52,7 @@ export class PartitionTask {
   private readonly spareLanes: Lane[] = [];
   private readonly ready = new MinHeap<Lane>();
   private readonly parked: ParkedKeys | undefined;
+  private readonly horizon: EffectHorizon | undefined;
   private readonly work: LaneWork;
   private inFlight = 0;
   private paused = false;
@@ -68,13 +70,17 @@ export class PartitionTask {
     this.tracker = new CommitTracker(partitionId(tp));
     const park = ctx.topology.park;
     this.parked = park && new ParkedKeys(ctx.store, park.name, tp);
-    this.work = new LaneWork(ctx, pipeline, tp, this.parked);
+    // Declared effect ids may repeat at any offset: only offset-derived ones have a horizon.
+    const apply = ctx.topology.applyOnce;
+    this.horizon = apply && !ctx.topology.source.effectId ? new EffectHorizon(ctx.store, ctx.writer, apply.name, tp, options.onFatal) : undefined;
+    this.work = new LaneWork(ctx, pipeline, tp, this.parked, this.horizon);
   }
 
   /** Loads the partition's attempts records and parked keys, and resumes the replays a crash interrupted. */
   async restore(): Promise<void> {
     const step = this.ctx.topology.agentStep;
     if (step) await this.ctx.attempts.load(step.name, this.tp);
+    await this.horizon?.load();
     if (this.parked) {
       const entries = await this.ctx.store.entries<ParkedKeyState>(this.parked.prefix);
       for (const interrupted of this.parked.load(entries)) this.startReplay(interrupted.lane);
@@ -86,6 +92,7 @@ export class PartitionTask {
   receive(record: LogRecord): void {
     if (this.state !== 'running') throw new Error(`partition ${partitionId(this.tp)} received offset ${record.offset} while ${this.state}`);
     this.tracker.received(record.offset);
+    this.horizon?.received(record.offset);
     const lane = this.lane(laneOf(record));
     lane.queue.push(record);
     this.schedule(lane);

@@ -25,6 +25,8 @@ export interface RunOptions {
   readonly replayed?: boolean;
   /** Aborted when the engine gives the event up (revoked, lost, stopping): it then ends unfinished, nothing written. */
   readonly signal?: AbortSignal;
+  /** The event lies past its partition's effect horizon: it has no effect record, so none is looked up. */
+  readonly unrecorded?: boolean;
 }
 
 const NEVER_ABORTED = new AbortController().signal;
@@ -90,7 +92,7 @@ export class EventPipeline {
   /** Runs a decoded event through every operator. */
   async run(event: EngineEvent, value: unknown, options: RunOptions = {}): Promise<PipelineResult> {
     const apply = this.ctx.topology.applyOnce;
-    const recorded = this.recorded(event);
+    const recorded = options.unrecorded ? undefined : this.recorded(event);
     if (recorded?.discardedAtMs !== undefined) return this.finish(event, Outcome.DISCARDED, [], [], options);
     // On an exactly-once log the outputs were committed in the effect record's transaction.
     if (recorded) return this.finish(event, Outcome.DUPLICATE, [], this.ctx.log.atomic ? [] : recorded.outputs.map(loadOutput), options);

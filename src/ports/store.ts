@@ -1,5 +1,11 @@
 import type { TopicPartition } from './log.js';
 
+/** How much of a prefix `entries` reads. */
+export interface EntriesOptions {
+  /** At most this many entries, the first in key order. */
+  readonly limit?: number;
+}
+
 /** One write of an atomic batch. */
 export type StoreOp =
   | { readonly type: 'put'; readonly key: string; readonly value: unknown }
@@ -38,8 +44,8 @@ export interface Store {
    * its durability is started after this one's. Absent: the caller awaits `batch`.
    */
   stage?(ops: readonly StoreOp[]): StagedBatch;
-  /** Every entry whose key starts with `prefix`, in key order. */
-  entries<T>(prefix: string): Promise<Array<[string, T]>>;
+  /** Every entry whose key starts with `prefix`, in key order; with `limit`, the first `limit` of them. */
+  entries<T>(prefix: string, options?: EntriesOptions): Promise<Array<[string, T]>>;
   /**
    * The engine takes the partition over: settles once the store holds the partition's state
    * (restored from wherever it is kept), before any of its state is read or written.

@@ -1,7 +1,7 @@
 import { Level } from 'level';
 import { MemoryLevel } from 'memory-level';
 import type { AbstractLevel } from 'abstract-level';
-import type { Store, StoreOp } from '../ports/store.js';
+import type { EntriesOptions, Store, StoreOp } from '../ports/store.js';
 
 type Db = AbstractLevel<string | Buffer | Uint8Array, string, unknown>;
 
@@ -41,9 +41,10 @@ class LevelStore implements LocalStore {
     await this.db.batch(ops as StoreOp[]);
   }
 
-  async entries<T>(prefix: string): Promise<Array<[string, T]>> {
+  async entries<T>(prefix: string, options?: EntriesOptions): Promise<Array<[string, T]>> {
     // '\uffff' sorts after every character a key of ours can hold, so this is the prefix's range.
-    return (await this.db.iterator({ gte: prefix, lt: `${prefix}\uffff` }).all()) as Array<[string, T]>;
+    const range = { gte: prefix, lt: `${prefix}\uffff`, ...(options?.limit !== undefined ? { limit: options.limit } : {}) };
+    return (await this.db.iterator(range).all()) as Array<[string, T]>;
   }
 
   async deletePrefix(prefix: string, batchSize = 10_000): Promise<number> {

@@ -11,10 +11,10 @@ import type { TopicPartition } from '../ports/log.js';
 // is the last segment and may hold '/' (an effect id is `topic/partition/offset`).
 
 /** The kinds of key, each held by one kind of store. */
-export type KeyKind = 'effect' | 'table' | 'attempts' | 'parked' | 'held' | 'heldid';
+export type KeyKind = 'effect' | 'horizon' | 'table' | 'attempts' | 'parked' | 'held' | 'heldid';
 
 const kindsOfStore: Record<StoreKind, readonly KeyKind[]> = {
-  effects: ['effect', 'table'],
+  effects: ['effect', 'horizon', 'table'],
   attempts: ['attempts'],
   park: ['parked', 'held', 'heldid'],
 };
@@ -33,7 +33,7 @@ export interface ParsedKey {
   readonly rest: string;
 }
 
-const kinds: ReadonlySet<string> = new Set<KeyKind>(['effect', 'table', 'attempts', 'parked', 'held', 'heldid']);
+const kinds: ReadonlySet<string> = new Set<KeyKind>(['effect', 'horizon', 'table', 'attempts', 'parked', 'held', 'heldid']);
 
 /** Takes a state key apart; throws, naming the key, if it is not one of orderly's. */
 function parse(key: string): ParsedKey {
@@ -79,6 +79,10 @@ function storeAndPartition(key: string): { store: string; partition: number } {
 export const stateKeys = {
   /** The record of an applied (or discarded) effect, by effect id: dedup is per partition. */
   effect: (store: string, tp: TopicPartition, effectId: string) => `${scope('effect', store, tp)}${effectId}`,
+  /** Effect records of one partition of a store. */
+  effectPartitionPrefix: (store: string, tp: TopicPartition) => scope('effect', store, tp),
+  /** The partition's effect horizon: no effect record with an offset-derived id lies at or past it (see EffectHorizon). */
+  horizon: (store: string, tp: TopicPartition) => `${scope('horizon', store, tp)}offsets`,
   /** Effect records of every partition of a store. */
   effectPrefix: (store: string) => `effect/${enc(store)}/`,
   /** A row that an effect wrote to its own state table. */

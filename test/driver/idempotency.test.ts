@@ -7,6 +7,9 @@ import { fakeModel } from '../../testkit/fakeModel.js';
 import { decisionTopology, outcomesAt, type Ev, type Out } from './helpers.js';
 import { effect } from '../../src/dsl/effect.js';
 import { stream } from '../../src/dsl/stream.js';
+import { HORIZON_STEP } from '../../src/engine/effectHorizon.js';
+import { openLevelStore } from '../../src/state/levelStore.js';
+import { stateKeys } from '../../src/state/stateKeys.js';
 
 let driver: TopologyTestDriver | undefined;
 afterEach(async () => {
@@ -191,6 +194,50 @@ describe("an effect's state table", () => {
       expect(out.readValuesToList()).toHaveLength(2);
       expect(d.metrics().redeliveries).toBe(0);
       await d.close();
+    } finally {
+      await rm(stateDir, { recursive: true, force: true });
+    }
+  });
+  it('state recorded before effect horizons existed: a redelivered event is still looked up and is a DUPLICATE', async () => {
+    const stateDir = await mkdtemp(join(tmpdir(), 'orderly-horizon-'));
+    try {
+      // An effect record of offset 0 with no horizon beside it, as an older version left it.
+      const old = await openLevelStore(stateDir);
+      const tp = { topic: 'events', partition: 0 };
+      const record = { topic: 'events', partition: 0, offset: 0, key: 'k', effectId: 'events/0/0', appliedAtMs: 0, outputs: [] };
+      await old.batch([{ type: 'put', key: stateKeys.effect('fx', tp, 'events/0/0'), value: record }]);
+      await old.close();
+      const { d, model, applied, input } = setup({ stateDir });
+      input.pipeInput('k', { id: 'e1' }, { partition: 0 });
+      input.pipeInput('k', { id: 'e2' }, { partition: 0 });
+      await d.runUntilIdle();
+      expect(outcomesAt(d, 0, 0)).toEqual(['DUPLICATE']);
+      expect(outcomesAt(d, 0, 1)).toEqual(['APPLIED']);
+      expect(applied.map((a) => a.id)).toEqual(['e2']);
+      expect(model.stats().calls).toHaveLength(1);
+      await d.close();
+    } finally {
+      await rm(stateDir, { recursive: true, force: true });
+    }
+  });
+
+  it('a new partition keeps an effect horizon past every offset received; after a restart the redelivered events are looked up', async () => {
+    const stateDir = await mkdtemp(join(tmpdir(), 'orderly-horizon-'));
+    try {
+      const { d, applied, input } = setup({ stateDir });
+      input.pipeInput('k', { id: 'e1' }, { partition: 0 });
+      input.pipeInput('k', { id: 'e2' }, { partition: 0 });
+      d.crash({ point: 'recorded-not-committed', nth: 2 });
+      await d.runUntilIdle();
+      d.restart();
+      await d.runUntilIdle();
+      expect(outcomesAt(d, 0, 1)).toEqual(['DUPLICATE']);
+      expect(applied.map((a) => a.id)).toEqual(['e1', 'e2']);
+      expect(d.metrics().doubleEffects).toBe(0);
+      await d.close();
+      const state = await openLevelStore(stateDir);
+      expect(state.get(stateKeys.horizon('fx', { topic: 'events', partition: 0 }))).toBe(HORIZON_STEP);
+      await state.close();
     } finally {
       await rm(stateDir, { recursive: true, force: true });
     }

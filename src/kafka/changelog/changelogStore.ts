@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { StateStore } from '../../graph/stores.js';
 import { partitionId, type OutRecord, type TopicPartition } from '../../ports/log.js';
-import type { StagedBatch, Store, StoreOp } from '../../ports/store.js';
+import type { EntriesOptions, StagedBatch, Store, StoreOp } from '../../ports/store.js';
 import type { LocalStore } from '../../state/levelStore.js';
 import { stateKeys } from '../../state/stateKeys.js';
 import type { ChangelogEnds, ChangelogMessage, ChangelogRange } from './changelogReader.js';
@@ -83,8 +83,8 @@ export class ChangelogStore implements Store {
     return this.options.local.get<T>(key);
   }
 
-  entries<T>(prefix: string): Promise<Array<[string, T]>> {
-    return this.options.local.entries<T>(prefix);
+  entries<T>(prefix: string, options?: EntriesOptions): Promise<Array<[string, T]>> {
+    return this.options.local.entries<T>(prefix, options);
   }
 
   async batch(ops: readonly StoreOp[]): Promise<void> {

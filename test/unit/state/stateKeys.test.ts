@@ -64,6 +64,7 @@ describe('stateKeys: every key is <kind>/<store>/<topic>/<partition>/<rest>', ()
     ] as const;
     const mine = [
       stateKeys.effect('fx', tp, 'e1'),
+      stateKeys.horizon('fx', tp),
       stateKeys.table('fx', tp, 'r1'),
       stateKeys.attempts('decide', tp, 1),
       stateKeys.parkedKey('hold', tp, 'k'),
@@ -79,7 +80,7 @@ describe('stateKeys: every key is <kind>/<store>/<topic>/<partition>/<rest>', ()
     const store = await openMemoryStore();
     await store.batch([...mine, ...others].map((key) => ({ type: 'put' as const, key, value: 1 })));
     const prefixes = stateKeys.partitionPrefixes(stores, tp);
-    expect(prefixes).toHaveLength(6);
+    expect(prefixes).toHaveLength(7);
     const found = (await Promise.all(prefixes.map((p) => store.entries(p)))).flat().map(([k]) => k);
     expect(found.sort()).toEqual([...mine].sort());
     await store.close();
