@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { LogRecord, TopicPartition } from '../ports/log.js';
 import { isPartitionReset, partitionId } from '../ports/log.js';
 import { CommitTracker } from './commitTracker.js';
@@ -68,6 +69,9 @@ export class PartitionTask {
     private readonly options: PartitionTaskOptions,
   ) {
     this.tracker = new CommitTracker(partitionId(tp));
+    // Every model call, Retry-After wait and retry delay in flight listens to this one signal:
+    // many listeners are the design, not a leak, so Node must not warn past its default of 10.
+    setMaxListeners(0, this.abort.signal);
     const park = ctx.topology.park;
     this.parked = park && new ParkedKeys(ctx.store, park.name, tp);
     // Declared effect ids may repeat at any offset: only offset-derived ones have a horizon.

@@ -115,4 +115,21 @@ describe('keyedSerial', () => {
     expect(model.spans.map((s) => s.startMs)).toEqual([0, 0, 0, 0]);
     expect(driver.metrics().outcomes.APPLIED).toBe(4);
   });
+  it('runs more than 10 calls of a partition at once without a listener-leak warning: they share the partition\'s abort signal', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on('warning', onWarning);
+    try {
+      const model = instrumented();
+      driver = new TopologyTestDriver(decisionTopology(model.decide, { maxInFlight: 16 }));
+      const input = driver.createInputTopic<Ev>('events');
+      for (let i = 0; i < 16; i++) input.pipeInput(`k${i}`, { id: `e${i}`, ms: 1_000 }, { partition: 0 });
+      await driver.runUntilIdle();
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      expect(model.maxLive()).toBe(16);
+      expect(warnings).not.toContain('MaxListenersExceededWarning');
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
 });
