@@ -22,6 +22,7 @@ export interface AttemptsRecord {
 }
 
 const NO_ATTEMPTS: AttemptsRecord = { count: 0, errors: [] };
+const NO_ERRORS: readonly string[] = [];
 
 export type StepResult =
   /** `attemptsStored`: an earlier attempt failed, so its record is in the store, to delete with the decision. */
@@ -32,23 +33,53 @@ export type StepResult =
  * Asks the agent step for a valid decision: through the rate gate, retrying failed attempts after
  * the park's delay, never counting a 429 as an attempt. It only ever returns a decision or the
  * failed attempts: committing, skipping, applying and parking are the engine's.
+ *
+ * A first attempt through an open gate to a decide that answers at once (a rule, a cache, a
+ * stand-in) returns its result without a promise; anything else continues asynchronously.
  */
-export async function runAgentStep(
+export function runAgentStep(
   ctx: EngineContext,
   step: AgentStepNode,
   park: ParkNode,
   event: EngineEvent,
   value: unknown,
   signal: AbortSignal,
+): StepResult | Promise<StepResult> {
+  const attempts = ctx.attempts.attemptsOf<AttemptsRecord>(step.name, event, event.offset) ?? NO_ATTEMPTS;
+  if (attempts.count >= park.attempts) return { ok: false, attempts };
+  if (signal.aborted) throw signal.reason;
+  const admission = ctx.gate!.tryAdmit();
+  if (!admission) return attemptsFrom(ctx, step, park, event, value, signal, attempts);
+  const first = callOnce(ctx, step, event, value, attempts.count + 1, attempts.errors, admission, signal);
+  if (!isThenable(first) && first.kind === 'decided') return { ok: true, decision: first.decision, attemptsStored: attempts.count > 0 };
+  return attemptsFrom(ctx, step, park, event, value, signal, attempts, first);
+}
+
+/** The attempts from `attempts` on, `first` being the outcome of one already called. */
+async function attemptsFrom(
+  ctx: EngineContext,
+  step: AgentStepNode,
+  park: ParkNode,
+  event: EngineEvent,
+  value: unknown,
+  signal: AbortSignal,
+  attempts: AttemptsRecord,
+  first?: CallOutcome | Promise<CallOutcome>,
 ): Promise<StepResult> {
-  let attempts = ctx.attempts.attemptsOf<AttemptsRecord>(step.name, event, event.offset) ?? NO_ATTEMPTS;
   let refused = false;
+  let called = first;
   while (attempts.count < park.attempts) {
-    if (signal.aborted) throw signal.reason;
-    const gate = ctx.gate!;
-    const admission = gate.tryAdmit() ?? (await gate.admit({ front: refused, signal }));
     const attempt = attempts.count + 1;
-    const outcome = await callOnce(ctx, step, event, value, attempt, attempts.errors, admission, signal);
+    let outcome: CallOutcome;
+    if (called !== undefined) {
+      outcome = await called;
+      called = undefined;
+    } else {
+      if (signal.aborted) throw signal.reason;
+      const gate = ctx.gate!;
+      const admission = gate.tryAdmit() ?? (await gate.admit({ front: refused, signal }));
+      outcome = await callOnce(ctx, step, event, value, attempt, attempts.errors, admission, signal);
+    }
     refused = outcome.kind === 'refused';
     if (outcome.kind === 'decided') return { ok: true, decision: outcome.decision, attemptsStored: attempts.count > 0 };
     if (outcome.kind === 'refused') continue;
@@ -68,7 +99,7 @@ export function attemptsKeyOf(step: AgentStepNode, event: { topic: string; parti
 
 type CallOutcome = { kind: 'decided'; decision: unknown } | { kind: 'refused' } | { kind: 'failed'; error: string };
 
-async function callOnce(
+function callOnce(
   ctx: EngineContext,
   step: AgentStepNode,
   event: EngineEvent,
@@ -77,54 +108,86 @@ async function callOnce(
   previous: readonly AttemptError[],
   admission: Admission,
   signal: AbortSignal,
-): Promise<CallOutcome> {
+): CallOutcome | Promise<CallOutcome> {
   const atMs = ctx.clock.now();
   ctx.metrics.modelCall();
   ctx.observer.modelCall?.({ step: step.name, effectId: event.effectId, atMs, attempt });
-  let raw: unknown;
+  let answer: unknown;
   try {
-    const answer = step.decide(value, {
+    answer = step.decide(value, {
       key: event.key,
       effectId: event.effectId,
       attempt,
       record: metaOf(event),
-      previousErrors: previous.map((e) => e.error),
+      previousErrors: previous.length === 0 ? NO_ERRORS : previous.map((e) => e.error),
       clock: ctx.clock,
       signal,
     });
-    if (isThenable(answer)) {
-      // The call ends at the abort even if decide ignores the signal; its late answer is dropped.
-      raw = await abortable(Promise.resolve(answer), signal);
-    } else {
-      // Answered at once (a rule, a cache): no abort listener to add and remove.
-      if (signal.aborted) throw signal.reason;
-      raw = answer;
-    }
   } catch (error) {
-    // Given up, not failed: no attempt is counted, the event stays unfinished.
+    return callFailed(ctx, step, event, attempt, admission, signal, error);
+  }
+  // Answered at once (a rule, a cache): no promise, no abort listener to add and remove.
+  if (!isThenable(answer)) {
     if (signal.aborted) throw signal.reason;
-    if (isRateLimited(error)) {
-      ctx.gate!.rateLimited(error.retryAfterMs, admission);
-      ctx.report(Outcome.RATE_LIMITED, event, { attempt });
-      return { kind: 'refused' };
-    }
-    return { kind: 'failed', error: `agentStep '${step.name}' threw: ${messageOf(error)}` };
+    return validateDecision(step, answer);
+  }
+  return answerOf(ctx, step, event, attempt, admission, signal, answer);
+}
+
+/** Waits for a decide's promised answer; the call ends at the abort even if decide ignores the signal, and its late answer is dropped. */
+async function answerOf(
+  ctx: EngineContext,
+  step: AgentStepNode,
+  event: EngineEvent,
+  attempt: number,
+  admission: Admission,
+  signal: AbortSignal,
+  answer: PromiseLike<unknown>,
+): Promise<CallOutcome> {
+  let raw: unknown;
+  try {
+    raw = await abortable(Promise.resolve(answer), signal);
+  } catch (error) {
+    return callFailed(ctx, step, event, attempt, admission, signal, error);
   }
   return validateDecision(step, raw);
 }
 
-/** Validates a decision against the step's schema; a decision given by a person goes through it too. */
-export async function validateDecision(step: AgentStepNode, raw: unknown): Promise<CallOutcome & { kind: 'decided' | 'failed' }> {
-  if (!step.schema) return { kind: 'decided', decision: raw };
-  let result: StandardSchemaV1.Result<unknown>;
-  try {
-    result = await step.schema['~standard'].validate(raw);
-  } catch (error) {
-    return { kind: 'failed', error: `agentStep '${step.name}': its schema threw: ${messageOf(error)}` };
+/** A decide that threw or rejected: given up, refused (a 429: no attempt counted) or failed. */
+function callFailed(ctx: EngineContext, step: AgentStepNode, event: EngineEvent, attempt: number, admission: Admission, signal: AbortSignal, error: unknown): CallOutcome {
+  // Given up, not failed: no attempt is counted, the event stays unfinished.
+  if (signal.aborted) throw signal.reason;
+  if (isRateLimited(error)) {
+    ctx.gate!.rateLimited(error.retryAfterMs, admission);
+    ctx.report(Outcome.RATE_LIMITED, event, { attempt });
+    return { kind: 'refused' };
   }
+  return { kind: 'failed', error: `agentStep '${step.name}' threw: ${messageOf(error)}` };
+}
+
+type Validated = CallOutcome & { kind: 'decided' | 'failed' };
+
+/** Validates a decision against the step's schema; a decision given by a person goes through it too. A schema that validates synchronously gives its verdict without a promise. */
+export function validateDecision(step: AgentStepNode, raw: unknown): Validated | Promise<Validated> {
+  if (!step.schema) return { kind: 'decided', decision: raw };
+  let result: StandardSchemaV1.Result<unknown> | Promise<StandardSchemaV1.Result<unknown>>;
+  try {
+    result = step.schema['~standard'].validate(raw);
+  } catch (error) {
+    return schemaThrew(step, error);
+  }
+  if (isThenable(result)) return result.then((settled) => verdict(step, settled), (error: unknown) => schemaThrew(step, error));
+  return verdict(step, result);
+}
+
+function verdict(step: AgentStepNode, result: StandardSchemaV1.Result<unknown>): Validated {
   if (!result.issues) return { kind: 'decided', decision: result.value };
   const issues = result.issues.map((i) => `${pathOf(i)}${i.message}`).join('; ');
   return { kind: 'failed', error: `agentStep '${step.name}': decision failed its schema: ${issues}` };
+}
+
+function schemaThrew(step: AgentStepNode, error: unknown): Validated {
+  return { kind: 'failed', error: `agentStep '${step.name}': its schema threw: ${messageOf(error)}` };
 }
 
 function pathOf(issue: StandardSchemaV1.Issue): string {

@@ -184,28 +184,33 @@ export class PartitionTask {
       lane.scheduled = false;
       lane.busy = true;
       this.inFlight += 1;
-      this.runUnit(lane).catch(this.options.onFatal);
+      void this.runUnit(lane);
     }
   }
 
+  /** Runs one unit of a lane; never rejects: an error that is not a give-up is fatal, and reported so. */
   private async runUnit(lane: Lane): Promise<void> {
     const record = lane.queue[lane.head];
     const signal = this.abort.signal;
     try {
-      if (record) {
-        lane.queue[lane.head++] = undefined;
-        await this.work.processRecord(record, signal);
-        this.tracker.finish(record.offset);
-        this.options.onFinished(this.tp);
-      } else if ((await this.work.replayStep(lane.id, signal)) !== 'more') {
-        lane.replaying = false;
+      try {
+        if (record) {
+          lane.queue[lane.head++] = undefined;
+          await this.work.processRecord(record, signal);
+          this.tracker.finish(record.offset);
+          this.options.onFinished(this.tp);
+        } else if ((await this.work.replayStep(lane.id, signal)) !== 'more') {
+          lane.replaying = false;
+        }
+      } catch (error) {
+        // Given up on purpose, or taken back by the log: the event stays unfinished, so its offset
+        // is never committed here.
+        if (!signal.aborted && !isPartitionReset(error)) throw error;
       }
+      this.unitDone(lane);
     } catch (error) {
-      // Given up on purpose, or taken back by the log: the event stays unfinished, so its offset
-      // is never committed here.
-      if (!signal.aborted && !isPartitionReset(error)) throw error;
+      this.options.onFatal(error as Error);
     }
-    this.unitDone(lane);
   }
 
   private unitDone(lane: Lane): void {

@@ -31,6 +31,10 @@ export interface RunOptions {
 
 const NEVER_ABORTED = new AbortController().signal;
 
+type ApplyNode = ProcessorNode & { kind: 'applyOnce' };
+/** What applying an effect came to: its result, or the event parked after its last attempt. */
+type Applied = { kind: 'applied'; value: unknown } | (PipelineResult & { kind: 'parked' });
+
 /** A decoded event, or the reason it could not be decoded. */
 export type Admission = { readonly ok: true; readonly event: EngineEvent; readonly value: unknown } | { readonly ok: false; readonly event: EngineEvent; readonly error: string };
 
@@ -128,7 +132,8 @@ export class EventPipeline {
             current = { event: current, decision: options.decision.value };
             break;
           }
-          const result = await runAgentStep(this.ctx, node, this.ctx.topology.park!, event, current, options.signal ?? NEVER_ABORTED);
+          const stepped = runAgentStep(this.ctx, node, this.ctx.topology.park!, event, current, options.signal ?? NEVER_ABORTED);
+          const result = isThenable(stepped) ? await stepped : stepped;
           if (!result.ok) return { kind: 'parked', attempts: result.attempts };
           // Most decisions come at the first attempt: then there is no attempts record to delete.
           if (result.attemptsStored) staged.push({ type: 'del', key: attemptsKeyOf(node, event) });
@@ -136,7 +141,8 @@ export class EventPipeline {
           break;
         }
         case 'applyOnce': {
-          const applied = await this.applyEffect(node, event, current, staged, options);
+          const effected = this.applyEffect(node, event, current, staged, options);
+          const applied = isThenable(effected) ? await effected : effected;
           if (applied.kind === 'parked') return applied;
           if (applied.value !== undefined) current = applied.value;
           break;
@@ -163,32 +169,56 @@ export class EventPipeline {
   /**
    * Applies the effect; a throw (an outside system down, say) is retried after the park's delay,
    * with the decision kept, up to the park's attempts, and then parks the event. Its state table
-   * writes count only from the attempt that succeeds.
+   * writes count only from the attempt that succeeds. An effect that returns at once on its first
+   * attempt is applied without a promise.
    */
-  private async applyEffect(
-    node: ProcessorNode & { kind: 'applyOnce' },
-    event: EngineEvent,
-    value: unknown,
-    staged: StoreOp[],
-    options: RunOptions,
-  ): Promise<{ kind: 'applied'; value: unknown } | (PipelineResult & { kind: 'parked' })> {
+  private applyEffect(node: ApplyNode, event: EngineEvent, value: unknown, staged: StoreOp[], options: RunOptions): Applied | Promise<Applied> {
+    const table = new StagedTable(this.ctx.store, node.name, event);
+    let applied: unknown;
+    try {
+      applied = node.effect.apply(value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table });
+    } catch (error) {
+      return this.retryEffect(node, event, value, staged, options, error);
+    }
+    if (isThenable(applied)) return this.settleEffect(node, event, value, staged, options, table, applied);
+    table.stageInto(staged);
+    return { kind: 'applied', value: applied };
+  }
+
+  /** Waits for an effect's promised result; a rejection goes on as a failed attempt. */
+  private async settleEffect(node: ApplyNode, event: EngineEvent, value: unknown, staged: StoreOp[], options: RunOptions, table: StagedTable, applied: PromiseLike<unknown>): Promise<Applied> {
+    let result: unknown;
+    try {
+      result = await applied;
+    } catch (error) {
+      return this.retryEffect(node, event, value, staged, options, error);
+    }
+    table.stageInto(staged);
+    return { kind: 'applied', value: result };
+  }
+
+  /** The effect's first attempt failed with `error`: the next ones, after the park's delay. */
+  private async retryEffect(node: ApplyNode, event: EngineEvent, value: unknown, staged: StoreOp[], options: RunOptions, error: unknown): Promise<Applied> {
     const park = this.ctx.topology.park;
     const errors: AttemptError[] = [];
     for (let attempt = 1; ; attempt += 1) {
-      const table = new StagedTable(this.ctx.store, node.name, event);
-      try {
-        const applied = node.effect.apply(value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table });
-        const result = isThenable(applied) ? await applied : applied;
-        table.stageInto(staged);
-        return { kind: 'applied', value: result };
-      } catch (error) {
-        const message = operatorError(node, error);
-        errors.push({ attempt, atMs: this.ctx.clock.now(), error: message });
-        if (!park || attempt >= park.attempts) return { kind: 'parked', attempts: failedAttempts(this.ctx, node, event, errors, options.signal) };
-        if (options.signal?.aborted) throw options.signal.reason;
-        this.ctx.report(Outcome.RETRY, event, { attempt, error: message });
-        await sleep(this.ctx.clock, retryDelayMs(this.ctx, park), options.signal);
+      if (attempt > 1) {
+        const table = new StagedTable(this.ctx.store, node.name, event);
+        try {
+          const applied = node.effect.apply(value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table });
+          const result = isThenable(applied) ? await applied : applied;
+          table.stageInto(staged);
+          return { kind: 'applied', value: result };
+        } catch (thrown) {
+          error = thrown;
+        }
       }
+      const message = operatorError(node, error);
+      errors.push({ attempt, atMs: this.ctx.clock.now(), error: message });
+      if (!park || attempt >= park.attempts) return { kind: 'parked', attempts: failedAttempts(this.ctx, node, event, errors, options.signal) };
+      if (options.signal?.aborted) throw options.signal.reason;
+      this.ctx.report(Outcome.RETRY, event, { attempt, error: message });
+      await sleep(this.ctx.clock, retryDelayMs(this.ctx, park), options.signal);
     }
   }
 
@@ -247,11 +277,20 @@ export class EventPipeline {
     }
     const log = this.ctx.log;
     if (log.atomic) await log.atomic(() => this.land(ops, outputs, options));
-    else await this.land(ops, outputs, options);
+    // The usual end, nothing to send: the write alone, without land's frame.
+    else if (outputs.length === 0 && !options.finishOps) {
+      if (ops.length > 0) await this.ctx.writer.write(ops);
+    } else await this.land(ops, outputs, options);
     this.ctx.report(outcome, event, options.replayed ? { replayed: true } : undefined);
-    return { kind: 'finished', outcome };
+    return finishedWith[outcome];
   }
 }
+
+/** One result object per outcome, shared: the pipeline's results are read, never changed. */
+const finishedWith = Object.fromEntries(Object.values(Outcome).map((outcome) => [outcome, Object.freeze({ kind: 'finished', outcome })])) as Record<
+  Outcome,
+  PipelineResult & { kind: 'finished' }
+>;
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
