@@ -8,6 +8,7 @@ import type { EngineContext } from './engineContext.js';
 import { MetricsRecorder, type EngineMetrics } from './metrics.js';
 import type { EngineObserver } from './outcomes.js';
 import type { ParkedEvent, ParkedKeyState, Resolution } from './parkedKeys.js';
+import { PartitionTasks } from './partitionTasks.js';
 import { PartitionTask } from './partitionTask.js';
 import { EventPipeline } from './pipeline.js';
 import { RateGate } from './rateGate.js';
@@ -56,7 +57,7 @@ export interface ParkedKeyInfo extends ParkedKeyState {
 export class Engine {
   private readonly ctx: EngineContext;
   private readonly pipeline: EventPipeline;
-  private readonly tasks = new Map<string, PartitionTask>();
+  private readonly tasks = new PartitionTasks();
   private readonly commitPolicy: CommitPolicy;
   private commitTimer: Timer | undefined;
   private committing: Promise<void> | undefined;
@@ -112,7 +113,7 @@ export class Engine {
 
   private task(partition: number, what: string): PartitionTask {
     const tp = { topic: this.ctx.topology.source.topic, partition };
-    const task = this.tasks.get(partitionId(tp));
+    const task = this.tasks.get(tp);
     if (!task) throw new Error(`${what}: partition ${partitionId(tp)} is not assigned to this engine; ask the worker that runs it`);
     return task;
   }
@@ -169,18 +170,18 @@ export class Engine {
         onFinished: () => this.finished(),
         onFatal: (error) => this.fail(error),
       });
-      this.tasks.set(partitionId(tp), task);
+      this.tasks.set(tp, task);
       await task.restore();
     }
   }
 
   /** Aborts the partitions' work in flight (a rebalance must not wait on a model), commits their finished prefix, drops them. */
   private async revoke(tps: readonly TopicPartition[]): Promise<void> {
-    const tasks = tps.flatMap((tp) => this.tasks.get(partitionId(tp)) ?? []);
+    const tasks = tps.flatMap((tp) => this.tasks.get(tp) ?? []);
     await Promise.all(tasks.map((t) => t.close('abort', 'revoked')));
     await this.commit();
     await this.closePartitions(tasks.map((t) => t.tp));
-    for (const tp of tps) this.tasks.delete(partitionId(tp));
+    for (const tp of tps) this.tasks.delete(tp);
   }
 
   /**
@@ -192,14 +193,14 @@ export class Engine {
     const store = this.options.store;
     if (this.failed || !store.closePartition) return;
     // A partition whose last commit was refused is not vouched for either.
-    const committed = tps.filter((tp) => this.tasks.get(partitionId(tp))?.tracker.toCommit() === undefined);
+    const committed = tps.filter((tp) => this.tasks.get(tp)?.tracker.toCommit() === undefined);
     await Promise.all(committed.map((tp) => store.closePartition!(tp)));
   }
 
   /** Drops the partitions without committing (another consumer may own them now), after aborting their work in flight. */
   private async lose(tps: readonly TopicPartition[]): Promise<void> {
-    const tasks = tps.flatMap((tp) => this.tasks.get(partitionId(tp)) ?? []);
-    for (const tp of tps) this.tasks.delete(partitionId(tp));
+    const tasks = tps.flatMap((tp) => this.tasks.get(tp) ?? []);
+    for (const tp of tps) this.tasks.delete(tp);
     await Promise.all(tasks.map((t) => t.close('abort', 'lost')));
   }
 
@@ -207,7 +208,7 @@ export class Engine {
     if (this.failed) return;
     this.ctx.metrics.receive(batch.length);
     for (const record of batch) {
-      const task = this.tasks.get(partitionId(record));
+      const task = this.tasks.get(record);
       if (!task) throw new Error(`the log delivered ${partitionId(record)}@${record.offset}, which is not assigned to this engine`);
       task.receive(record);
     }
