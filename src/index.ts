@@ -10,7 +10,7 @@ export { json, string } from './dsl/serde.js';
 export type { Serde } from './dsl/serde.js';
 export type { DecideContext, DecideFn, Decided, RateLimit, RecordMeta, EffectIdContext } from './graph/nodes.js';
 export { Engine } from './engine/engine.js';
-export type { EngineOptions, CommitPolicy, ParkedKeyInfo } from './engine/engine.js';
+export type { EngineOptions, CommitPolicy, ParkedKeyInfo, StopOptions } from './engine/engine.js';
 export { Outcome, finishedOutcomes } from './engine/outcomes.js';
 export type { OutcomeEvent, EngineObserver } from './engine/outcomes.js';
 export type { EngineMetrics } from './engine/metrics.js';

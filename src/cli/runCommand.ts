@@ -15,6 +15,7 @@ interface RunOptions {
   instanceId?: string;
   commitEveryMs?: number;
   maxBuffered?: number;
+  stopGraceMs?: number;
   exactlyOnce?: boolean;
   transactionalId?: string;
   transactionTimeoutMs?: number;
@@ -41,6 +42,7 @@ export function registerRunCommand(program: Command): void {
     .option('--instance-id <id>', 'static group membership: a restarted worker with the same id gets its partitions back without a rebalance')
     .option('--commit-every-ms <ms>', "commit each partition's finished prefix this often (default 5000)", toInteger)
     .option('--max-buffered <n>', 'unfinished events per partition before it is paused (default 1000)', toInteger)
+    .option('--stop-grace-ms <ms>', 'on SIGINT or SIGTERM, how long the model calls in flight may finish before they are given up (default 0: at once; given-up events are redone by the next owner)', toMilliseconds)
     .option('--exactly-once', 'outputs, state changelogs and input offsets in one Kafka transaction per commit: a read_committed reader sees each output once (commits every 100 ms unless --commit-every-ms)')
     .option('--transactional-id <id>', "with --exactly-once: this worker's transactional id, stable across its restarts and unique in the group (default: derived from the group, the host and the state directory)")
     .option('--transaction-timeout-ms <ms>', 'with --exactly-once: how long the broker keeps a transaction open before aborting it (default 10000)', toInteger)
@@ -73,8 +75,9 @@ export function registerRunCommand(program: Command): void {
           logger.warn({ signal }, 'second signal: exiting without finishing the work in flight');
           process.exit(130);
         }
-        logger.info({ signal }, 'stopping: giving up the work in flight, committing what finished, leaving the group');
-        void worker.stop();
+        const graceMs = options.stopGraceMs ?? 0;
+        logger.info({ signal, graceMs }, graceMs > 0 ? `stopping: the work in flight has ${graceMs} ms to finish, then what finished is committed and the group left` : 'stopping: giving up the work in flight, committing what finished, leaving the group');
+        void worker.stop({ graceMs });
       };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
@@ -159,6 +162,12 @@ function parseKafkaConfig(pairs: readonly string[], program: Command): Librdkafk
 function toInteger(value: string): number {
   const number = Number(value);
   if (!Number.isInteger(number) || number < 1) throw new InvalidArgumentError(`expected a whole number of at least 1, got '${value}'`);
+  return number;
+}
+
+function toMilliseconds(value: string): number {
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 0) throw new InvalidArgumentError(`expected a whole number of milliseconds, 0 or more, got '${value}'`);
   return number;
 }
 

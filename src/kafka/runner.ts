@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { pino, type Logger } from 'pino';
 import type { Topology } from '../dsl/topology.js';
-import { Engine, type CommitPolicy } from '../engine/engine.js';
+import { Engine, type CommitPolicy, type StopOptions } from '../engine/engine.js';
 import { Outcome, type EngineObserver, type OutcomeEvent } from '../engine/outcomes.js';
 import type { Store } from '../ports/store.js';
 import { topologyStores } from '../graph/stores.js';
@@ -69,11 +69,12 @@ export interface RunningTopology {
    */
   readonly done: Promise<void>;
   /**
-   * Gives up the work in flight (model calls and waits are aborted; those events are redone by the
+   * Stops taking new work, lets the work in flight run on for `graceMs` (default 0), then gives
+   * up what is left (model calls and waits are aborted; those events are redone by the
    * partitions' next owner, their effects still once), commits the finished prefix, leaves the
-   * group and closes the state. Idempotent.
+   * group and closes the state. Idempotent: a second call returns the first one's promise.
    */
-  stop(): Promise<void>;
+  stop(options?: StopOptions): Promise<void>;
 }
 
 /**
@@ -117,12 +118,12 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
   let stopping: Promise<void> | undefined;
   let failure: Error | undefined;
   let resolutions: Resolutions | undefined;
-  const stopWith = (error?: Error): Promise<void> => {
+  const stopWith = (error?: Error, graceMs = 0): Promise<void> => {
     if (error && !failure) failure = error;
     stopping ??= (async () => {
       try {
         await resolutions?.stop();
-        await engine.stop();
+        await engine.stop({ graceMs });
       } catch (stopError) {
         failure ??= stopError as Error;
       }
@@ -184,7 +185,13 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
     { source: topology.source.topic, outputs: topology.outputTopics, group: options.group, stateDir: options.stateDir, exactlyOnce: exactlyOnce?.transactionalId ?? false },
     'worker started',
   );
-  return { engine, done, stop: () => stopWith() };
+  const stop = (stopOptions: StopOptions = {}): Promise<void> => {
+    const graceMs = stopOptions.graceMs ?? 0;
+    // Checked before anything stops: a bad grace must not leave a half-stopped worker.
+    if (!Number.isFinite(graceMs) || graceMs < 0) return Promise.reject(new RangeError(`stop: graceMs must be 0 or more milliseconds, got ${graceMs}`));
+    return stopWith(undefined, graceMs);
+  };
+  return { engine, done, stop };
 }
 
 function transactionSettings(options: RunTopologyOptions, eos: ExactlyOnceOptions): TransactionSettings {
