@@ -176,13 +176,17 @@ export class EventPipeline {
     const table = new StagedTable(this.ctx.store, node.name, event);
     let applied: unknown;
     try {
-      applied = node.effect.apply(value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table });
+      applied = this.callEffect(node, event, value, table);
     } catch (error) {
       return this.retryEffect(node, event, value, staged, options, error);
     }
     if (isThenable(applied)) return this.settleEffect(node, event, value, staged, options, table, applied);
     table.stageInto(staged);
     return { kind: 'applied', value: applied };
+  }
+
+  private callEffect(node: ApplyNode, event: EngineEvent, value: unknown, table: StagedTable): unknown {
+    return node.effect.apply(value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table });
   }
 
   /** Waits for an effect's promised result; a rejection goes on as a failed attempt. */
@@ -205,7 +209,7 @@ export class EventPipeline {
       if (attempt > 1) {
         const table = new StagedTable(this.ctx.store, node.name, event);
         try {
-          const applied = node.effect.apply(value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table });
+          const applied = this.callEffect(node, event, value, table);
           const result = isThenable(applied) ? await applied : applied;
           table.stageInto(staged);
           return { kind: 'applied', value: result };
