@@ -143,7 +143,7 @@ export class PartitionTask {
     this.moveTo('closed');
   }
 
-  /** Units of work running now. */
+  /** Units of work running now (events landed and becoming durable are not counted). */
   get running(): number {
     return this.inFlight;
   }
