@@ -40,7 +40,7 @@ export function registerRunCommand(program: Command): void {
     .option('--session-timeout-ms <ms>', 'classic protocol: how long a silent worker keeps its partitions', toInteger)
     .option('--instance-id <id>', 'static group membership: a restarted worker with the same id gets its partitions back without a rebalance')
     .option('--commit-every-ms <ms>', "commit each partition's finished prefix this often (default 5000)", toInteger)
-    .option('--max-buffered <n>', 'unfinished events per partition before it is paused, resumed at half (default 2000)', toInteger)
+    .option('--max-buffered <n>', 'unfinished events per partition before it is paused, resumed at half (default 1500)', toInteger)
     .option('--exactly-once', 'outputs, state changelogs and input offsets in one Kafka transaction per commit: a read_committed reader sees each output once (commits every 100 ms unless --commit-every-ms)')
     .option('--transactional-id <id>', "with --exactly-once: this worker's transactional id, stable across its restarts and unique in the group (default: derived from the group, the host and the state directory)")
     .option('--transaction-timeout-ms <ms>', 'with --exactly-once: how long the broker keeps a transaction open before aborting it (default 10000)', toInteger)

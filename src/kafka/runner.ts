@@ -33,9 +33,9 @@ export interface RunTopologyOptions {
   /** @defaultValue `{ everyMs: 5000 }` */
   readonly commit?: CommitPolicy;
   /**
-   * Unfinished events per partition before it is paused (resumed at half). Twice the engine's
-   * default, because a pause drops librdkafka's read-ahead: see {@link KAFKA_MAX_BUFFERED_PER_PARTITION}.
-   * @defaultValue 2000
+   * Unfinished events per partition before it is paused (resumed at half). Half again the
+   * engine's default, because a pause drops librdkafka's read-ahead: see {@link KAFKA_MAX_BUFFERED_PER_PARTITION}.
+   * @defaultValue 1500
    */
   readonly maxBufferedPerPartition?: number;
   /** More of the consumer group's and clients' settings (protocol, session timeout, librdkafka properties). */
