@@ -17,7 +17,7 @@ export interface KafkaBenchSettings {
   readonly backlogHoldMs: number;
   readonly maxInFlight: number;
   readonly commitEveryMs: number;
-  /** orderly's maxBufferedPerPartition when given (--max-buffered); else its default, 1000. */
+  /** orderly's maxBufferedPerPartition when given (--max-buffered); else the Kafka runner's default, 1500. */
   readonly maxBuffered?: number;
   /** librdkafka properties given to orderly's consumer over its defaults (--consumer-config). */
   readonly consumerConfig: Readonly<Record<string, string>>;

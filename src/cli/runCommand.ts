@@ -41,7 +41,7 @@ export function registerRunCommand(program: Command): void {
     .option('--session-timeout-ms <ms>', 'classic protocol: how long a silent worker keeps its partitions', toInteger)
     .option('--instance-id <id>', 'static group membership: a restarted worker with the same id gets its partitions back without a rebalance')
     .option('--commit-every-ms <ms>', "commit each partition's finished prefix this often (default 5000)", toInteger)
-    .option('--max-buffered <n>', 'unfinished events per partition before it is paused (default 1000)', toInteger)
+    .option('--max-buffered <n>', 'unfinished events per partition before it is paused, resumed at half (default 1500)', toInteger)
     .option('--stop-grace-ms <ms>', 'on SIGINT or SIGTERM, how long the model calls in flight may finish before they are given up (default 0: at once; given-up events are redone by the next owner)', toMilliseconds)
     .option('--exactly-once', 'outputs, state changelogs and input offsets in one Kafka transaction per commit: a read_committed reader sees each output once (commits every 100 ms unless --commit-every-ms)')
     .option('--transactional-id <id>', "with --exactly-once: this worker's transactional id, stable across its restarts and unique in the group (default: derived from the group, the host and the state directory)")

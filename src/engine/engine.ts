@@ -131,7 +131,7 @@ export class Engine {
     return this.ctx.metrics.snapshot();
   }
 
-  /** Events in flight across all partitions. */
+  /** Units running across all partitions: events not yet landed (those landed and becoming durable are not counted). */
   get inFlight(): number {
     let n = 0;
     for (const task of this.tasks.values()) n += task.running;

@@ -8,6 +8,12 @@ import type { ParkedEvent, ParkedKeys, Resolution } from './parkedKeys.js';
 import { parkRecord } from './parkRecords.js';
 import type { EventPipeline } from './pipeline.js';
 
+/** An event's end that has landed and is still becoming durable. */
+export interface Landed {
+  /** Settles once the end is durable; rejects if it never will be. */
+  readonly durable: Promise<void>;
+}
+
 /** What a replay step left: whether the key still has events to replay. */
 export type ReplayProgress = 'more' | 'released' | 'parked-again';
 
@@ -24,24 +30,32 @@ export class LaneWork {
     private readonly horizon: EffectHorizon | undefined,
   ) {}
 
-  /** Runs one event from the log; rejects with the signal's reason if it is aborted before the event's end is recorded. */
-  async processRecord(record: LogRecord, signal: AbortSignal): Promise<void> {
+  /**
+   * Runs one event from the log; rejects with the signal's reason if it is aborted before the
+   * event's end is recorded. Settles once the event's end has landed: with `durable` when it is
+   * not durable yet (see {@link RunOptions.untilLanded}), the lane may go on while the event
+   * must not count as finished before `durable` settles.
+   */
+  async processRecord(record: LogRecord, signal: AbortSignal): Promise<Landed | undefined> {
     const admission = this.pipeline.admit(record);
     if (!admission.ok) {
       await this.pipeline.deadLetter(record, admission.event, admission.error);
-      return;
+      return undefined;
     }
     const { event, value } = admission;
     const unrecorded = this.horizon?.beyond(event.offset) ?? false;
     if (this.parked?.get(event.lane) && (unrecorded || !this.pipeline.isDone(event))) {
       await this.hold(event);
-      return;
+      return undefined;
     }
-    const result = await this.pipeline.run(event, value, { signal, unrecorded });
+    const result = await this.pipeline.run(event, value, { signal, unrecorded, untilLanded: true });
     if (result.kind === 'parked') {
       signal.throwIfAborted();
       await this.park(event, result.attempts);
+      return undefined;
     }
+    // Wrapped: an async function returning the promise itself would wait for it.
+    return result.durable && { durable: result.durable };
   }
 
   /** Checks a resolution and makes it durable; the lane then replays the key. */

@@ -5,7 +5,7 @@ import { CommitTracker } from './commitTracker.js';
 import { EffectHorizon } from './effectHorizon.js';
 import type { EngineContext } from './engineContext.js';
 import { laneOf } from './events.js';
-import { LaneWork } from './laneWork.js';
+import { LaneWork, type Landed } from './laneWork.js';
 import { MinHeap } from './minHeap.js';
 import { ParkedKeys, type ParkedEvent, type ParkedKeyState, type Resolution } from './parkedKeys.js';
 import type { EventPipeline } from './pipeline.js';
@@ -44,6 +44,11 @@ export interface PartitionTaskOptions {
 /**
  * One assigned partition: its key lanes, its in-flight window (at most maxInFlight units, never
  * two of one key, each key's events in log order), its commit tracker and its parked keys.
+ *
+ * An event's unit ends once its end has landed (its state written locally, its changelog records
+ * handed to the producer in order): its slot and its key's lane go on, as a Kafka Streams task
+ * goes on while its changelog producer flushes. The event finishes (and may be committed) only
+ * once its end is durable. With a store that does not stage its writes, landed is durable.
  */
 export class PartitionTask {
   readonly tracker: CommitTracker;
@@ -56,6 +61,8 @@ export class PartitionTask {
   private readonly horizon: EffectHorizon | undefined;
   private readonly work: LaneWork;
   private inFlight = 0;
+  /** Events whose lane went on once their end landed, and which wait for it to be durable to finish. */
+  private becomingDurable = 0;
   private paused = false;
   private drained: (() => void) | undefined;
   private closed: Promise<void> | undefined;
@@ -142,11 +149,12 @@ export class PartitionTask {
 
   private async drain(): Promise<void> {
     this.moveTo('closing');
-    if (this.inFlight > 0) await new Promise<void>((resolve) => (this.drained = resolve));
+    // Ends still becoming durable are waited for too: they wait on Kafka, never on a model.
+    if (this.inFlight > 0 || this.becomingDurable > 0) await new Promise<void>((resolve) => (this.drained = resolve));
     this.moveTo('closed');
   }
 
-  /** Units of work running now. */
+  /** Units of work running now (events landed and becoming durable are not counted). */
   get running(): number {
     return this.inFlight;
   }
@@ -196,9 +204,9 @@ export class PartitionTask {
       try {
         if (record) {
           lane.queue[lane.head++] = undefined;
-          await this.work.processRecord(record, signal);
-          this.tracker.finish(record.offset);
-          this.options.onFinished(this.tp);
+          const landed = await this.work.processRecord(record, signal);
+          if (landed) this.finishWhenDurable(record.offset, landed);
+          else this.finish(record.offset);
         } else if ((await this.work.replayStep(lane.id, signal)) !== 'more') {
           lane.replaying = false;
         }
@@ -211,6 +219,29 @@ export class PartitionTask {
     } catch (error) {
       this.options.onFatal(error as Error);
     }
+  }
+
+  private finish(offset: number): void {
+    this.tracker.finish(offset);
+    this.options.onFinished(this.tp);
+  }
+
+  /** The event's unit is over; it finishes once its end is durable, or stays unfinished if that fails. */
+  private finishWhenDurable(offset: number, landed: Landed): void {
+    this.becomingDurable += 1;
+    landed.durable.then(
+      () => {
+        this.becomingDurable -= 1;
+        this.finish(offset);
+        this.afterProgress();
+      },
+      (error: unknown) => {
+        this.becomingDurable -= 1;
+        // As for a unit: taken back by the log, it stays unfinished; anything else stops the engine.
+        if (!isPartitionReset(error)) this.options.onFatal(error as Error);
+        this.afterProgress();
+      },
+    );
   }
 
   private unitDone(lane: Lane): void {
@@ -229,11 +260,16 @@ export class PartitionTask {
       lane.head = 0;
     }
     this.schedule(lane);
+    this.afterProgress();
+  }
+
+  /** After a unit ended or an event finished: resume the partition, end a drain, start more work. */
+  private afterProgress(): void {
     if (this.paused && this.tracker.inProgress <= this.options.maxBuffered / 2) {
       this.paused = false;
       this.ctx.log.resume([this.tp]);
     }
-    if (this.state === 'closing' && this.inFlight === 0) this.drained?.();
+    if (this.state === 'closing' && this.inFlight === 0 && this.becomingDurable === 0) this.drained?.();
     this.pump();
   }
 

@@ -13,7 +13,16 @@ import { StagedTable } from './stagedTable.js';
 
 /** How an event left the pipeline. `parked`: the step failed its last attempt, or a user function threw; the caller parks it. */
 export type PipelineResult =
-  | { readonly kind: 'finished'; readonly outcome: Outcome }
+  | {
+      readonly kind: 'finished';
+      readonly outcome: Outcome;
+      /**
+       * With {@link RunOptions.untilLanded}: the event's end has landed but is not durable yet;
+       * this settles once it is (state acknowledged, then outputs sent and acknowledged), and
+       * rejects if it never will be. Absent: the end is durable already.
+       */
+      readonly durable?: Promise<void>;
+    }
   | { readonly kind: 'parked'; readonly attempts: AttemptsRecord };
 
 /** How a replayed event enters: with ops to land when it is done, and maybe a person's decision. */
@@ -27,6 +36,12 @@ export interface RunOptions {
   readonly signal?: AbortSignal;
   /** The event lies past its partition's effect horizon: it has no effect record, so none is looked up. */
   readonly unrecorded?: boolean;
+  /**
+   * Return once the event's end has landed (its state written locally and its changelog records
+   * handed to the producer, in order), with the rest in {@link PipelineResult} `durable`, when
+   * the store stages its writes and the log has no units (exactly-once). Not with `finishOps`.
+   */
+  readonly untilLanded?: boolean;
 }
 
 const NEVER_ABORTED = new AbortController().signal;
@@ -281,12 +296,34 @@ export class EventPipeline {
     }
     const log = this.ctx.log;
     if (log.atomic) await log.atomic(() => this.land(ops, outputs, options));
+    else if (options.untilLanded && !options.finishOps && this.ctx.writer.pipelined) return this.landOnly(event, outcome, ops, outputs);
     // The usual end, nothing to send: the write alone, without land's frame.
     else if (outputs.length === 0 && !options.finishOps) {
       if (ops.length > 0) await this.ctx.writer.write(ops);
     } else await this.land(ops, outputs, options);
     this.ctx.report(outcome, event, options.replayed ? { replayed: true } : undefined);
     return finishedWith[outcome];
+  }
+
+  /**
+   * Writes the event's state and returns once it has landed; the outputs go out once the state
+   * is durable (a crash before that must not leave outputs of an effect the state lost), and
+   * `durable` settles when they are acknowledged. The outputs of one key's events go out in
+   * their order: their states become durable in order, and each sends in that settlement's turn.
+   */
+  private async landOnly(event: EngineEvent, outcome: Outcome, ops: StoreOp[], outputs: OutRecord[]): Promise<PipelineResult> {
+    let durable: Promise<void>;
+    if (ops.length > 0) {
+      const staged = this.ctx.writer.stage(ops);
+      await staged.landed;
+      durable = outputs.length > 0 ? staged.durable.then(() => this.ctx.log.produce(outputs)) : staged.durable;
+    } else if (outputs.length > 0) {
+      durable = this.ctx.log.produce(outputs);
+    } else {
+      this.ctx.report(outcome, event);
+      return { kind: 'finished', outcome };
+    }
+    return { kind: 'finished', outcome, durable: durable.then(() => this.ctx.report(outcome, event)) };
   }
 }
 

@@ -43,12 +43,24 @@ function common(settings: KafkaSettings, role: string): GlobalConfig {
 }
 
 /**
+ * How many unfinished events of a partition the Kafka runner lets the engine hold before it
+ * pauses the partition (it resumes it at half). Half again the engine's own default: a librdkafka pause
+ * throws away what was read ahead for the partition, and after the resume the first record comes
+ * back only after a new fetch (70 ms typically, up to `fetch.wait.max.ms`, 500 ms, measured in
+ * docs/benchmarks.md). The half buffer left at the resume must outlast that: at 1,000 (500 left)
+ * partitions ran dry and sat empty about 80% of the benchmark's run; from 1,500 on they stayed fed.
+ * Not more: the buffered records are memory, and 2,000 took the benchmark's backlog worker to
+ * 291 MiB of its 300 MiB goal (1,500: 277 MiB).
+ */
+export const KAFKA_MAX_BUFFERED_PER_PARTITION = 1_500;
+
+/**
  * librdkafka's read-ahead, bounded to what the engine can use. The engine buffers up to
- * maxBufferedPerPartition (1000) events per partition and then pauses it; a pause throws away
+ * maxBufferedPerPartition (1500 on Kafka) events per partition and then pauses it; a pause throws away
  * what librdkafka prefetched for that partition, to be fetched again on resume. librdkafka's
  * defaults (100,000 messages per partition, 64 MiB in all, 1 MiB per partition per fetch) held
  * far more than that: memory that only waits, and fetches made to be discarded. These keep about
- * two engine buffers per partition (and at most 16 MiB) ready. The backoff is how soon a
+ * one engine buffer per partition (and at most 16 MiB) ready. The backoff is how soon a
  * partition that reached these thresholds fetches again (librdkafka's 1 s would starve a fast
  * engine). Measured in docs/benchmarks.md ("On Kafka"); any of them can be overridden in
  * `consumerConfig`.

@@ -12,7 +12,7 @@ import { openLevelStore } from '../state/levelStore.js';
 import { ChangelogReader } from './changelog/changelogReader.js';
 import { checkedChangelogTopic } from './changelog/changelogRecords.js';
 import { ChangelogStore, type RestoreReport } from './changelog/changelogStore.js';
-import type { KafkaSettings, TransactionSettings } from './kafkaConfig.js';
+import { KAFKA_MAX_BUFFERED_PER_PARTITION, type KafkaSettings, type TransactionSettings } from './kafkaConfig.js';
 import { KafkaLog } from './kafkaLog.js';
 import { startResolutions, type Resolutions } from './resolutions.js';
 import { systemClock } from './systemClock.js';
@@ -32,7 +32,11 @@ export interface RunTopologyOptions {
   readonly logger?: Logger;
   /** @defaultValue `{ everyMs: 5000 }` */
   readonly commit?: CommitPolicy;
-  /** Unfinished events per partition before it is paused. @defaultValue 1000 */
+  /**
+   * Unfinished events per partition before it is paused (resumed at half). Half again the
+   * engine's default, because a pause drops librdkafka's read-ahead: see {@link KAFKA_MAX_BUFFERED_PER_PARTITION}.
+   * @defaultValue 1500
+   */
   readonly maxBufferedPerPartition?: number;
   /** More of the consumer group's and clients' settings (protocol, session timeout, librdkafka properties). */
   readonly kafka?: Omit<KafkaSettings, 'bootstrap' | 'group'>;
@@ -162,7 +166,7 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
     random: systemRandom,
     observer: loggingObserver(logger.child({ component: 'engine' }), options.observer, (error) => void stopWith(error)),
     ...(commit ? { commit } : {}),
-    ...(options.maxBufferedPerPartition ? { maxBufferedPerPartition: options.maxBufferedPerPartition } : {}),
+    maxBufferedPerPartition: options.maxBufferedPerPartition ?? KAFKA_MAX_BUFFERED_PER_PARTITION,
   });
   try {
     await engine.start();

@@ -100,6 +100,21 @@ describe('StateWriter', () => {
     await expect(fourth).resolves.toBeUndefined();
   });
 
+  it('stage, with a store that does not stage: lands and makes durable together, when the batch is written', async () => {
+    const { store, pending } = slowStore();
+    const writer = new StateWriter(store);
+    expect(writer.pipelined).toBe(false);
+    const events: string[] = [];
+    const a = writer.stage([put('a')]);
+    void a.landed.then(() => events.push('landed'));
+    void a.durable.then(() => events.push('durable'));
+    await tick();
+    expect(events).toEqual([]);
+    pending.shift()!.resolve();
+    await tick();
+    expect(events).toEqual(['landed', 'durable']);
+  });
+
   describe('with a store that stages its batches', () => {
     it('stages the next batch once the previous one landed, before it is durable', async () => {
       const { store, batches, staged } = stagingStore();
@@ -154,6 +169,40 @@ describe('StateWriter', () => {
       staged[0]!.durable.reject(new Error('broker down'));
       await expect(first).rejects.toThrow('broker down');
       await expect(second).resolves.toBeUndefined();
+    });
+
+    it('stage: lands a write with its batch, and makes it durable when the batch is and every earlier one settled', async () => {
+      const { store, staged } = stagingStore();
+      const writer = new StateWriter(store);
+      expect(writer.pipelined).toBe(true);
+      const events: string[] = [];
+      const a = writer.stage([put('a')]);
+      void a.landed.then(() => events.push('a landed'));
+      void a.durable.then(() => events.push('a durable'));
+      await tick();
+      const b = writer.stage([put('b')]);
+      void b.landed.then(() => events.push('b landed'));
+      void b.durable.then(() => events.push('b durable'));
+      staged[0]!.land.resolve();
+      await tick();
+      expect(events).toEqual(['a landed']);
+      staged[1]!.land.resolve();
+      staged[1]!.durable.resolve();
+      await tick();
+      expect(events).toEqual(['a landed', 'b landed']);
+      staged[0]!.durable.resolve();
+      await tick();
+      expect(events).toEqual(['a landed', 'b landed', 'a durable', 'b durable']);
+    });
+
+    it('stage: a batch that fails to land rejects both steps, with no unhandled rejection when only `landed` is awaited', async () => {
+      const { store, staged } = stagingStore();
+      const writer = new StateWriter(store);
+      const a = writer.stage([put('a')]);
+      await tick();
+      staged[0]!.land.reject(new Error('disk full'));
+      await expect(a.landed).rejects.toThrow('disk full');
+      await expect(a.durable).rejects.toThrow('disk full');
     });
 
     it('goes on with the next batch when one fails to land, and rejects its writes', async () => {
