@@ -6,22 +6,18 @@
 // - the Retry-After is honoured: no call reaches the model while it runs (beyond the calls already
 //   on their way when the first 429 went out), and a 429 is not an attempt (nothing parked);
 // - nothing lost, effects once, per-key order (see robustness.ts for the exact criteria).
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { standInDecision, type Dispute } from '../../testkit/scenarios/disputes.js';
 import { readUntil } from './kafkaClient.js';
 import { decided, prefilledScenario } from './disputes.js';
 import { appliedCount, expectEachInputAppliedOnceInOrder, rebalanceLines } from './robustness.js';
 import { join } from 'node:path';
+import { modelServer } from './modelServer.js';
 import { Worker } from './worker.js';
 
 const bootstrap = inject('kafkaBootstrap');
 const workers: Worker[] = [];
-const servers: Server[] = [];
 afterEach(async () => {
   await Promise.all(workers.splice(0).map((w) => w.kill()));
-  await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.close(resolve))));
 });
 
 const MAX_POLL_INTERVAL_MS = 7_000;
@@ -40,28 +36,18 @@ interface Request {
 async function standInModel(okFirst: number, refuseForMs: number, retryAfterS = RETRY_AFTER_S): Promise<{ url: string; requests: Request[] }> {
   const requests: Request[] = [];
   let refusingSince: number | undefined;
-  const server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
-    req.on('end', () => {
-      const now = Date.now();
-      if (requests.length >= okFirst && refusingSince === undefined) refusingSince = now;
-      if (refusingSince !== undefined && now < refusingSince + refuseForMs) {
-        requests.push({ atMs: now, status: 429 });
-        res.writeHead(429, { 'retry-after': String(retryAfterS), 'content-type': 'application/json' });
-        res.end('{"error":{"message":"rate limited"}}');
-        return;
-      }
-      const { messages } = JSON.parse(body) as { messages: Array<{ content: string }> };
-      const dispute = JSON.parse(messages[messages.length - 1]!.content) as Dispute;
-      requests.push({ atMs: now, status: 200 });
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ choices: [{ message: { content: JSON.stringify(standInDecision(dispute)) } }] }));
-    });
+  const { url } = await modelServer((_dispute, reply) => {
+    const now = Date.now();
+    if (requests.length >= okFirst && refusingSince === undefined) refusingSince = now;
+    if (refusingSince !== undefined && now < refusingSince + refuseForMs) {
+      requests.push({ atMs: now, status: 429 });
+      reply.rateLimited(retryAfterS);
+      return;
+    }
+    requests.push({ atMs: now, status: 200 });
+    reply.decide();
   });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, requests };
+  return { url, requests };
 }
 
 describe('orderly run: a model that answers 429 for longer than max.poll.interval.ms, on Kafka', () => {

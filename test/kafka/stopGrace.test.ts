@@ -1,42 +1,27 @@
 // `orderly run --stop-grace-ms`: on SIGTERM the model calls in flight may finish. The worker takes
 // no new work, lets the calls under way answer, records their effects, commits them and leaves;
 // without a grace they are given up at once and redone by the next owner.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { standInDecision, type Dispute } from '../../testkit/scenarios/disputes.js';
 import { asInput, decided, disputes, prefilledScenario } from './disputes.js';
 import { produce, readUntil } from './kafkaClient.js';
+import { modelServer } from './modelServer.js';
 import { Worker } from './worker.js';
 
 const bootstrap = inject('kafkaBootstrap');
 const workers: Worker[] = [];
-const servers: Server[] = [];
 afterEach(async () => {
   await Promise.all(workers.splice(0).map((w) => w.kill()));
-  await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.close(resolve))));
 });
 
-/** An OpenAI-compatible model that answers every request `delayMs` after it came; counts the requests. */
+/** A model that answers every request `delayMs` after it came; counts the requests. */
 async function slowModel(delayMs: number): Promise<{ url: string; requests: () => number }> {
   let requests = 0;
-  const server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
-    req.on('end', () => {
-      requests += 1;
-      const { messages } = JSON.parse(body) as { messages: Array<{ content: string }> };
-      const dispute = JSON.parse(messages[messages.length - 1]!.content) as Dispute;
-      setTimeout(() => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ choices: [{ message: { content: JSON.stringify(standInDecision(dispute)) } }] }));
-      }, delayMs);
-    });
+  const { url } = await modelServer((_dispute, reply) => {
+    requests += 1;
+    setTimeout(() => reply.decide(), delayMs);
   });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, requests: () => requests };
+  return { url, requests: () => requests };
 }
 
 describe('orderly run --stop-grace-ms, on Kafka', () => {

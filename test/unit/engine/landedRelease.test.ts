@@ -8,27 +8,12 @@ import { stateKeys } from '../../../src/state/stateKeys.js';
 import { SeededRandom } from '../../../testkit/seededRandom.js';
 import { VirtualClock } from '../../../testkit/virtualClock.js';
 import { decisionTopology, type Ev } from '../../driver/helpers.js';
+import { deferred, type Deferred } from '../deferred.js';
 
 const flush = async () => {
   for (let i = 0; i < 5; i++) await new Promise<void>((resolve) => setImmediate(resolve));
 };
 const tp = { topic: 'events', partition: 0 };
-
-interface Deferred {
-  readonly promise: Promise<void>;
-  resolve(): void;
-  reject(error: Error): void;
-}
-
-function deferred(): Deferred {
-  let resolve!: () => void;
-  let reject!: (error: Error) => void;
-  const promise = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
 
 /**
  * A store that stages its batches as the changelog store does: each lands in memory at once and

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { StateWriter } from '../../../src/engine/stateWriter.js';
 import type { Store, StoreOp } from '../../../src/ports/store.js';
+import { deferred, type Deferred } from '../deferred.js';
 
 /** A store whose batches wait until the test releases them, and that records each batch. */
 function slowStore() {
@@ -39,22 +40,6 @@ function stagingStore() {
     close: async () => {},
   };
   return { store, batches, staged };
-}
-
-interface Deferred {
-  readonly promise: Promise<void>;
-  resolve(): void;
-  reject(error: Error): void;
-}
-
-function deferred(): Deferred {
-  let resolve!: () => void;
-  let reject!: (error: Error) => void;
-  const promise = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
 }
 
 const put = (key: string): StoreOp => ({ type: 'put', key, value: key });
