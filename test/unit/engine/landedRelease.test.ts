@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Engine } from '../../../src/engine/engine.js';
 import type { DecideFn } from '../../../src/graph/nodes.js';
-import type { CommitOffset, Log, LogListener, LogRecord, OutRecord } from '../../../src/ports/log.js';
+import type { LogRecord } from '../../../src/ports/log.js';
 import type { Store, StoreOp } from '../../../src/ports/store.js';
 import { openMemoryStore } from '../../../src/state/levelStore.js';
 import { stateKeys } from '../../../src/state/stateKeys.js';
@@ -9,6 +9,7 @@ import { SeededRandom } from '../../../testkit/seededRandom.js';
 import { VirtualClock } from '../../../testkit/virtualClock.js';
 import { decisionTopology, type Ev } from '../../driver/helpers.js';
 import { deferred, type Deferred } from '../deferred.js';
+import { handDrivenLog } from './handDrivenLog.js';
 
 const flush = async () => {
   for (let i = 0; i < 5; i++) await new Promise<void>((resolve) => setImmediate(resolve));
@@ -52,21 +53,7 @@ async function setup(options: { atomic?: boolean } = {}) {
     decided.push(event.id);
     return { action: 'refund' };
   };
-  let listener: LogListener | undefined;
-  const commits: CommitOffset[][] = [];
-  const produced: OutRecord[] = [];
-  const log: Log = {
-    subscribe: async (_topics, l) => {
-      listener = l;
-      await l.assigned([tp]);
-    },
-    pause: () => undefined,
-    resume: () => undefined,
-    commit: async (offsets) => void commits.push([...offsets]),
-    produce: async (records) => void produced.push(...records),
-    close: async () => undefined,
-    ...(options.atomic ? { atomic: <T>(work: () => Promise<T>) => work() } : {}),
-  };
+  const { log, commits, produced, listener } = handDrivenLog(tp, options);
   const fatal: Error[] = [];
   const engine = new Engine({
     topology: decisionTopology(decide),
@@ -87,7 +74,7 @@ async function setup(options: { atomic?: boolean } = {}) {
     timestampMs: 0,
     headers: {},
   });
-  return { engine, listener: listener!, batches, decided, commits, produced, fatal, record };
+  return { engine, listener: listener(), batches, decided, commits, produced, fatal, record };
 }
 
 describe('an event whose state landed but is not durable yet (a store that stages its writes)', () => {

@@ -2,11 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { Engine, type CommitPolicy } from '../../../src/engine/engine.js';
 import type { DecideFn } from '../../../src/graph/nodes.js';
 import { sleep } from '../../../src/ports/clock.js';
-import type { CommitOffset, Log, LogListener, LogRecord } from '../../../src/ports/log.js';
+import type { LogRecord } from '../../../src/ports/log.js';
 import { openMemoryStore } from '../../../src/state/levelStore.js';
 import { SeededRandom } from '../../../testkit/seededRandom.js';
 import { VirtualClock } from '../../../testkit/virtualClock.js';
 import { decisionTopology, type Ev } from '../../driver/helpers.js';
+import { handDrivenLog } from './handDrivenLog.js';
 
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 const tp = { topic: 'events', partition: 0 };
@@ -24,19 +25,7 @@ async function setup(commit: CommitPolicy = 'each') {
     }
     return { action: 'refund' };
   };
-  let listener: LogListener | undefined;
-  const commits: CommitOffset[][] = [];
-  const log: Log = {
-    subscribe: async (_topics, l) => {
-      listener = l;
-      await l.assigned([tp]);
-    },
-    pause: () => undefined,
-    resume: () => undefined,
-    commit: async (offsets) => void commits.push([...offsets]),
-    produce: async () => undefined,
-    close: async () => undefined,
-  };
+  const { log, commits, listener } = handDrivenLog(tp);
   const fatal: Error[] = [];
   const engine = new Engine({
     topology: decisionTopology(decide),
@@ -49,7 +38,7 @@ async function setup(commit: CommitPolicy = 'each') {
   });
   await engine.start();
   const record = (offset: number, ev: Ev): LogRecord => ({ ...tp, offset, key: ev.id, value: new TextEncoder().encode(JSON.stringify(ev)), timestampMs: 0, headers: {} });
-  return { clock, engine, listener: listener!, aborted, fatal, commits, record };
+  return { clock, engine, listener: listener(), aborted, fatal, commits, record };
 }
 
 describe('what the log tells the engine', () => {
