@@ -11,6 +11,16 @@ export function createProgram(): Command {
   registerScenarioCommand(program);
   registerRunCommand(program);
   registerParkedCommand(program);
+  program
+    .command('describe')
+    .description('print every topology declared in a TypeScript project as describe() prints it, read from the code without running it')
+    .argument('[inputs...]', 'TypeScript files, directories or tsconfig.json files (default: ./tsconfig.json)')
+    .option('--json', 'an array of { file, line, name, description, unknowns }')
+    .option('--mermaid', 'Mermaid flowcharts instead of describe() text')
+    .action(async (inputs: string[], options: { json?: boolean; mermaid?: boolean }) => {
+      const { describeCommand } = await import('./describeCommand.js'); // loads ts-morph only for this command
+      process.exitCode = await describeCommand(inputs, options);
+    });
   return program;
 }
 
