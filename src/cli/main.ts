@@ -21,6 +21,15 @@ export function createProgram(): Command {
       const { describeCommand } = await import('./describeCommand.js'); // loads ts-morph only for this command
       process.exitCode = await describeCommand(inputs, options);
     });
+  program
+    .command('lint')
+    .description("check every agent step's decide function and every effect through its call graph (rules: docs/lint.md)")
+    .argument('[inputs...]', 'TypeScript files, directories or tsconfig.json files (default: ./tsconfig.json)')
+    .option('--json', 'an array of findings { rule, file, line, message, from, chain }')
+    .action(async (inputs: string[], options: { json?: boolean }) => {
+      const { lintCommand } = await import('./lintCommand.js'); // loads ts-morph only for this command
+      process.exitCode = await lintCommand(inputs, options);
+    });
   return program;
 }
 

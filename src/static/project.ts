@@ -1,8 +1,9 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { Node, Project, ts, type SourceFile } from 'ts-morph';
 import { dslFunctionNames } from './dslCalls.js';
 import type { ProjectView } from './evaluator.js';
+import { packageOf } from './packageOf.js';
 
 /** A command line argument that names nothing to read. */
 export class UsageError extends Error {}
@@ -58,24 +59,13 @@ function nearestConfig(from: string): string | undefined {
 }
 
 function projectView(): ProjectView {
-  const packageNames = new Map<string, string | undefined>();
-  const packageOf = (dir: string): string | undefined => {
-    if (packageNames.has(dir)) return packageNames.get(dir);
-    const manifest = join(dir, 'package.json');
-    const name = existsSync(manifest)
-      ? ((JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name ?? '')
-      : dirname(dir) === dir ? undefined : packageOf(dirname(dir));
-    packageNames.set(dir, name);
-    return name;
-  };
   return {
     dslFunctionOf(declaration) {
       if (!Node.isFunctionDeclaration(declaration)) return undefined;
       const name = declaration.getName();
       if (!name || !dslFunctionNames.has(name)) return undefined;
-      const path = declaration.getSourceFile().getFilePath();
-      if (!/\/dsl\/(stream|effect|serde)\.(d\.)?ts$/.test(path)) return undefined;
-      return packageOf(dirname(path)) === 'orderly' ? name : undefined;
+      const place = packageOf(declaration.getSourceFile().getFilePath());
+      return place?.name === 'orderly' && /^(dist\/)?src\/dsl\/(stream|effect|serde)\.(d\.)?ts$/.test(place.path) ? name : undefined;
     },
     isProjectCode(declaration) {
       const file = declaration.getSourceFile();
