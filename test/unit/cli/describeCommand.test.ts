@@ -2,8 +2,11 @@ import { describe, expect, it } from 'vitest';
 import disputes from '../../../examples/disputes/topology.js';
 import { orderlyCli } from './orderlyCli.js';
 
+// Each case starts the CLI, which loads the TypeScript compiler: slow on a busy machine.
+const CLI_TIMEOUT_MS = 180_000;
+
 describe('orderly describe', () => {
-  it('--json prints the disputes example once, its ORDERLY_* values as unknowns with file:line', async () => {
+  it('--json prints the disputes example once, its ORDERLY_* values as unknowns with file:line', { timeout: CLI_TIMEOUT_MS }, async () => {
     const result = await orderlyCli(['describe', 'examples/disputes/topology.ts', '--json']);
     expect(result.code).toBe(0);
     const rows = JSON.parse(result.stdout) as Array<{ file: string; name: string; description: string; unknowns: Array<{ marker: string; env: string; file: string; line: number }> }>;
@@ -18,13 +21,13 @@ describe('orderly describe', () => {
     expect(filled).toBe(disputes.describe());
   });
 
-  it('--mermaid prints the flowchart that toMermaid() prints', async () => {
+  it('--mermaid prints the flowchart that toMermaid() prints', { timeout: CLI_TIMEOUT_MS }, async () => {
     const result = await orderlyCli(['describe', 'test/fixtures/describe/project/topologies.ts', '--mermaid']);
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('%% test/fixtures/describe/project/topologies.ts:8 orders\nflowchart LR\n');
   });
 
-  it('exits 1 naming the DSL rule when a chain is refused, and 2 when an input does not exist', async () => {
+  it('exits 1 naming the DSL rule when a chain is refused, and 2 when an input does not exist', { timeout: CLI_TIMEOUT_MS }, async () => {
     const refused = await orderlyCli(['describe', 'test/fixtures/describe/refused.ts']);
     expect(refused.code).toBe(1);
     expect(refused.stdout).toContain("agentStep 'decide' needs keyedSerial() upstream");
