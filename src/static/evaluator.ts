@@ -89,6 +89,7 @@ export class Evaluator {
   }
 
   private identifier(node: Node, scope: Scope): unknown {
+    if (node.getText() === 'undefined') return undefined;
     const symbol = node.getSymbol();
     if (!symbol) return platformGlobal(node.getText(), node);
     return this.symbolValue(symbol, node, scope);

@@ -22,7 +22,7 @@ async function atRunTime(row: StaticTopology): Promise<Topology> {
 describe('orderly describe, read statically', () => {
   it('gives every topology of the fixture project the exact runtime describe() text', async () => {
     const rows = readStatically(fixture);
-    expect(rows.map((r) => r.name)).toEqual(['orders', 'paymentsTopology', 'euTopology', 'usTopology', 'audit', 'named']);
+    expect(rows.map((r) => r.name)).toEqual(['orders', 'paymentsTopology', 'euTopology', 'usTopology', 'audit', 'named', 'tuned']);
     for (const row of rows) {
       expect(row.error, row.name).toBeUndefined();
       expect(row.unknowns, row.name).toEqual([]);
@@ -41,6 +41,7 @@ describe('orderly describe, read statically', () => {
       `${fixture}/topologies.ts:32 usTopology`,
       `${fixture}/topologies.ts:35 audit`,
       `${fixture}/topologies.ts:38 named`,
+      `${fixture}/topologies.ts:50 tuned`,
     ]);
   });
 
