@@ -1,5 +1,5 @@
 import { describeProject, type StaticTopology } from '../static/describeProject.js';
-import { loadProject, UsageError } from '../static/project.js';
+import { openProject } from './openProject.js';
 
 export interface DescribeOptions {
   json?: boolean;
@@ -13,15 +13,9 @@ export interface DescribeOptions {
  * 2 on a usage error.
  */
 export async function describeCommand(inputs: readonly string[], options: DescribeOptions): Promise<number> {
-  const cwd = process.cwd();
-  let topologies: StaticTopology[];
-  try {
-    topologies = describeProject(loadProject(inputs, cwd), cwd);
-  } catch (error) {
-    if (!(error instanceof UsageError)) throw error;
-    process.stderr.write(`orderly describe: ${error.message}\n`);
-    return 2;
-  }
+  const opened = openProject('describe', inputs);
+  if (!opened) return 2;
+  const topologies = describeProject(opened.loaded, opened.cwd);
   if (options.json) {
     const rows = topologies.map(({ mermaid, ...row }) => (options.mermaid ? { ...row, mermaid } : row));
     process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);

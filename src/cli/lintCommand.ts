@@ -1,5 +1,5 @@
 import { lintProject, type Finding } from '../lint/lintProject.js';
-import { loadProject, UsageError } from '../static/project.js';
+import { openProject } from './openProject.js';
 
 export interface LintOptions {
   json?: boolean;
@@ -11,15 +11,9 @@ export interface LintOptions {
  * exit code: 0 without findings, 1 with findings, 2 on a usage error.
  */
 export async function lintCommand(inputs: readonly string[], options: LintOptions): Promise<number> {
-  const cwd = process.cwd();
-  let findings: Finding[];
-  try {
-    findings = lintProject(loadProject(inputs, cwd), cwd);
-  } catch (error) {
-    if (!(error instanceof UsageError)) throw error;
-    process.stderr.write(`orderly lint: ${error.message}\n`);
-    return 2;
-  }
+  const opened = openProject('lint', inputs);
+  if (!opened) return 2;
+  const findings = lintProject(opened.loaded, opened.cwd);
   if (options.json) process.stdout.write(`${JSON.stringify(findings, null, 2)}\n`);
   else process.stdout.write(findings.map(formatFinding).join(''));
   return findings.length > 0 ? 1 : 0;

@@ -1,17 +1,11 @@
-import { relative } from 'node:path';
 import { Node, SyntaxKind, type CallExpression, type NewExpression, type SourceFile } from 'ts-morph';
+import { placeOf, type Place } from '../static/place.js';
 import type { LoadedProject } from '../static/project.js';
 import { allowFor } from './allowComments.js';
 import { calleeDeclaration, forbiddenForDecide, modelCall, type Reached } from './callTargets.js';
 import { functionDeclarationOf, walkCallGraph, type ChainLink } from './callGraph.js';
 import { contextMisuse } from './contextUse.js';
 import { rules, type RuleId } from './rules.js';
-
-/** A place in the project, relative to the working directory. */
-export interface Place {
-  readonly file: string;
-  readonly line: number;
-}
 
 /** One finding: the rule, where, and the chain of calls from the decide function (or effect) to it. */
 export interface Finding extends Place {
@@ -36,7 +30,7 @@ interface Root {
  * are left out; one without a reason is itself a finding.
  */
 export function lintProject(loaded: LoadedProject, cwd: string): Finding[] {
-  const place = (node: Node): Place => ({ file: relative(cwd, node.getSourceFile().getFilePath()), line: node.getStartLineNumber() });
+  const place = (node: Node): Place => placeOf(node, cwd);
   const roots = findRoots(loaded);
   const decideBodies = new Set(roots.filter((r) => r.kind === 'decide').map((r) => r.node));
   const findings = new Map<string, Finding>();

@@ -1,4 +1,3 @@
-import { relative } from 'node:path';
 import type { Node } from 'ts-morph';
 import { TopologyError } from '../dsl/topologyError.js';
 import { Topology } from '../dsl/topology.js';
@@ -7,16 +6,11 @@ import { topologyToMermaid } from '../graph/mermaid.js';
 import { NotStatic } from './dslCalls.js';
 import { Evaluator } from './evaluator.js';
 import { bindParameters } from './invoke.js';
+import { placeOf, type Place } from './place.js';
 import { Placeholders, type PlaceholderEntry } from './placeholders.js';
 import type { LoadedProject } from './project.js';
 import { callsOf, enclosingFunction, nameOf, topologySites, type TopologySite } from './topologySites.js';
 import { Scope, Unknown } from './values.js';
-
-/** A place in the project, relative to the working directory. */
-export interface Place {
-  readonly file: string;
-  readonly line: number;
-}
 
 /** A value of a topology known only at run time, shown as `marker` in its description. */
 export interface UnknownValue extends Place {
@@ -47,7 +41,7 @@ export interface StaticTopology extends Place {
  * call of that function in the project.
  */
 export function describeProject(loaded: LoadedProject, cwd: string): StaticTopology[] {
-  const place = (node: Node): Place => ({ file: relative(cwd, node.getSourceFile().getFilePath()), line: node.getStartLineNumber() });
+  const place = (node: Node): Place => placeOf(node, cwd);
   const topologies: StaticTopology[] = [];
   for (const file of loaded.targets) {
     for (const site of topologySites(file)) {
