@@ -1,6 +1,7 @@
 import { Node, SyntaxKind, type CallExpression, type NewExpression, type SourceFile } from 'ts-morph';
 import { placeOf, type Place } from '../static/place.js';
 import type { LoadedProject } from '../static/project.js';
+import { callsOf } from '../static/topologySites.js';
 import { allowFor } from './allowComments.js';
 import { calleeDeclaration, forbiddenForDecide, modelCall, type Reached } from './callTargets.js';
 import { functionDeclarationOf, walkCallGraph, type ChainLink } from './callGraph.js';
@@ -95,11 +96,10 @@ function findRoots(loaded: LoadedProject): Root[] {
       const args = call.getArguments();
       if (Node.isPropertyAccessExpression(callee) && isBuilder(callee.getExpression())) {
         if (callee.getName() === 'agentStep' && args[1]) {
-          add({ kind: 'decide', label: `agentStep ${args[0]?.getText() ?? ''}`, node: resolveFunction(args[1]), at: args[1] });
+          for (const decide of resolveFunctions(args[1])) add({ kind: 'decide', label: `agentStep ${args[0]?.getText() ?? ''}`, node: decide, at: decide });
         }
         if (callee.getName() === 'applyOnce' && args[0]) {
-          const made = resolveFunction(args[0]);
-          if (Node.isCallExpression(made)) addEffect(made, loaded, add);
+          for (const made of resolveFunctions(args[0])) if (Node.isCallExpression(made)) addEffect(made, loaded, add);
         }
       } else {
         addEffect(call, loaded, add);
@@ -113,24 +113,33 @@ function addEffect(call: CallExpression, loaded: LoadedProject, add: (root: Root
   const declaration = calleeDeclaration(call);
   const apply = call.getArguments()[1];
   if (!declaration || !apply || loaded.view.dslFunctionOf(declaration) !== 'effect') return;
-  add({ kind: 'effect', label: `effect ${call.getArguments()[0]?.getText() ?? ''}`, node: resolveFunction(apply), at: apply });
+  for (const fn of resolveFunctions(apply)) add({ kind: 'effect', label: `effect ${call.getArguments()[0]?.getText() ?? ''}`, node: fn, at: fn });
 }
 
 function isBuilder(node: Node): boolean {
   return node.getType().getSymbol()?.getName() === 'StreamBuilder';
 }
 
-/** What an argument names: a function's declaration, a variable's initializer, followed through imports. */
-function resolveFunction(node: Node, depth = 0): Node {
-  if (!Node.isIdentifier(node) || depth > 8) return node;
+/**
+ * What an argument names: a function's declaration, a variable's initializer, followed through
+ * imports; a parameter, followed to the arguments of every call of its function in the project.
+ */
+function resolveFunctions(node: Node, depth = 0): Node[] {
+  if (!Node.isIdentifier(node) || depth > 8) return [node];
   let symbol = node.getSymbol();
   if (symbol?.isAlias()) symbol = symbol.getAliasedSymbol() ?? symbol;
   const declaration = symbol?.getValueDeclaration();
-  if (!declaration || declaration.getSourceFile().isDeclarationFile()) return node;
-  if (Node.isFunctionDeclaration(declaration)) return declaration;
+  if (!declaration || declaration.getSourceFile().isDeclarationFile()) return [node];
+  if (Node.isFunctionDeclaration(declaration)) return [declaration];
   if (Node.isVariableDeclaration(declaration)) {
     const initializer = declaration.getInitializer();
-    return initializer ? resolveFunction(initializer, depth + 1) : node;
+    return initializer ? resolveFunctions(initializer, depth + 1) : [node];
   }
-  return node;
+  if (Node.isParameterDeclaration(declaration)) {
+    const fn = declaration.getParentOrThrow();
+    const index = (fn as unknown as { getParameters(): Node[] }).getParameters().indexOf(declaration);
+    const args = callsOf(fn).flatMap((call) => call.getArguments()[index] ?? []);
+    return args.length > 0 ? args.flatMap((arg) => resolveFunctions(arg, depth + 1)) : [node];
+  }
+  return [node];
 }

@@ -28,6 +28,7 @@ describe('orderly lint', () => {
       "context.ts:7 decide-context from agentStep 'decide'",
       "context.ts:8 decide-context from agentStep 'decide'",
       "effectModelCall.ts:6 effect-no-model-call from effect 'summaries'",
+      "factory.ts:10 decide-no-process-exit from agentStep 'decide-from-factory'",
       "kafkaClient.ts:8 decide-no-kafka-client from agentStep 'decide'",
       "processExit.ts:7 decide-no-process-exit from agentStep 'decide'",
       "stateStore.ts:9 decide-no-state-store from agentStep 'decide'",
