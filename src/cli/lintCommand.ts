@@ -13,7 +13,7 @@ export interface LintOptions {
 export async function lintCommand(inputs: readonly string[], options: LintOptions): Promise<number> {
   const opened = openProject('lint', inputs);
   if (!opened) return 2;
-  const findings = lintProject(opened.loaded, opened.cwd);
+  const { findings } = lintProject(opened.loaded, opened.cwd);
   if (options.json) process.stdout.write(`${JSON.stringify(findings, null, 2)}\n`);
   else process.stdout.write(findings.map(formatFinding).join(''));
   return findings.length > 0 ? 1 : 0;

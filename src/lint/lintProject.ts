@@ -18,6 +18,12 @@ export interface Finding extends Place {
   readonly chain: ReadonlyArray<Place & { readonly name: string }>;
 }
 
+/** The findings, and every decide function and effect that was checked. */
+export interface LintResult {
+  readonly findings: Finding[];
+  readonly checked: ReadonlyArray<Place & { readonly name: string }>;
+}
+
 interface Root {
   readonly kind: 'decide' | 'effect';
   readonly label: string;
@@ -30,7 +36,7 @@ interface Root {
  * call graphs inside the project. Findings suppressed by an `orderly-allow` comment with a reason
  * are left out; one without a reason is itself a finding.
  */
-export function lintProject(loaded: LoadedProject, cwd: string): Finding[] {
+export function lintProject(loaded: LoadedProject, cwd: string): LintResult {
   const place = (node: Node): Place => placeOf(node, cwd);
   const roots = findRoots(loaded);
   const decideBodies = new Set(roots.filter((r) => r.kind === 'decide').map((r) => r.node));
@@ -51,7 +57,11 @@ export function lintProject(loaded: LoadedProject, cwd: string): Finding[] {
       if (kept) findings.set(`${kept.rule}|${kept.file}:${kept.line}|${node.getStart()}|${root.label}`, kept);
     });
   }
-  return [...findings.values()].sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line || a.rule.localeCompare(b.rule));
+  const byPlace = (a: Place, b: Place): number => a.file.localeCompare(b.file) || a.line - b.line;
+  return {
+    findings: [...findings.values()].sort((a, b) => byPlace(a, b) || a.rule.localeCompare(b.rule)),
+    checked: roots.map((root) => ({ name: root.label, ...place(root.node) })).sort(byPlace),
+  };
 }
 
 function check(root: Root, node: Node, decideBodies: ReadonlySet<Node>): Reached | undefined {

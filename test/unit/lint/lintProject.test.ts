@@ -8,16 +8,28 @@ const root = resolve(import.meta.dirname, '../../..');
 const fixtures = 'test/fixtures/lint';
 
 function lint(...inputs: string[]) {
-  return lintProject(loadProject(inputs, root), root);
+  return lintProject(loadProject(inputs, root), root).findings;
+}
+
+function checked(...inputs: string[]): string[] {
+  return lintProject(loadProject(inputs, root), root).checked.map((c) => `${c.name} ${c.file}:${c.line}`);
 }
 
 describe('orderly lint', () => {
   it('finds nothing in a clean project: a decide that calls a model through a helper, a context used as documented', () => {
     expect(lint(`${fixtures}/clean`)).toEqual([]);
+    expect(checked(`${fixtures}/clean`)).toEqual([
+      `agentStep 'route' ${fixtures}/clean/topology.ts:5`,
+      `effect 'ticket-routes' ${fixtures}/clean/topology.ts:13`,
+    ]);
   });
 
-  it('finds nothing in examples/', () => {
+  it('finds nothing in examples/, having checked its decide function and its effect (in testkit/)', () => {
     expect(lint('examples')).toEqual([]);
+    expect(checked('examples')).toEqual([
+      "agentStep 'decide' examples/disputes/topology.ts:50",
+      "effect 'dispute-decisions' testkit/scenarios/disputes.ts:28",
+    ]);
   });
 
   it('gives each rule its finding, at the offending line, from the step or effect that reaches it', () => {
