@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { registerParkedCommand } from './parkedCommand.js';
 import { registerRunCommand } from './runCommand.js';
 import { registerScenarioCommand } from './scenarioCommand.js';
+import { registerStaticCommands } from './staticCommands.js';
 
 /** Builds the `orderly` command line. */
 export function createProgram(): Command {
@@ -11,25 +12,7 @@ export function createProgram(): Command {
   registerScenarioCommand(program);
   registerRunCommand(program);
   registerParkedCommand(program);
-  program
-    .command('describe')
-    .description('print every topology declared in a TypeScript project as describe() prints it, read from the code without running it')
-    .argument('[inputs...]', 'TypeScript files, directories or tsconfig.json files (default: ./tsconfig.json)')
-    .option('--json', 'an array of { file, line, name, description, unknowns }')
-    .option('--mermaid', 'Mermaid flowcharts instead of describe() text')
-    .action(async (inputs: string[], options: { json?: boolean; mermaid?: boolean }) => {
-      const { describeCommand } = await import('./describeCommand.js'); // loads ts-morph only for this command
-      process.exitCode = await describeCommand(inputs, options);
-    });
-  program
-    .command('lint')
-    .description("check every agent step's decide function and every effect through its call graph (rules: docs/lint.md)")
-    .argument('[inputs...]', 'TypeScript files, directories or tsconfig.json files (default: ./tsconfig.json)')
-    .option('--json', 'an array of findings { rule, file, line, message, from, chain }')
-    .action(async (inputs: string[], options: { json?: boolean }) => {
-      const { lintCommand } = await import('./lintCommand.js'); // loads ts-morph only for this command
-      process.exitCode = await lintCommand(inputs, options);
-    });
+  registerStaticCommands(program);
   return program;
 }
 
