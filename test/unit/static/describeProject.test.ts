@@ -19,7 +19,8 @@ async function atRunTime(row: StaticTopology): Promise<Topology> {
   return (typeof value === 'function' ? (value as () => Topology)() : value) as Topology;
 }
 
-describe('orderly describe, read statically', () => {
+// Each case opens a TypeScript project (the compiler parses and binds it): seconds, more on a busy machine.
+describe('orderly describe, read statically', { timeout: 180_000 }, () => {
   it('gives every topology of the fixture project the exact runtime describe() text', async () => {
     const rows = readStatically(fixture);
     expect(rows.map((r) => r.name)).toEqual(['orders', 'paymentsTopology', 'euTopology', 'usTopology', 'audit', 'named', 'tuned']);

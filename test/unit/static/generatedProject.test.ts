@@ -11,7 +11,8 @@ const root = resolve(import.meta.dirname, '../../..');
 const dir = mkdtempSync(join(os.tmpdir(), 'orderly-generated-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describe('the generated project of the describe and lint benchmark', () => {
+// Each case opens a TypeScript project (the compiler parses and binds it): seconds, more on a busy machine.
+describe('the generated project of the describe and lint benchmark', { timeout: 180_000 }, () => {
   const project = generateProject(dir, 12, join(root, 'src'));
 
   it('is read whole by describe, and lint finds exactly the planted process.exit, three calls down', () => {
