@@ -85,7 +85,8 @@ function read(evaluator: Evaluator, site: TopologySite, call: Instance['call'], 
   } catch (error) {
     if (error instanceof TopologyError) return failed(`the DSL refuses the chain: ${error.message}`);
     if (error instanceof NotStatic) return failed(`${error.message} (${at(place(error.node))})`);
-    throw error;
+    // One chain the evaluator trips over must not hide the others.
+    return failed(`orderly describe could not read the chain: ${(error as Error).message}`);
   }
 }
 
