@@ -30,7 +30,7 @@ export function parseHttpDate(value: string, nowMs: number): number | undefined 
   m = RFC850_DATE.exec(text);
   if (m) return utc(fullYear(Number(m[3]), nowMs), m[2]!, Number(m[1]), m[4]!, m[5]!, m[6]!);
   m = ASCTIME_DATE.exec(text);
-  if (m) return utc(Number(m[7]), m[1]!, Number(m[2]!.trim()), m[3]!, m[4]!, m[5]!);
+  if (m) return utc(Number(m[6]), m[1]!, Number(m[2]!.trim()), m[3]!, m[4]!, m[5]!);
   return undefined;
 }
 
