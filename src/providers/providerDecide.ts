@@ -24,6 +24,9 @@ export interface TokenUsage {
 /** One call of a provider, as an adapter reports it to `onCall`. */
 export interface ProviderCall {
   readonly provider: string;
+  /** The event's effect id, and the engine's attempt number for it. */
+  readonly effectId: string;
+  readonly attempt: number;
   readonly outcome: 'decided' | 'rateLimited' | 'overloaded' | 'failed';
   /** The HTTP status of a refused or failed call; absent for a decision or a failure without a response. */
   readonly status?: number;
@@ -96,7 +99,7 @@ export function providerDecide<T>(binding: ProviderBinding<T>, options: Provider
     } catch (error) {
       if (ctx.signal.aborted) throw error;
       const failure = binding.failureOf(error);
-      const base = { provider, atMs: ctx.clock.now(), limits: rateLimitsOf(failure?.headers, now()) };
+      const base = { provider, effectId: ctx.effectId, attempt: ctx.attempt, atMs: ctx.clock.now(), limits: rateLimitsOf(failure?.headers, now()) };
       if (failure?.status === 429) {
         const { delayMs, from } = retryDelayOf(failure.headers, now(), rateLimitedDelayMs);
         report({ ...base, outcome: 'rateLimited', status: 429, delayMs, delayFrom: from });
@@ -113,7 +116,7 @@ export function providerDecide<T>(binding: ProviderBinding<T>, options: Provider
       throw error;
     }
     const { decision, headers, usage } = answer;
-    report({ provider, outcome: 'decided', atMs: ctx.clock.now(), limits: rateLimitsOf(headers, now()), ...(usage ? { usage } : {}) });
+    report({ provider, effectId: ctx.effectId, attempt: ctx.attempt, outcome: 'decided', atMs: ctx.clock.now(), limits: rateLimitsOf(headers, now()), ...(usage ? { usage } : {}) });
     return decision;
   };
 }

@@ -1,58 +1,31 @@
-// The three adapters, each bound to a stand-in server, so that one suite runs against every SDK.
-import Anthropic from '@anthropic-ai/sdk';
-import { createOpenAI } from '@ai-sdk/openai';
-import OpenAI from 'openai';
-import type { DecideContext, DecideFn } from '../../../src/index.js';
+// The three adapters with what differs between their providers, so that one suite runs against every SDK.
+import type { DecideContext } from '../../../src/index.js';
 import { systemClock } from '../../../src/index.js';
-import { aiSdkDecide } from '../../../src/providers/aiSdk.js';
-import { anthropicDecide } from '../../../src/providers/anthropic.js';
-import type { DecisionSchema } from '../../../src/providers/jsonSchemaOf.js';
-import { openaiDecide } from '../../../src/providers/openai.js';
-import type { ProviderOptions } from '../../../src/providers/providerDecide.js';
-import type { StandInApi } from '../../../tools/providers/standInServer.js';
+import { sdkAdapters, type SdkAdapter } from '../../../tools/providers/sdkAdapters.js';
 
-export interface AdapterCase {
-  readonly name: string;
-  readonly api: StandInApi;
+export interface AdapterCase extends SdkAdapter {
   /** The status this provider reports an overload with. */
   readonly overloadStatus: 503 | 529;
-  /** A reset header of this provider that says "in `ms`", given the time now. */
+  /** This provider's reset header saying "in `ms`", given the time now. */
   readonly resetHeader: (ms: number, nowMs: number) => Record<string, string>;
   /** Where the JSON mode's schema sits in the request body. */
   readonly schemaInBody: (body: Record<string, unknown>) => unknown;
-  /** A decide function on a client whose own retries are on (3), to show the adapter turns them off. */
-  make(baseUrl: string, options: ProviderOptions & { schema?: DecisionSchema }): DecideFn<{ id: string }, unknown>;
 }
 
-const messages = (event: { id: string }) => [{ role: 'user' as const, content: JSON.stringify(event) }];
+const openaiReset = (ms: number) => ({ 'x-ratelimit-reset-requests': `${ms}ms`, 'x-ratelimit-remaining-requests': '0' });
+const openaiSchema = (body: Record<string, unknown>) => (body.response_format as { json_schema?: { schema: unknown } }).json_schema?.schema;
 
-export const adapterCases: readonly AdapterCase[] = [
-  {
-    name: 'openai',
-    api: 'openai',
-    overloadStatus: 503,
-    resetHeader: (ms) => ({ 'x-ratelimit-reset-requests': `${ms}ms`, 'x-ratelimit-remaining-requests': '0' }),
-    schemaInBody: (body) => (body.response_format as { json_schema?: { schema: unknown } }).json_schema?.schema,
-    make: (baseUrl, options) => openaiDecide(new OpenAI({ apiKey: 'test', baseURL: baseUrl, maxRetries: 3 }), { ...options, model: 'gpt-test', messages }),
-  },
-  {
-    name: 'anthropic',
-    api: 'anthropic',
+const specifics: Record<SdkAdapter['provider'], Omit<AdapterCase, keyof SdkAdapter>> = {
+  openai: { overloadStatus: 503, resetHeader: openaiReset, schemaInBody: openaiSchema },
+  anthropic: {
     overloadStatus: 529,
     resetHeader: (ms, nowMs) => ({ 'anthropic-ratelimit-requests-reset': new Date(nowMs + ms).toISOString(), 'anthropic-ratelimit-requests-remaining': '0' }),
     schemaInBody: (body) => (body.output_config as { format?: { schema: unknown } } | undefined)?.format?.schema,
-    make: (baseUrl, options) =>
-      anthropicDecide(new Anthropic({ apiKey: 'test', baseURL: baseUrl.replace(/\/v1$/, ''), maxRetries: 3 }), { ...options, model: 'claude-test', messages }),
   },
-  {
-    name: 'ai-sdk',
-    api: 'openai',
-    overloadStatus: 503,
-    resetHeader: (ms) => ({ 'x-ratelimit-reset-requests': `${ms}ms`, 'x-ratelimit-remaining-requests': '0' }),
-    schemaInBody: (body) => (body.response_format as { json_schema?: { schema: unknown } }).json_schema?.schema,
-    make: (baseUrl, options) => aiSdkDecide({ ...options, model: createOpenAI({ apiKey: 'test', baseURL: baseUrl }).chat('gpt-test'), messages }),
-  },
-];
+  'ai-sdk': { overloadStatus: 503, resetHeader: openaiReset, schemaInBody: openaiSchema },
+};
+
+export const adapterCases: readonly AdapterCase[] = sdkAdapters.map((adapter) => ({ ...adapter, ...specifics[adapter.provider] }));
 
 /** A decide context on the system clock, as the engine gives it. */
 export function decideContext(signal: AbortSignal = new AbortController().signal): DecideContext {

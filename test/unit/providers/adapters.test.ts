@@ -13,7 +13,7 @@ const NOW = Date.UTC(2026, 11, 1, 13, 0, 0);
 const Decision = z.object({ action: z.enum(['approve', 'reject']), id: z.string() });
 const decideStandIn = (prompt: string) => ({ action: 'approve', id: (JSON.parse(prompt) as { id: string }).id });
 
-describe.each(adapterCases)('the $name adapter', (adapter) => {
+describe.each(adapterCases)('the $provider adapter', (adapter) => {
   let server: StandInServer | undefined;
   afterEach(async () => {
     await server?.close();
@@ -24,7 +24,7 @@ describe.each(adapterCases)('the $name adapter', (adapter) => {
   it('returns the decision from structured-output mode, and reports the usage and budgets', async () => {
     const { baseUrl, requests } = await start();
     const calls: ProviderCall[] = [];
-    const decide = adapter.make(baseUrl, { schema: Decision, onCall: (call) => calls.push(call) });
+    const decide = adapter.make(baseUrl, { schema: Decision, onCall: (call) => calls.push(call) }, 3);
 
     await expect(decide({ id: 'e-1' }, decideContext())).resolves.toEqual({ action: 'approve', id: 'e-1' });
 
@@ -54,7 +54,7 @@ describe.each(adapterCases)('the $name adapter', (adapter) => {
   it.each(forms)('turns a 429 with %s into RateLimited with its delay, in one request although the client retries', async (_form, headers, delayMs) => {
     const { baseUrl, requests } = await start({ reply: () => ({ status: 429, headers: headers(NOW) }) });
     const calls: ProviderCall[] = [];
-    const decide = adapter.make(baseUrl, { now: () => NOW, rateLimitedDelayMs: 777, onCall: (call) => calls.push(call) });
+    const decide = adapter.make(baseUrl, { now: () => NOW, rateLimitedDelayMs: 777, onCall: (call) => calls.push(call) }, 3);
 
     const error = await decide({ id: 'e-3' }, decideContext()).then(() => undefined, (e: unknown) => e);
 
