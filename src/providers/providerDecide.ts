@@ -5,6 +5,7 @@ import type { HeaderSource } from './headers.js';
 import { ProviderOverloaded } from './providerOverloaded.js';
 import { rateLimitsOf, type RateLimitHeaders } from './rateLimitHeaders.js';
 import { retryDelayOf } from './retryDelay.js';
+import { TokenPacer, type TokenLimit } from './tokenPacer.js';
 
 /** The delay of a 429 whose headers name none. */
 export const DEFAULT_RATE_LIMITED_DELAY_MS = 1_000;
@@ -51,6 +52,12 @@ export interface ProviderOptions {
   readonly onCall?: (call: ProviderCall) => void;
   /** The wall clock that HTTP dates and RFC 3339 reset times are counted from. @defaultValue Date.now */
   readonly now?: () => number;
+  /**
+   * The provider's token budget: calls start only while the tokens of the window's calls (as
+   * reported, or as expected while they run) leave room for one more. Without it, calls are not
+   * paced by tokens (a token 429 is handled like any other).
+   */
+  readonly tokenLimit?: TokenLimit;
 }
 
 /** What a provider answered: the raw decision (the step's schema validates it), headers and usage. */
@@ -89,34 +96,52 @@ export function providerDecide<T>(binding: ProviderBinding<T>, options: Provider
   const { provider } = binding;
   // On the engine's clock: no call starts before an overload's delay has run out.
   let overloadedUntilMs = 0;
+  let pacer: TokenPacer | undefined;
+
+  /** What a failed call turns into: RateLimited, ProviderOverloaded (after its delay) or the error itself. */
+  const failed = async (error: unknown, ctx: DecideContext): Promise<never> => {
+    if (ctx.signal.aborted) throw error;
+    const failure = binding.failureOf(error);
+    const base = { provider, effectId: ctx.effectId, attempt: ctx.attempt, atMs: ctx.clock.now(), limits: rateLimitsOf(failure?.headers, now()) };
+    if (failure?.status === 429) {
+      const { delayMs, from } = retryDelayOf(failure.headers, now(), rateLimitedDelayMs);
+      report({ ...base, outcome: 'rateLimited', status: 429, delayMs, delayFrom: from });
+      throw new RateLimited(delayMs);
+    }
+    if (failure && OVERLOADED_STATUSES.has(failure.status)) {
+      const { delayMs, from } = retryDelayOf(failure.headers, now(), overloadedDelayMs);
+      overloadedUntilMs = Math.max(overloadedUntilMs, ctx.clock.now() + delayMs);
+      report({ ...base, outcome: 'overloaded', status: failure.status, delayMs, delayFrom: from });
+      await sleep(ctx.clock, delayMs, ctx.signal);
+      throw new ProviderOverloaded(provider, failure.status, delayMs, from, { cause: error });
+    }
+    report({ ...base, outcome: 'failed', ...(failure ? { status: failure.status } : {}) });
+    throw error;
+  };
 
   return async (event, ctx) => {
     const holdMs = overloadedUntilMs - ctx.clock.now();
     if (holdMs > 0) await sleep(ctx.clock, holdMs, ctx.signal);
-    let answer: ProviderAnswer;
+    if (options.tokenLimit) pacer ??= new TokenPacer(options.tokenLimit, ctx.clock);
+    const reservation = await pacer?.reserve(ctx.signal);
+    // Tokens the call used: as reported; none for a refusal or an overload; else as expected.
+    let usedTokens: number | undefined;
     try {
-      answer = await binding.send(event, ctx);
+      const { decision, headers, usage } = await binding.send(event, ctx);
+      usedTokens = usage && (usage.totalTokens ?? sumOf(usage.inputTokens, usage.outputTokens));
+      report({ provider, effectId: ctx.effectId, attempt: ctx.attempt, outcome: 'decided', atMs: ctx.clock.now(), limits: rateLimitsOf(headers, now()), ...(usage ? { usage } : {}) });
+      return decision;
     } catch (error) {
-      if (ctx.signal.aborted) throw error;
-      const failure = binding.failureOf(error);
-      const base = { provider, effectId: ctx.effectId, attempt: ctx.attempt, atMs: ctx.clock.now(), limits: rateLimitsOf(failure?.headers, now()) };
-      if (failure?.status === 429) {
-        const { delayMs, from } = retryDelayOf(failure.headers, now(), rateLimitedDelayMs);
-        report({ ...base, outcome: 'rateLimited', status: 429, delayMs, delayFrom: from });
-        throw new RateLimited(delayMs);
-      }
-      if (failure && OVERLOADED_STATUSES.has(failure.status)) {
-        const { delayMs, from } = retryDelayOf(failure.headers, now(), overloadedDelayMs);
-        overloadedUntilMs = Math.max(overloadedUntilMs, ctx.clock.now() + delayMs);
-        report({ ...base, outcome: 'overloaded', status: failure.status, delayMs, delayFrom: from });
-        await sleep(ctx.clock, delayMs, ctx.signal);
-        throw new ProviderOverloaded(provider, failure.status, delayMs, from, { cause: error });
-      }
-      report({ ...base, outcome: 'failed', ...(failure ? { status: failure.status } : {}) });
-      throw error;
+      const status = binding.failureOf(error)?.status;
+      if (status === 429 || (status !== undefined && OVERLOADED_STATUSES.has(status))) usedTokens = 0;
+      if (reservation) pacer!.settle(reservation, usedTokens);
+      return await failed(error, ctx);
+    } finally {
+      if (reservation && reservation.endsAtMs === Infinity) pacer!.settle(reservation, usedTokens);
     }
-    const { decision, headers, usage } = answer;
-    report({ provider, effectId: ctx.effectId, attempt: ctx.attempt, outcome: 'decided', atMs: ctx.clock.now(), limits: rateLimitsOf(headers, now()), ...(usage ? { usage } : {}) });
-    return decision;
   };
+}
+
+function sumOf(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined || b === undefined ? undefined : a + b;
 }

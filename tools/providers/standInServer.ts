@@ -4,6 +4,7 @@
 // shapes. It counts every request, so a test can prove that no SDK retried on its own.
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { FixedWindow } from './fixedWindow.js';
 
 export type StandInApi = 'openai' | 'anthropic';
 
@@ -30,6 +31,8 @@ export interface StandInOptions {
   readonly reply?: (request: StandInRequest, index: number) => StandInReply | undefined;
   /** The provider's budget: past `calls` in a fixed window of `windowMs`, a 429 until the window ends. */
   readonly window?: { readonly calls: number; readonly windowMs: number };
+  /** The provider's token budget: past `tokens` (input and output) in a fixed window of `windowMs`, a 429 until it ends. */
+  readonly tokenWindow?: { readonly tokens: number; readonly windowMs: number };
   /** How long each answer takes. @defaultValue 0 */
   readonly latencyMs?: number;
 }
@@ -48,42 +51,53 @@ export interface StandInServer {
   close(): Promise<void>;
 }
 
-const TOKEN_LIMIT = 100_000;
+interface Budget {
+  readonly limit: number;
+  readonly remaining: number;
+  readonly resetMs: number;
+}
+interface Budgets {
+  readonly calls: Budget;
+  readonly tokens: Budget;
+}
+
+/** The tokens a call uses: a rough count of its prompt (and a fixed overhead) and its answer. */
+function tokensOf(prompt: string, text: string): { input: number; output: number } {
+  return { input: Math.ceil(prompt.length / 4) + 10, output: Math.ceil(text.length / 4) };
+}
 
 export async function startStandInServer(options: StandInOptions): Promise<StandInServer> {
   const requests: StandInRequest[] = [];
   const refusals: StandInRefusal[] = [];
-  let windowStartMs = -Infinity;
-  let inWindow = 0;
+  const calls = new FixedWindow(options.window?.calls ?? 1_000, options.window?.windowMs ?? 60_000);
+  const tokens = new FixedWindow(options.tokenWindow?.tokens ?? 100_000, options.tokenWindow?.windowMs ?? 60_000);
 
-  const windowReply = (nowMs: number): { reply: StandInReply; remaining: number; resetMs: number } => {
-    const window = options.window ?? { calls: 1_000, windowMs: 60_000 };
-    if (nowMs >= windowStartMs + window.windowMs) {
-      windowStartMs = nowMs;
-      inWindow = 0;
-    }
-    const resetMs = windowStartMs + window.windowMs - nowMs;
-    if (inWindow >= window.calls) {
-      refusals.push({ atMs: nowMs, untilMs: windowStartMs + window.windowMs });
-      return { reply: { status: 429 }, remaining: 0, resetMs };
-    }
-    inWindow += 1;
-    return { reply: { status: 200 }, remaining: window.calls - inWindow, resetMs };
+  /** The budgets' verdict on a call that would use `used` tokens: a 429 from the first that has no room. */
+  const budgetReply = (api: StandInApi, nowMs: number, used: number): { reply: StandInReply; budgets: Budgets } => {
+    const call = calls.take(nowMs, 1);
+    const token = call.taken ? tokens.take(nowMs, used) : tokens.peek(nowMs);
+    if (call.taken && !token.taken) calls.giveBack(1);
+    const budgets = { calls: { limit: calls.limit, ...call }, tokens: { limit: tokens.limit, ...token } };
+    if (call.taken && token.taken) return { reply: { status: 200 }, budgets };
+    const resetMs = call.taken ? token.resetMs : call.resetMs;
+    refusals.push({ atMs: nowMs, untilMs: nowMs + resetMs });
+    return { reply: { status: 429, headers: retryHeaders(api, resetMs) }, budgets };
   };
 
   const handle = (api: StandInApi, res: ServerResponse, raw: string) => {
     const nowMs = Date.now();
     const body = JSON.parse(raw) as Record<string, unknown>;
-    const request: StandInRequest = { api, atMs: nowMs, body, prompt: promptOf(body) };
+    const request: StandInRequest = { api: api, atMs: nowMs, body, prompt: promptOf(body) };
     requests.push(request);
     const scripted = options.reply?.(request, requests.length - 1);
-    const { reply, remaining, resetMs } = scripted ? { reply: scripted, remaining: 1, resetMs: 1_000 } : windowReply(nowMs);
-    const limit = options.window?.calls ?? 1_000;
+    const text = scripted?.status === 200 && scripted.text !== undefined ? scripted.text : JSON.stringify((scripted?.status === 200 && scripted.decision) || options.decide(request.prompt));
+    const usage = tokensOf(request.prompt, text);
+    const { reply, budgets } = scripted ? { reply: scripted, budgets: undefined } : budgetReply(api, nowMs, usage.input + usage.output);
     // A scripted refusal carries only the headers the script gives it (and a request id).
-    const budget = scripted && reply.status !== 200 ? requestId(api, nowMs) : limitHeaders(api, nowMs, limit, remaining, resetMs);
-    const headers = { 'content-type': 'application/json', ...budget, ...(reply.status === 429 && !scripted ? retryHeaders(api, resetMs) : {}), ...reply.headers };
+    const budgetHeaders = budgets ? limitHeaders(api, nowMs, budgets) : requestId(api, nowMs);
+    const headers = { 'content-type': 'application/json', ...budgetHeaders, ...reply.headers };
     request.status = reply.status;
-    const answer = reply.status === 200 ? success(api, body, request.prompt, reply.text ?? JSON.stringify(reply.decision ?? options.decide(request.prompt))) : failure(api, reply.status);
+    const answer = reply.status === 200 ? success(api, body, text, usage) : failure(api, reply.status);
     const send = () => {
       res.writeHead(reply.status, headers);
       res.end(JSON.stringify(answer));
@@ -126,9 +140,8 @@ function promptOf(body: Record<string, unknown>): string {
   return (last.content as Array<{ type: string; text?: string }>).filter((p) => p.type === 'text').map((p) => p.text).join('');
 }
 
-function success(api: StandInApi, body: Record<string, unknown>, prompt: string, text: string): unknown {
-  const input = Math.ceil(prompt.length / 4) + 10;
-  const output = Math.ceil(text.length / 4);
+function success(api: StandInApi, body: Record<string, unknown>, text: string, usage: { input: number; output: number }): unknown {
+  const { input, output } = usage;
   if (api === 'openai') {
     return {
       id: `chatcmpl-${Math.random().toString(36).slice(2)}`,
@@ -171,31 +184,33 @@ function requestId(api: StandInApi, nowMs: number): Record<string, string> {
 }
 
 /** The budget headers each provider sends on every response. */
-function limitHeaders(api: StandInApi, nowMs: number, limit: number, remaining: number, resetMs: number): Record<string, string> {
+function limitHeaders(api: StandInApi, nowMs: number, budgets: Budgets): Record<string, string> {
+  const { calls, tokens } = budgets;
   if (api === 'openai') {
+    const duration = (ms: number) => `${Math.max(0, Math.ceil(ms))}ms`;
     return {
       ...requestId(api, nowMs),
-      'x-ratelimit-limit-requests': String(limit),
-      'x-ratelimit-remaining-requests': String(remaining),
-      'x-ratelimit-reset-requests': `${Math.max(0, Math.ceil(resetMs))}ms`,
-      'x-ratelimit-limit-tokens': String(TOKEN_LIMIT),
-      'x-ratelimit-remaining-tokens': String(TOKEN_LIMIT - 100),
-      'x-ratelimit-reset-tokens': '6m0s',
+      'x-ratelimit-limit-requests': String(calls.limit),
+      'x-ratelimit-remaining-requests': String(calls.remaining),
+      'x-ratelimit-reset-requests': duration(calls.resetMs),
+      'x-ratelimit-limit-tokens': String(tokens.limit),
+      'x-ratelimit-remaining-tokens': String(tokens.remaining),
+      'x-ratelimit-reset-tokens': duration(tokens.resetMs),
     };
   }
-  const resetAt = new Date(nowMs + Math.max(0, resetMs)).toISOString();
+  const resetAt = (ms: number) => new Date(nowMs + Math.max(0, ms)).toISOString();
   return {
     ...requestId(api, nowMs),
-    'anthropic-ratelimit-requests-limit': String(limit),
-    'anthropic-ratelimit-requests-remaining': String(remaining),
-    'anthropic-ratelimit-requests-reset': resetAt,
-    'anthropic-ratelimit-tokens-limit': String(TOKEN_LIMIT),
-    'anthropic-ratelimit-tokens-remaining': String(TOKEN_LIMIT - 100),
-    'anthropic-ratelimit-tokens-reset': resetAt,
+    'anthropic-ratelimit-requests-limit': String(calls.limit),
+    'anthropic-ratelimit-requests-remaining': String(calls.remaining),
+    'anthropic-ratelimit-requests-reset': resetAt(calls.resetMs),
+    'anthropic-ratelimit-tokens-limit': String(tokens.limit),
+    'anthropic-ratelimit-tokens-remaining': String(tokens.remaining),
+    'anthropic-ratelimit-tokens-reset': resetAt(tokens.resetMs),
   };
 }
 
-/** The delay headers of a 429 from the window: OpenAI sends both retry-after forms, Anthropic whole seconds. */
+/** The delay headers of a 429 from a budget: OpenAI sends both retry-after forms, Anthropic whole seconds. */
 function retryHeaders(api: StandInApi, resetMs: number): Record<string, string> {
   const ms = Math.max(0, Math.ceil(resetMs));
   if (api === 'openai') return { 'retry-after-ms': String(ms), 'retry-after': String(Math.ceil(ms / 1_000)) };

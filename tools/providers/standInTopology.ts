@@ -18,14 +18,15 @@ export interface AppliedDecision {
   readonly decision: Decision;
 }
 
-/** `requests` → keyedSerial(4) → agentStep('decide') → park → applyOnce → `decisions`. */
+/** `requests` → keyedSerial(4) → agentStep('decide', with `limit` if given) → park → applyOnce → `decisions`. */
 export function standInTopology(
   decide: (event: StandInEvent, ctx: DecideContext) => Promise<unknown>,
   park: { attempts: number; retryDelayMs: number },
+  limit?: { calls: number; windowMs: number },
 ): Topology {
   return stream<StandInEvent>('requests', { value: json<StandInEvent>() })
     .keyedSerial({ maxInFlight: 4 })
-    .agentStep('decide', decide, { schema: Decision })
+    .agentStep('decide', decide, { schema: Decision, ...(limit ? { limit } : {}) })
     .park(park)
     .applyOnce(effect('decisions', ({ event, decision }: AppliedDecision): AppliedDecision => ({ event, decision })))
     .to('decisions', { value: json() })

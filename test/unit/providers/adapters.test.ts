@@ -34,7 +34,7 @@ describe.each(adapterCases)('the $provider adapter', (adapter) => {
     expect(calls).toHaveLength(1);
     expect(calls[0]).toMatchObject({ outcome: 'decided', usage: { inputTokens: expect.any(Number), outputTokens: expect.any(Number) } });
     expect(calls[0]!.usage!.totalTokens).toBe(calls[0]!.usage!.inputTokens! + calls[0]!.usage!.outputTokens!);
-    expect(calls[0]!.limits.tokens).toMatchObject({ limit: 100_000, remaining: 99_900 });
+    expect(calls[0]!.limits.tokens).toMatchObject({ limit: 100_000, remaining: 100_000 - calls[0]!.usage!.totalTokens! });
     expect(calls[0]!.limits.requests).toMatchObject({ remaining: expect.any(Number) });
   });
 

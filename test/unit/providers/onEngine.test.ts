@@ -1,6 +1,7 @@
 // The adapters as the agent step of a topology on the engine with the real clock: an overload is
 // a failed attempt whose delay is waited out (not three quick tries and a parked event), and the
-// providers:check row holds on a small window.
+// providers:check row holds on a small window; a declared token limit paces calls so that the
+// provider's token budget refuses none.
 import { afterEach, describe, expect, it } from 'vitest';
 import { Outcome } from '../../../src/index.js';
 import { checkProvider, holds } from '../../../tools/providers/checkProvider.js';
@@ -35,6 +36,27 @@ describe.each(adapterCases)('the $provider adapter on the engine', (adapter) => 
     const arrivals = server.requests.map((r) => r.atMs);
     expect(arrivals[1]! - arrivals[0]!).toBeGreaterThanOrEqual(OVERLOAD_DELAY_MS);
     expect(arrivals[2]! - arrivals[1]!).toBeGreaterThanOrEqual(OVERLOAD_DELAY_MS);
+  });
+
+  it('paces calls by a declared token limit: no 429 from the token budget, where without it there are', async () => {
+    const tokenWindow = { tokens: 120, windowMs: 1_000 };
+    // A declared call limit far above the provider's: the gate then does not learn a call budget
+    // from the token 429s, so only the tokens pace the calls.
+    const calls = { calls: 100, windowMs: 1_000 };
+    server = await startStandInServer({ decide: decideStandIn, tokenWindow });
+    const unpaced = await runOnEngine(standInTopology(adapter.make(server.baseUrl, {}), { attempts: 3, retryDelayMs: 10 }, calls), standInEvents(12), 20_000);
+    expect(server.refusals.length).toBeGreaterThan(0);
+    expect(unpaced.outcomes.filter((o) => o.outcome === Outcome.APPLIED)).toHaveLength(12);
+    await server.close();
+
+    server = await startStandInServer({ decide: decideStandIn, tokenWindow });
+    // A call of this stand-in uses about 22 tokens; 30 are expected of each.
+    const decide = adapter.make(server.baseUrl, { tokenLimit: { ...tokenWindow, expectedTokens: 30 } });
+    const paced = await runOnEngine(standInTopology(decide, { attempts: 3, retryDelayMs: 10 }, calls), standInEvents(12), 20_000);
+
+    expect(server.refusals).toEqual([]);
+    expect(paced.outcomes.map((o) => o.outcome)).toEqual(Array(12).fill(Outcome.APPLIED));
+    expect(server.requests).toHaveLength(12);
   });
 
   it('holds the providers:check row on a small window: refusals waited out, no SDK retry, valid decisions', async () => {
