@@ -86,7 +86,8 @@ export interface ProviderBinding<T> {
  * The decide function every adapter returns: one SDK call per attempt, a 429 turned into
  * {@link RateLimited} with the delay its headers ask for (not an attempt), an overload waited out
  * and then failed ({@link ProviderOverloaded}), anything else a failed attempt as the SDK threw it.
- * After an overload, calls of other events wait until its delay has run out before they start.
+ * After an overload, calls of other events wait until its delay has run out before they start;
+ * with a `tokenLimit`, calls wait for room in the token budget ({@link TokenPacer}).
  */
 export function providerDecide<T>(binding: ProviderBinding<T>, options: ProviderOptions = {}): DecideFn<T, unknown> {
   const rateLimitedDelayMs = options.rateLimitedDelayMs ?? DEFAULT_RATE_LIMITED_DELAY_MS;
@@ -119,26 +120,28 @@ export function providerDecide<T>(binding: ProviderBinding<T>, options: Provider
     throw error;
   };
 
+  /** Tokens a failed call used: none when refused or overloaded, else unknown (what was expected). */
+  const tokensOfFailure = (error: unknown): number | undefined => {
+    const status = binding.failureOf(error)?.status;
+    return status === 429 || (status !== undefined && OVERLOADED_STATUSES.has(status)) ? 0 : undefined;
+  };
+
   return async (event, ctx) => {
     const holdMs = overloadedUntilMs - ctx.clock.now();
     if (holdMs > 0) await sleep(ctx.clock, holdMs, ctx.signal);
     if (options.tokenLimit) pacer ??= new TokenPacer(options.tokenLimit, ctx.clock);
     const reservation = await pacer?.reserve(ctx.signal);
-    // Tokens the call used: as reported; none for a refusal or an overload; else as expected.
-    let usedTokens: number | undefined;
+    let answer: ProviderAnswer;
     try {
-      const { decision, headers, usage } = await binding.send(event, ctx);
-      usedTokens = usage && (usage.totalTokens ?? sumOf(usage.inputTokens, usage.outputTokens));
-      report({ provider, effectId: ctx.effectId, attempt: ctx.attempt, outcome: 'decided', atMs: ctx.clock.now(), limits: rateLimitsOf(headers, now()), ...(usage ? { usage } : {}) });
-      return decision;
+      answer = await binding.send(event, ctx);
     } catch (error) {
-      const status = binding.failureOf(error)?.status;
-      if (status === 429 || (status !== undefined && OVERLOADED_STATUSES.has(status))) usedTokens = 0;
-      if (reservation) pacer!.settle(reservation, usedTokens);
+      if (reservation) pacer!.settle(reservation, tokensOfFailure(error));
       return await failed(error, ctx);
-    } finally {
-      if (reservation && reservation.endsAtMs === Infinity) pacer!.settle(reservation, usedTokens);
     }
+    const { decision, headers, usage } = answer;
+    if (reservation) pacer!.settle(reservation, usage && (usage.totalTokens ?? sumOf(usage.inputTokens, usage.outputTokens)));
+    report({ provider, effectId: ctx.effectId, attempt: ctx.attempt, outcome: 'decided', atMs: ctx.clock.now(), limits: rateLimitsOf(headers, now()), ...(usage ? { usage } : {}) });
+    return decision;
   };
 }
 
