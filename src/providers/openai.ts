@@ -26,6 +26,11 @@ export interface OpenAIDecideOptions<T> extends ProviderOptions {
   readonly schema?: DecisionSchema;
   /** The name the structured-output format is given. @defaultValue 'decision' */
   readonly schemaName?: string;
+  /**
+   * Strict structured outputs: the model's answer always follows the schema, which must then have
+   * every property required and no additional ones (what OpenAI's strict mode accepts). @defaultValue true
+   */
+  readonly strict?: boolean;
   /** Further request parameters (temperature, max_completion_tokens, …). */
   readonly request?: Omit<Partial<ChatParams>, 'model' | 'messages' | 'response_format' | 'stream'>;
 }
@@ -52,7 +57,7 @@ export interface OpenAIDecideOptions<T> extends ProviderOptions {
  */
 export function openaiDecide<T>(client: OpenAI, options: OpenAIDecideOptions<T>): DecideFn<T, unknown> {
   const responseFormat: ChatParams['response_format'] = options.schema
-    ? { type: 'json_schema', json_schema: { name: options.schemaName ?? 'decision', schema: jsonSchemaOf('openai', options.schema), strict: true } }
+    ? { type: 'json_schema', json_schema: { name: options.schemaName ?? 'decision', schema: jsonSchemaOf('openai', options.schema), strict: options.strict ?? true } }
     : { type: 'json_object' };
   return providerDecide<T>(
     {
