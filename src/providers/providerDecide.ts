@@ -48,7 +48,7 @@ export interface ProviderOptions {
   readonly rateLimitedDelayMs?: number;
   /** The delay of an overloaded response (503, 529) whose headers name none. @defaultValue 5000 */
   readonly overloadedDelayMs?: number;
-  /** Hears every call: its outcome, its token usage and the budgets its headers reported. */
+  /** Hears every call: its outcome, its token usage and the budgets its headers reported. It must return at once and not throw. */
   readonly onCall?: (call: ProviderCall) => void;
   /** The wall clock that HTTP dates and RFC 3339 reset times are counted from. @defaultValue Date.now */
   readonly now?: () => number;
