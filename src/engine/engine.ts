@@ -205,7 +205,9 @@ export class Engine {
   }
 
   private receive(batch: readonly LogRecord[]): void {
-    if (this.failed) return;
+    // Stopping or failed, the engine takes no new event: a record the log had already fetched is
+    // left unfinished and uncommitted, so the partition's next owner reads it.
+    if (this.failed || this.stopping) return;
     this.ctx.metrics.receive(batch.length);
     for (const record of batch) {
       const task = this.tasks.get(record);
