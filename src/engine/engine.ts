@@ -151,6 +151,8 @@ export class Engine {
     this.commitTimer?.cancel();
     this.commitTimer = undefined;
     const tasks = [...this.tasks.values()];
+    // No new event is taken: the log need not fetch more (a stop is final, nothing resumes them).
+    if (tasks.length > 0) this.options.log.pause(tasks.map((t) => t.tp));
     const reason = 'the engine stops';
     const grace = graceMs > 0 ? this.ctx.clock.setTimer(graceMs, () => tasks.forEach((t) => void t.close('abort', reason))) : undefined;
     await Promise.all(tasks.map((t) => t.close(graceMs > 0 ? 'finish' : 'abort', reason)));

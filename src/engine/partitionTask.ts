@@ -153,12 +153,6 @@ export class PartitionTask {
 
   private async drain(): Promise<void> {
     this.moveTo('closing');
-    // A closing partition takes no new work: the log stops fetching it, and it is never resumed
-    // (see afterProgress), though its last units may end and free room in its buffer.
-    if (!this.paused) {
-      this.paused = true;
-      this.ctx.log.pause([this.tp]);
-    }
     // Ends still becoming durable are waited for too: they wait on Kafka, never on a model.
     if (this.inFlight > 0 || this.becomingDurable > 0) await new Promise<void>((resolve) => (this.drained = resolve));
     this.moveTo('closed');
@@ -273,7 +267,10 @@ export class PartitionTask {
     this.afterProgress();
   }
 
-  /** After a unit ended or an event finished: resume a running partition, end a drain, start more work. */
+  /**
+   * After a unit ended or an event finished: resume a running partition, end a drain, start more
+   * work. A closing partition stays paused though its last units free room: it takes no new event.
+   */
   private afterProgress(): void {
     if (this.paused && this.state === 'running' && this.tracker.inProgress <= this.options.maxBuffered / 2) {
       this.paused = false;
