@@ -2,11 +2,11 @@
 // decision once, across a rebalance and a kill -9, where at-least-once would repeat some.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { EFFECT_ID_HEADER } from '../../src/engine/outputs.js';
+import { PARK_REASON_HEADER } from '../../src/engine/parkRecords.js';
 import type { ModelReply } from './modelServer.js';
 import { modelServer } from './modelServer.js';
 import { createTopic, produce, readAll, readUntil, type ReadRecord } from './kafkaClient.js';
-import { asInput, checkDecisions, decided, dedupe, prefilledScenario, scenario } from './disputes.js';
+import { asInput, checkDecisions, decided, dedupe, parkedDisputeId, prefilledScenario, scenario } from './disputes.js';
 import { Worker, type WorkerOptions } from './worker.js';
 
 const bootstrap = inject('kafkaBootstrap');
@@ -139,10 +139,7 @@ describe('orderly run --exactly-once on Kafka', () => {
 function parkRecordsPerEvent(records: readonly ReadRecord[]): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const r of records) {
-    const body = JSON.parse(r.value!) as { valueBase64: string; reason: string };
-    const dispute = JSON.parse(Buffer.from(body.valueBase64, 'base64').toString()) as { disputeId: string };
-    expect(r.headers[EFFECT_ID_HEADER]).toBeDefined();
-    const name = `${dispute.disputeId} ${body.reason}`;
+    const name = `${parkedDisputeId(r)} ${r.headers[PARK_REASON_HEADER]}`;
     counts[name] = (counts[name] ?? 0) + 1;
   }
   return counts;
