@@ -42,25 +42,26 @@ export function expectedOrder(input: Iterable<ReadRecord>): Map<string, string[]
   return byKey;
 }
 
-interface KeyProgress {
-  readonly partition: number;
-  /** Index of the key's next expected event. */
-  next: number;
-}
-
 /**
- * Checks a contender's output against the input, record by record in each partition's offset
- * order: every output record is `{"id", "count"}` JSON keyed like its event; a key's records sit
- * in one partition; each key's events come in input order, where a record of an event already
- * seen is a duplicate (allowed: at-least-once) and one of a later event before an earlier one is
+ * Checks a contender's output against the input, in each partition's offset order: all of a
+ * key's records sit in one partition; every record is `{"id", "count"}` JSON keyed like its
+ * event; each key's events come in input order, where a record of an event already seen is a
+ * duplicate (allowed: at-least-once) and one of a later event before an earlier one is
  * reordering; the count is at least the event's position in its key (its state was updated);
  * at the end every event of every key has come. Throws {@link OutputRefused} at the first breach.
  */
-export function checkOutput(contender: string, topic: string, expected: ExpectedOrder, output: Iterable<ReadRecord>): OutputSummary {
+export function checkOutput(contender: string, topic: string, expected: ExpectedOrder, output: readonly ReadRecord[]): OutputSummary {
   const refuse = (reason: string): never => {
     throw new OutputRefused(contender, topic, reason);
   };
-  const progress = new Map<string, KeyProgress>();
+  const partitionOf = new Map<string | null, number>();
+  for (const record of output) {
+    const partition = partitionOf.get(record.key) ?? record.partition;
+    if (partition !== record.partition) refuse(`key ${record.key} has records in partitions ${partition} and ${record.partition}: not keyed like the input`);
+    partitionOf.set(record.key, partition);
+  }
+  /** Each key's index of its next expected event. */
+  const progress = new Map<string, { next: number }>();
   let records = 0;
   let duplicates = 0;
   for (const record of output) {
@@ -73,8 +74,7 @@ export function checkOutput(contender: string, topic: string, expected: Expected
     if (!value) refuse(`${at} of key ${key} is not {"id", "count"} JSON: ${JSON.stringify(record.value)}`);
     const { id, count } = value!;
     let state = progress.get(key);
-    if (!state) progress.set(key, (state = { partition: record.partition, next: 0 }));
-    if (state.partition !== record.partition) refuse(`key ${key} has records in partitions ${state.partition} and ${record.partition}: not keyed like the input`);
+    if (!state) progress.set(key, (state = { next: 0 }));
     const position = ids!.indexOf(id);
     if (position < 0) refuse(`${at} of key ${key} names event ${id}, which is not one of that key's events`);
     if (position < state.next) {
