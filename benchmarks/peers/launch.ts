@@ -42,7 +42,7 @@ export function killContenders(): void {
 function start(spec: ContenderSpec, java: JavaCommand | undefined): ChildProcess {
   if (!java) return fork(NODE_CONTENDER, [JSON.stringify(spec)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
   const args = ['--bootstrap', spec.bootstrap, '--input', spec.input, '--output', spec.output, '--group', spec.group, '--state-dir', spec.stateDir];
-  const numbers = ['--wait-ms', spec.waitMs, '--concurrency', spec.maxInFlight * spec.ends.length, '--commit-every-ms', spec.commitEveryMs].map(String);
+  const numbers = ['--wait-ms', spec.waitMs, '--concurrency', spec.concurrency, '--commit-every-ms', spec.commitEveryMs].map(String);
   return spawn(java.java, [...java.jvmOptions, '-cp', java.classpath, java.mainClass, ...args, ...numbers], { stdio: ['ignore', 'pipe', 'pipe'] });
 }
 

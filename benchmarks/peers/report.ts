@@ -10,7 +10,10 @@ export interface PeersSettings {
   readonly partitions: number;
   readonly slowEvents: number;
   readonly slowWaitMs: number;
+  /** orderly's maxInFlight per partition. */
   readonly maxInFlight: number;
+  /** Parallel Consumer's maxConcurrency (worker threads). */
+  readonly parallelConsumerMaxConcurrency: number;
   readonly commitEveryMs: number;
   readonly jvmOptions: string;
   readonly contenders: readonly Contender[];

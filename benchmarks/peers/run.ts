@@ -23,7 +23,7 @@ import { formatPeersTable, headlineFigures, type ContenderRun, type PeersReport,
 import { CONTENDERS, WORKERS, type Contender, type ContenderSpec } from './spec.js';
 
 const usage = `npm run -s bench:peers -- [--json] [--bootstrap HOST:PORT | --port P] [--events N] [--keys N] [--partitions N]
-  [--slow-events N] [--slow-wait-ms MS] [--max-in-flight N] [--commit-every-ms MS] [--contenders raw,kafkaStreams,parallelConsumer,orderly]`;
+  [--slow-events N] [--slow-wait-ms MS] [--max-in-flight N] [--pc-max-concurrency N] [--commit-every-ms MS] [--contenders raw,kafkaStreams,parallelConsumer,orderly]`;
 
 const TIMEOUT_MS = 20 * 60_000;
 
@@ -41,6 +41,7 @@ function parse(argv: string[]) {
       'slow-events': { type: 'string', default: '20000' },
       'slow-wait-ms': { type: 'string', default: '5' },
       'max-in-flight': { type: 'string', default: '32' },
+      'pc-max-concurrency': { type: 'string' },
       'commit-every-ms': { type: 'string', default: '250' },
       contenders: { type: 'string', default: CONTENDERS.join(',') },
       help: { type: 'boolean', default: false },
@@ -55,13 +56,17 @@ function parse(argv: string[]) {
   const unknown = contenders.filter((c) => !(CONTENDERS as readonly string[]).includes(c));
   if (unknown.length > 0 || contenders.length === 0) throw new Error(`bench:peers: --contenders takes some of ${CONTENDERS.join(',')}, got '${values.contenders}'`);
   const events = int('events', 1);
+  const partitions = int('partitions', 1);
+  const maxInFlight = int('max-in-flight', 1);
   const settings: Omit<PeersSettings, 'broker'> = {
     events,
     keys: int('keys', 1),
-    partitions: int('partitions', 1),
+    partitions,
     slowEvents: Math.min(events, int('slow-events', 1)),
     slowWaitMs: int('slow-wait-ms', 1),
-    maxInFlight: int('max-in-flight', 1),
+    maxInFlight,
+    // As many calls at once as orderly may have: its maxInFlight in each partition.
+    parallelConsumerMaxConcurrency: values['pc-max-concurrency'] === undefined ? maxInFlight * partitions : int('pc-max-concurrency', 1),
     commitEveryMs: int('commit-every-ms', 1),
     jvmOptions: process.env.ORDERLY_PEERS_JVM_OPTS ?? '-Xmx1g',
     contenders: CONTENDERS.filter((c) => contenders.includes(c)),
@@ -129,6 +134,7 @@ async function main(argv: string[]): Promise<void> {
         ends: from.ends,
         waitMs,
         maxInFlight: s.maxInFlight,
+        concurrency: s.parallelConsumerMaxConcurrency,
         commitEveryMs: s.commitEveryMs,
         stateDir: join(stateRoot, name),
       };

@@ -20,8 +20,10 @@ export interface ContenderSpec {
   readonly ends: EndOffsets;
   /** Wall-clock waiting (no CPU) per event in place of instant work; 0 for the fast run. */
   readonly waitMs: number;
-  /** Keys in flight at once: orderly's maxInFlight per partition; Parallel Consumer's maxConcurrency is this times the partitions. */
+  /** orderly's maxInFlight: events (of distinct keys) in flight per partition. */
   readonly maxInFlight: number;
+  /** Parallel Consumer's maxConcurrency: its worker threads. */
+  readonly concurrency: number;
   /** How often every contender commits (Kafka Streams' commit.interval.ms, Parallel Consumer's commitInterval, orderly's commit.everyMs). */
   readonly commitEveryMs: number;
   /** Its own state directory. */
