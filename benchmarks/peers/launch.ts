@@ -1,5 +1,6 @@
 import rdkafka from '@confluentinc/kafka-javascript';
 import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { Phase } from '../progress.js';
@@ -30,6 +31,8 @@ export interface ContenderFigures {
   readonly cpuMicrosPerEvent: number;
   /** Peak VmRSS of its process over its whole life, MiB. */
   readonly peakRssMb: number;
+  /** The machine's 1-minute load average at the end of the span: on a shared machine, what else ran. */
+  readonly loadAverage: number;
 }
 
 const running = new Set<ChildProcess>();
@@ -121,6 +124,7 @@ export async function runContender(spec: ContenderSpec, java: JavaCommand | unde
       eventsPerSec: Math.round((events / wallMs) * 1_000),
       cpuMicrosPerEvent: round1((cpuMs * 1_000) / events),
       peakRssMb: sampler.stop().peakMb,
+      loadAverage: round1(loadavg()[0]!),
     };
   } finally {
     sampler.stop();

@@ -144,12 +144,13 @@ async function main(argv: string[]): Promise<void> {
           : undefined;
       const phase = progress.phase(name, totalOf(from.ends), 'events');
       const figures = await runContender(spec, command, phase, TIMEOUT_MS);
+      const measured = `${figures.eventsPerSec} events/s, ${figures.cpuMicrosPerEvent} µs CPU/event, peak RSS ${figures.peakRssMb} MiB, load ${figures.loadAverage}`;
       if (contender === 'raw') {
-        phase.finish(`${figures.eventsPerSec} events/s, ${figures.cpuMicrosPerEvent} µs CPU/event, peak RSS ${figures.peakRssMb} MiB`);
+        phase.finish(measured);
         return figures;
       }
       const summary = checkOutput(contender, output, from.expected, await readTopic(broker.bootstrap, output));
-      phase.finish(`${figures.eventsPerSec} events/s, ${figures.cpuMicrosPerEvent} µs CPU/event, peak RSS ${figures.peakRssMb} MiB; output checked (${summary.records} records, ${summary.duplicates} duplicates)`);
+      phase.finish(`${measured}; output checked (${summary.records} records, ${summary.duplicates} duplicates)`);
       return { ...figures, output: summary };
     };
     const fast: Partial<Record<Contender, ContenderRun>> = {};
