@@ -49,8 +49,10 @@ function start(spec: ContenderSpec, java: JavaCommand | undefined): ChildProcess
   return spawn(java.java, [...java.jvmOptions, '-cp', java.classpath, java.mainClass, ...args, ...numbers], { stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
+type Admin = ReturnType<InstanceType<typeof rdkafka.KafkaJS.Kafka>['admin']>;
+
 /** The sum of the group's committed offsets on the input, each capped at its end offset, and whether all reached it. */
-async function committedProgress(admin: ReturnType<typeof rdkafka.KafkaJS.Kafka.prototype.admin>, spec: ContenderSpec): Promise<{ done: number; atEnd: boolean }> {
+async function committedProgress(admin: Admin, spec: ContenderSpec): Promise<{ done: number; atEnd: boolean }> {
   const [topic] = await admin.fetchOffsets({ groupId: spec.group, topics: [spec.input] });
   const committed = new Map((topic?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
   let done = 0;
@@ -63,77 +65,91 @@ async function committedProgress(admin: ReturnType<typeof rdkafka.KafkaJS.Kafka.
   return { done, atEnd };
 }
 
+/** What the parent hears of a running contender: its first event, its stderr, its exit. */
+class Watched {
+  first: { readonly atMs: number; readonly cpuMs: number } | undefined;
+  exitedWith: string | undefined;
+  stderrTail = '';
+  readonly exit: Promise<void>;
+  readonly rss: RssSampler;
+
+  constructor(readonly child: ChildProcess) {
+    running.add(child);
+    this.rss = new RssSampler(child.pid!);
+    child.stderr!.on('data', (chunk: Buffer) => {
+      process.stderr.write(chunk);
+      this.stderrTail = (this.stderrTail + chunk.toString()).slice(-4_000);
+    });
+    child.stdout!.on('data', (chunk: Buffer) => {
+      if (/^first$/m.test(chunk.toString())) this.markFirst();
+    });
+    child.on('message', (message: ContenderMessage) => {
+      if (message.type === 'first') this.markFirst();
+    });
+    this.exit = new Promise<void>((resolve) =>
+      child.on('exit', (code, signal) => {
+        this.exitedWith = signal ?? `code ${code}`;
+        running.delete(child);
+        resolve();
+      }),
+    );
+  }
+
+  private markFirst(): void {
+    this.first ??= { atMs: performance.now(), cpuMs: processCpuMs(this.child.pid!) ?? 0 };
+  }
+
+  /** SIGTERM, SIGKILL after 20 s; resolves once it has exited. */
+  async stop(): Promise<void> {
+    this.rss.stop();
+    if (this.exitedWith) return;
+    this.child.kill('SIGTERM');
+    const killer = setTimeout(() => this.child.kill('SIGKILL'), 20_000);
+    await this.exit;
+    clearTimeout(killer);
+  }
+}
+
 /**
  * Runs one contender in its own process until its group's committed offsets reach every end
- * offset of the input, then stops it (SIGTERM, SIGKILL after 20 s). The span measured starts at
- * its first event (`first` on a Java contender's stdout, `{ type: 'first' }` from a Node one) and
- * ends when the parent sees the commits at the end, polled every 100 ms; its CPU is read from
- * /proc at both ends, its RSS sampled every 100 ms. Rejects when the contender exits first or
- * takes longer than `timeoutMs`.
+ * offset of the input, then stops it. The span measured starts at its first event (`first` on a
+ * Java contender's stdout, `{ type: 'first' }` from a Node one) and ends when the parent sees the
+ * commits at the end, polled every 100 ms; its CPU is read from /proc at both ends, its RSS sampled
+ * every 100 ms. Rejects when the contender exits first or takes longer than `timeoutMs`.
  */
 export async function runContender(spec: ContenderSpec, java: JavaCommand | undefined, phase: Phase, timeoutMs: number): Promise<ContenderFigures> {
-  const child = start(spec, java);
-  running.add(child);
   const name = `${spec.contender}${spec.waitMs > 0 ? ' (slow)' : ''}`;
-  const sampler = new RssSampler(child.pid!);
-  let first: { atMs: number; cpuMs: number } | undefined;
-  const markFirst = () => {
-    if (!first) first = { atMs: performance.now(), cpuMs: processCpuMs(child.pid!) ?? 0 };
-  };
-  let stderrTail = '';
-  child.stderr!.on('data', (chunk: Buffer) => {
-    process.stderr.write(chunk);
-    stderrTail = (stderrTail + chunk.toString()).slice(-4_000);
-  });
-  child.stdout!.on('data', (chunk: Buffer) => {
-    if (/^first$/m.test(chunk.toString())) markFirst();
-  });
-  child.on('message', (message: ContenderMessage) => {
-    if (message.type === 'first') markFirst();
-  });
-  let exited: string | undefined;
-  const exit = new Promise<void>((resolve) =>
-    child.on('exit', (code, signal) => {
-      exited = signal ?? `code ${code}`;
-      running.delete(child);
-      resolve();
-    }),
-  );
+  const watched = new Watched(start(spec, java));
   const admin = new rdkafka.KafkaJS.Kafka({ kafkaJS: { brokers: [spec.bootstrap], logLevel: rdkafka.KafkaJS.logLevel.NOTHING } }).admin();
   await admin.connect();
   const deadline = performance.now() + timeoutMs;
   try {
     for (;;) {
-      if (exited) throw new Error(`bench:peers: ${name} exited with ${exited} before its commits reached the end of ${spec.input}\n${stderrTail}`);
+      if (watched.exitedWith) throw new Error(`bench:peers: ${name} exited with ${watched.exitedWith} before its commits reached the end of ${spec.input}\n${watched.stderrTail}`);
       if (performance.now() > deadline) throw new Error(`bench:peers: ${name} did not commit the end of ${spec.input} within ${timeoutMs / 1_000} s`);
       const progress = await committedProgress(admin, spec);
       phase.update(progress.done);
-      if (progress.atEnd && first) break;
+      if (progress.atEnd && watched.first) break;
       await sleep(POLL_MS);
     }
     const endAtMs = performance.now();
-    const endCpuMs = processCpuMs(child.pid!);
+    const endCpuMs = processCpuMs(watched.child.pid!);
     if (endCpuMs === undefined) throw new Error(`bench:peers: ${name} was gone when its CPU time was to be read`);
-    const events = totalOf(spec.ends);
-    const wallMs = Math.round(endAtMs - first!.atMs);
-    const cpuMs = Math.round(endCpuMs - first!.cpuMs);
-    return {
-      events,
-      wallMs,
-      cpuMs,
-      eventsPerSec: Math.round((events / wallMs) * 1_000),
-      cpuMicrosPerEvent: round1((cpuMs * 1_000) / events),
-      peakRssMb: sampler.stop().peakMb,
-      loadAverage: round1(loadavg()[0]!),
-    };
+    return figures(totalOf(spec.ends), endAtMs - watched.first.atMs, endCpuMs - watched.first.cpuMs, watched.rss.stop().peakMb);
   } finally {
-    sampler.stop();
     await admin.disconnect();
-    if (!exited) {
-      child.kill('SIGTERM');
-      const killer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-      await exit;
-      clearTimeout(killer);
-    }
+    await watched.stop();
   }
+}
+
+function figures(events: number, wallMs: number, cpuMs: number, peakRssMb: number): ContenderFigures {
+  return {
+    events,
+    wallMs: Math.round(wallMs),
+    cpuMs: Math.round(cpuMs),
+    eventsPerSec: Math.round((events / wallMs) * 1_000),
+    cpuMicrosPerEvent: round1((cpuMs * 1_000) / events),
+    peakRssMb,
+    loadAverage: round1(loadavg()[0]!),
+  };
 }

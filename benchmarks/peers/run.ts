@@ -13,7 +13,7 @@ import { findJava } from '../../tools/kafka/jars.js';
 import { totalOf, type EndOffsets } from '../kafka/events.js';
 import { createTopic, deleteTopics, prefill } from '../kafka/prefill.js';
 import { describeMachine } from '../machine.js';
-import { progressOnStderr } from '../progress.js';
+import { progressOnStderr, type Progress } from '../progress.js';
 import { peersBroker } from './broker.js';
 import { checkOutput, expectedOrder, type ExpectedOrder } from './checkOutput.js';
 import { ensureJavaBuild, javaClasspath, JAVA_MODULES, type JavaContender } from './javaBuild.js';
@@ -81,6 +81,83 @@ interface Input {
   readonly expected: ExpectedOrder;
 }
 
+/** What every contender's run shares. */
+interface Bench {
+  readonly run: string;
+  readonly settings: Omit<PeersSettings, 'broker'>;
+  readonly bootstrap: string;
+  readonly stateRoot: string;
+  readonly java: { readonly java: string; readonly buildDir: string } | undefined;
+  readonly progress: Progress;
+  /** Topics made, to delete from a cluster the run did not start. */
+  readonly topics: string[];
+}
+
+/** Creates and fills an input topic, then reads it back for the output checks. */
+async function prefillInput(bench: Bench, name: string, events: number): Promise<Input> {
+  const s = bench.settings;
+  const topic = `${bench.run}.${name}`;
+  bench.topics.push(topic);
+  const ends = await prefill(bench.bootstrap, { topic, events, partitions: s.partitions, keys: s.keys }, bench.progress);
+  return { topic, ends, expected: expectedOrder(await readTopic(bench.bootstrap, topic)) };
+}
+
+function javaCommand(bench: Bench, contender: Contender): JavaCommand | undefined {
+  if (!bench.java || !(contender in JAVA_MODULES)) return undefined;
+  const module = contender as JavaContender;
+  const jvmOptions = bench.settings.jvmOptions.split(/\s+/).filter(Boolean);
+  return { java: bench.java.java, classpath: javaClasspath(bench.java.buildDir, module), mainClass: JAVA_MODULES[module].mainClass, jvmOptions };
+}
+
+/** Runs one contender over `input` and, for the three that write, checks its output before its figures count. */
+async function measure(bench: Bench, contender: Contender, input: Input, waitMs: number): Promise<ContenderRun> {
+  const s = bench.settings;
+  const name = `${contender}${waitMs > 0 ? '-slow' : ''}`;
+  const output = `${bench.run}.${name}.out`;
+  if (contender !== 'raw') {
+    bench.topics.push(output);
+    await createTopic(bench.bootstrap, output, s.partitions);
+  }
+  const spec: ContenderSpec = {
+    contender,
+    bootstrap: bench.bootstrap,
+    input: input.topic,
+    output,
+    group: `${bench.run}.${name}`,
+    ends: input.ends,
+    waitMs,
+    maxInFlight: s.maxInFlight,
+    concurrency: s.parallelConsumerMaxConcurrency,
+    commitEveryMs: s.commitEveryMs,
+    stateDir: join(bench.stateRoot, name),
+  };
+  const phase = bench.progress.phase(name, totalOf(input.ends), 'events');
+  const figures = await runContender(spec, javaCommand(bench, contender), phase, TIMEOUT_MS);
+  const measured = `${figures.eventsPerSec} events/s, ${figures.cpuMicrosPerEvent} µs CPU/event, peak RSS ${figures.peakRssMb} MiB, load ${figures.loadAverage}`;
+  if (contender === 'raw') {
+    phase.finish(measured);
+    return figures;
+  }
+  const summary = checkOutput(contender, output, input.expected, await readTopic(bench.bootstrap, output));
+  phase.finish(`${measured}; output checked (${summary.records} records, ${summary.duplicates} duplicates)`);
+  return { ...figures, output: summary };
+}
+
+/** Both runs: every contender over the input, then the three that work over the slow input. */
+async function runAll(bench: Bench): Promise<Pick<PeersReport['details'], 'fast' | 'slow' | 'prefillSeconds'>> {
+  const s = bench.settings;
+  const t0 = performance.now();
+  const input = await prefillInput(bench, 'input', s.events);
+  const t1 = performance.now();
+  const slowInput = await prefillInput(bench, 'slow', s.slowEvents);
+  const prefillSeconds = { input: Math.round((t1 - t0) / 100) / 10, slow: Math.round((performance.now() - t1) / 100) / 10 };
+  const fast: Partial<Record<Contender, ContenderRun>> = {};
+  for (const c of s.contenders) fast[c] = await measure(bench, c, input, 0);
+  const slow: Partial<Record<Contender, ContenderRun>> = {};
+  for (const c of s.contenders) if ((WORKERS as readonly Contender[]).includes(c)) slow[c] = await measure(bench, c, slowInput, s.slowWaitMs);
+  return { fast, slow, prefillSeconds };
+}
+
 async function main(argv: string[]): Promise<void> {
   const options = parse(argv);
   if (options.help) {
@@ -89,11 +166,10 @@ async function main(argv: string[]): Promise<void> {
   }
   const started = performance.now();
   const machine = describeMachine();
-  const progress = progressOnStderr();
   const s = options.settings;
   const log = (line: string) => process.stderr.write(`bench:peers: ${line}\n`);
-  const javaContenders = s.contenders.filter((c): c is JavaContender => c in JAVA_MODULES);
-  const java = javaContenders.length > 0 ? { java: findJava(), buildDir: ensureJavaBuild(log) } : undefined;
+  const needsJava = s.contenders.some((c) => c in JAVA_MODULES);
+  const java = needsJava ? { java: findJava(), buildDir: ensureJavaBuild(log) } : undefined;
   const broker = await peersBroker({ bootstrap: options.bootstrap, port: options.port });
   const interrupt = (signal: NodeJS.Signals) => {
     log(`${signal}: stopping the contenders${broker.started ? ' and the broker' : ''}`);
@@ -102,62 +178,10 @@ async function main(argv: string[]): Promise<void> {
   };
   process.once('SIGINT', interrupt);
   process.once('SIGTERM', interrupt);
-  const run = `orderly-peers-${Date.now()}`;
-  const topics: string[] = [];
   const stateRoot = await mkdtemp(join(tmpdir(), 'orderly-bench-peers-'));
+  const bench: Bench = { run: `orderly-peers-${Date.now()}`, settings: s, bootstrap: broker.bootstrap, stateRoot, java, progress: progressOnStderr(), topics: [] };
   try {
-    const prefillSeconds: Record<string, number> = {};
-    const input = async (name: string, events: number): Promise<Input> => {
-      const t0 = performance.now();
-      const topic = `${run}.${name}`;
-      topics.push(topic);
-      const ends = await prefill(broker.bootstrap, { topic, events, partitions: s.partitions, keys: s.keys }, progress);
-      prefillSeconds[name] = Math.round((performance.now() - t0) / 100) / 10;
-      return { topic, ends, expected: expectedOrder(await readTopic(broker.bootstrap, topic)) };
-    };
-    const fastInput = await input('input', s.events);
-    const slowInput = await input('slow', s.slowEvents);
-
-    const measure = async (contender: Contender, from: Input, waitMs: number): Promise<ContenderRun> => {
-      const name = `${contender}${waitMs > 0 ? '-slow' : ''}`;
-      const output = `${run}.${name}.out`;
-      if (contender !== 'raw') {
-        topics.push(output);
-        await createTopic(broker.bootstrap, output, s.partitions);
-      }
-      const spec: ContenderSpec = {
-        contender,
-        bootstrap: broker.bootstrap,
-        input: from.topic,
-        output,
-        group: `${run}.${name}`,
-        ends: from.ends,
-        waitMs,
-        maxInFlight: s.maxInFlight,
-        concurrency: s.parallelConsumerMaxConcurrency,
-        commitEveryMs: s.commitEveryMs,
-        stateDir: join(stateRoot, name),
-      };
-      const command: JavaCommand | undefined =
-        java && contender in JAVA_MODULES
-          ? { java: java.java, classpath: javaClasspath(java.buildDir, contender as JavaContender), mainClass: JAVA_MODULES[contender as JavaContender].mainClass, jvmOptions: s.jvmOptions.split(/\s+/).filter(Boolean) }
-          : undefined;
-      const phase = progress.phase(name, totalOf(from.ends), 'events');
-      const figures = await runContender(spec, command, phase, TIMEOUT_MS);
-      const measured = `${figures.eventsPerSec} events/s, ${figures.cpuMicrosPerEvent} µs CPU/event, peak RSS ${figures.peakRssMb} MiB, load ${figures.loadAverage}`;
-      if (contender === 'raw') {
-        phase.finish(measured);
-        return figures;
-      }
-      const summary = checkOutput(contender, output, from.expected, await readTopic(broker.bootstrap, output));
-      phase.finish(`${measured}; output checked (${summary.records} records, ${summary.duplicates} duplicates)`);
-      return { ...figures, output: summary };
-    };
-    const fast: Partial<Record<Contender, ContenderRun>> = {};
-    for (const c of s.contenders) fast[c] = await measure(c, fastInput, 0);
-    const slow: Partial<Record<Contender, ContenderRun>> = {};
-    for (const c of s.contenders) if ((WORKERS as readonly Contender[]).includes(c)) slow[c] = await measure(c, slowInput, s.slowWaitMs);
-
+    const { fast, slow, prefillSeconds } = await runAll(bench);
     const report: PeersReport = {
       date: new Date().toISOString(),
       machine,
@@ -171,7 +195,7 @@ async function main(argv: string[]): Promise<void> {
     process.off('SIGINT', interrupt);
     process.off('SIGTERM', interrupt);
     if (broker.started) await broker.stop();
-    else await deleteTopics(broker.bootstrap, topics).catch(() => undefined);
+    else await deleteTopics(broker.bootstrap, bench.topics).catch(() => undefined);
   }
 }
 
