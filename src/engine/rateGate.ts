@@ -6,7 +6,12 @@ export interface Admission {
   readonly windowStartMs: number;
   /** Calls admitted in the same window before this one. */
   readonly index: number;
+  /** When it was admitted. */
+  readonly atMs: number;
 }
+
+/** How many distinct admission times a window remembers; past it the oldest go, and a budget counted from them comes out lower (never higher). */
+const ADMISSION_TIMES_KEPT = 4_096;
 
 /**
  * Admits the calls of one agent step, engine-wide, because a provider's budget is shared by every
@@ -14,10 +19,16 @@ export interface Admission {
  *
  * - After a 429 it admits nothing until Retry-After has passed.
  * - With a declared limit it admits at most `calls` in any `windowMs`, so none is refused.
- * - With no declared limit it learns one from the 429s: the refused call's place in its window is
- *   the budget, and Retry-After marks where the provider's window ends. From then on it admits the
- *   budget plus one call per window: the one extra call finds out whether the budget has grown, so
- *   at most one call a window is refused, and if none is the budget grows by one.
+ * - With no declared limit it learns one from the 429s. A Retry-After marks where the provider's
+ *   window ends, not how long it is. The gate's own window starts at a window end it knows (its
+ *   start, or where an earlier Retry-After ended), so the time from there to the new end is a whole
+ *   number of provider windows: that is the learned length, and a later refusal shortens it to one
+ *   window. The budget is the number of calls admitted before the refused one in the provider's
+ *   window, counted from the latest start that window can have (the shortest whole fraction of that
+ *   time that still holds the refused call), so calls of quiet windows before a burst are not counted.
+ *   From then on it admits the budget plus one call per window: the one extra call finds out whether
+ *   the budget has grown, so at most one call a window is refused, and if none is the budget grows
+ *   by one. docs/rate-limits.md argues the rule.
  */
 export class RateGate {
   private readonly waiting: Array<(admission: Admission) => void> = [];
@@ -28,6 +39,9 @@ export class RateGate {
   private windowStartMs = 0;
   private startedInWindow = 0;
   private refusedInWindow = false;
+  /** Distinct admission times of the window, ascending, and the index of the first call admitted at each. */
+  private readonly admittedAtMs: number[] = [];
+  private readonly firstIndexAt: number[] = [];
   private timer: Timer | undefined;
 
   constructor(
@@ -82,13 +96,40 @@ export class RateGate {
   rateLimited(retryAfterMs: number, refused?: Admission): void {
     const endMs = this.clock.now() + retryAfterMs;
     this.blockedUntilMs = Math.max(this.blockedUntilMs, endMs);
-    if (!refused || this.limit) return;
-    if (refused.windowStartMs === this.windowStartMs) this.refusedInWindow = true;
-    // Of the calls refused in one window, the first refused is the one past the budget.
+    // A call of a window that has gone by teaches nothing more: its window's record is gone.
+    if (!refused || this.limit || refused.windowStartMs !== this.windowStartMs) return;
+    this.refusedInWindow = true;
+    const windowMs = Math.max(1, endMs - refused.windowStartMs);
+    const calls = Math.max(1, this.callsInProviderWindow(refused, endMs, windowMs));
+    // Of the calls refused in one window, the first refused is the one past the budget, and the earliest end is the window's.
     const sameWindow = this.learnedFromMs === refused.windowStartMs && this.learned;
-    const calls = Math.max(1, sameWindow ? Math.min(sameWindow.calls, refused.index) : refused.index);
-    this.learned = { calls, windowMs: Math.max(1, endMs - refused.windowStartMs) };
+    this.learned = sameWindow ? { calls: Math.min(sameWindow.calls, calls), windowMs: Math.min(sameWindow.windowMs, windowMs) } : { calls, windowMs };
     this.learnedFromMs = refused.windowStartMs;
+  }
+
+  /**
+   * The calls admitted before `refused` in the provider's window that ends at `endMs`. The gate's
+   * window began `spanMs` before that end, at a window end, so the provider's window is `spanMs / k`
+   * long for some whole k, and holds the refused call: it is at least `endMs - refused.atMs` long.
+   * The shortest such length gives the latest start the window can have; counting from there never
+   * counts a call of an earlier window, so the budget is never over-estimated.
+   */
+  private callsInProviderWindow(refused: Admission, endMs: number, spanMs: number): number {
+    const k = Math.max(1, Math.floor(spanMs / Math.max(1, endMs - refused.atMs)));
+    const fromMs = endMs - spanMs / k;
+    return refused.index - this.firstIndexFrom(fromMs, refused.index);
+  }
+
+  /** The index of the first call of this window admitted at or after `fromMs` (`otherwise` if none is remembered). */
+  private firstIndexFrom(fromMs: number, otherwise: number): number {
+    let lo = 0;
+    let hi = this.admittedAtMs.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.admittedAtMs[mid]! < fromMs) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < this.firstIndexAt.length ? this.firstIndexAt[lo]! : otherwise;
   }
 
   /** Calls waiting to start. */
@@ -130,13 +171,22 @@ export class RateGate {
     this.windowStartMs = startMs;
     this.startedInWindow = 0;
     this.refusedInWindow = false;
+    this.admittedAtMs.length = 0;
+    this.firstIndexAt.length = 0;
   }
 
   private start(nowMs: number): Admission {
-    const admission = { windowStartMs: this.windowStartMs, index: this.startedInWindow++ };
+    const admission = { windowStartMs: this.windowStartMs, index: this.startedInWindow++, atMs: nowMs };
     if (this.limit) {
       this.recentStartsMs.push(nowMs);
       if (this.recentStartsMs.length > this.limit.calls) this.recentStartsMs.shift();
+    } else if (this.admittedAtMs.at(-1) !== nowMs) {
+      this.admittedAtMs.push(nowMs);
+      this.firstIndexAt.push(admission.index);
+      if (this.admittedAtMs.length > ADMISSION_TIMES_KEPT) {
+        this.admittedAtMs.shift();
+        this.firstIndexAt.shift();
+      }
     }
     return admission;
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RateGate } from '../../../src/engine/rateGate.js';
+import { RateGate, type Admission } from '../../../src/engine/rateGate.js';
 import type { RateLimit } from '../../../src/graph/nodes.js';
 import { SeededRandom } from '../../../testkit/seededRandom.js';
 import { VirtualClock } from '../../../testkit/virtualClock.js';
@@ -163,7 +163,7 @@ describe('RateGate', () => {
 describe('RateGate learning a budget from 429s', () => {
   it('after a 429 admits the budget it learned plus one probe per window, and grows it when the probe is accepted', async () => {
     const { gate, admitted, admit, runTo } = setup();
-    const admissions: Array<Promise<{ windowStartMs: number; index: number }>> = [];
+    const admissions: Array<Promise<Admission>> = [];
     for (let i = 0; i < 4; i++) admissions.push(gate.admit());
     await runTo(100);
     // Three calls went through; the provider refused the third (index 2): the budget is 2 calls
@@ -183,6 +183,31 @@ describe('RateGate learning a budget from 429s', () => {
     await runTo(20_000);
     expect(gate.learnedLimit).toEqual({ calls: 3, windowMs: 10_000 });
     expect(admitted.filter((a) => a.atMs === 20_000).map((a) => a.id)).toEqual(['d', 'e', 'f', 'g']);
+  });
+
+  it('does not count the calls of quiet windows before a burst into the budget', async () => {
+    // Provider windows of 10 s from 0, 5 calls each. Three quiet calls in [0, 10 s), a burst at 12 s:
+    // calls 3..7 are accepted, call 8 is refused with Retry-After to 20 s.
+    const { clock, gate } = setup();
+    const admissions: Admission[] = [];
+    for (const atMs of [1_000, 4_000, 7_000]) {
+      clock.advanceTo(atMs);
+      admissions.push(gate.tryAdmit()!);
+    }
+    clock.advanceTo(12_000);
+    for (let i = 0; i < 6; i++) admissions.push(gate.tryAdmit()!);
+    clock.advanceTo(12_100);
+    gate.rateLimited(7_900, admissions[8]);
+    // The window is where the gate started to where the provider's ended (two provider windows, until a
+    // later 429 shortens it), and the budget is the 5 calls of the refused call's own window.
+    expect(gate.learnedLimit).toEqual({ calls: 5, windowMs: 20_000 });
+    // A refusal in the window that opens at 20 s ends at 30 s: one provider window.
+    clock.advanceTo(20_000);
+    const next = Array.from({ length: 6 }, () => gate.tryAdmit());
+    expect(next.map((a) => a?.index)).toEqual([0, 1, 2, 3, 4, 5]);
+    clock.advanceTo(20_100);
+    gate.rateLimited(9_900, next[5]);
+    expect(gate.learnedLimit).toEqual({ calls: 5, windowMs: 10_000 });
   });
 
   it('lets an aborted call leave the queue uncounted, and drops its wake-up when no call is left', async () => {
@@ -220,8 +245,8 @@ describe('RateGate learning a budget from 429s', () => {
   });
   it('tryAdmit admits at once only when admit would, and counts the call the same way', async () => {
     const { clock, gate, admitted, admit, runTo } = setup({ calls: 2, windowMs: 1_000 });
-    expect(gate.tryAdmit()).toEqual({ windowStartMs: 0, index: 0 });
-    expect(gate.tryAdmit()).toEqual({ windowStartMs: 0, index: 1 });
+    expect(gate.tryAdmit()).toEqual({ windowStartMs: 0, index: 0, atMs: 0 });
+    expect(gate.tryAdmit()).toEqual({ windowStartMs: 0, index: 1, atMs: 0 });
     // The declared window is full: no call now, and a waiter queues.
     expect(gate.tryAdmit()).toBeUndefined();
     void admit('waiter');
@@ -232,7 +257,7 @@ describe('RateGate learning a budget from 429s', () => {
     expect(gate.tryAdmit()).toBeUndefined();
     await runTo(1_000);
     expect(admitted).toEqual([{ id: 'waiter', atMs: 1_000 }]);
-    expect(gate.tryAdmit()).toEqual({ windowStartMs: 0, index: 3 });
+    expect(gate.tryAdmit()).toEqual({ windowStartMs: 0, index: 3, atMs: 1_000 });
     gate.rateLimited(500);
     await runTo(1_200);
     expect(gate.tryAdmit()).toBeUndefined();
