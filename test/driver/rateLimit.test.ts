@@ -39,15 +39,15 @@ describe('RateLimited (a 429)', () => {
     await driver.runUntilIdle();
 
     // a1 and b1 started together; a1's 429 came back at 100 and blocked every call until 2100,
-    // b2 (another partition) included; a1, refused, went first. The gate learned a budget of one
-    // call per 2100 ms window from that 429 and probes one more per window, so a2 waits for the
-    // next window.
+    // b2 (another partition) included; a1, refused, went first. From that 429 the gate learned a
+    // budget of one call and where a window ends, not how long windows are: the window at 2100
+    // admits the budget plus one (a1, b2), and as many again once both were answered (a2, at 2200).
     expect(calls.map((c) => [c.id, c.atMs, c.attempt])).toEqual([
       ['a1', 0, 1],
       ['b1', 0, 1],
       ['a1', 2_100, 1],
       ['b2', 2_100, 1],
-      ['a2', 4_200, 1],
+      ['a2', 2_200, 1],
     ]);
     expect(calls.filter((c) => c.atMs > 100 && c.atMs < 2_100)).toEqual([]);
 
