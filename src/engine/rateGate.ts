@@ -32,7 +32,7 @@ export interface RateGateOptions {
  *   ends at the next. The budget is the number of calls admitted before the refused one in the
  *   provider's window, counted from the latest start that window can have, so calls of earlier,
  *   quiet windows are never counted. Until the length is known, a window admits the budget plus one,
- *   then one more each time all its calls were answered. Once both are known it admits the
+ *   then, each time all its calls were answered, 1, 2, 4, ... more, until a 429 ends it. Once both are known it admits the
  *   budget plus one call per window: the one extra call finds out whether the budget has grown, so
  *   at most one call a window is refused, and if none is the budget grows by one.
  */
@@ -57,6 +57,8 @@ export class RateGate {
   private probeAccepted = false;
   /** Calls the window may start until its calls are answered: slow start, or a window of unknown length. */
   private allowance: number | undefined;
+  /** The calls the allowance adds once all its calls are answered. */
+  private nextRound = 2;
   private readonly admittedAt = new AdmissionTimes();
   private timer: Timer | undefined;
 
@@ -143,10 +145,10 @@ export class RateGate {
     if (accepted && admission.index === this.budget) this.probeAccepted = true;
     this.answeredInWindow += 1;
     if (this.allowance === undefined || this.answeredInWindow < this.startedInWindow || this.startedInWindow < this.allowance) return;
-    // Every call the allowance let through was answered. Slow start (no budget yet): as many again.
-    // A budget but no length: one more call, as no answer tells whether a new provider window began;
-    // one call at a time is refused at most once before its Retry-After ends the window.
-    this.allowance = this.budget === undefined ? this.allowance * 2 : this.allowance + 1;
+    // Every call the allowance let through was answered: the next round, each twice the last, until a
+    // 429 ends the window (and, in a window of unknown length, teaches the length).
+    this.allowance += this.nextRound;
+    this.nextRound *= 2;
     if (this.waiting.length > 0) this.pump();
   }
 
@@ -171,18 +173,19 @@ export class RateGate {
    * until `endMs`: the shortest such length gives the latest start it can have, and counting calls
    * from there never counts one of an earlier window. The span itself is a whole number of provider
    * windows: the length, until a refusal early in a window shortens it to one. The gate's first
-   * window opened anywhere: only the calls admitted at the refused call's own time are counted.
+   * window opened anywhere, so it teaches no length, and its calls are counted as if the provider's
+   * windows were laid out from the clock's zero: exact when they are (fixed windows on the minute),
+   * and, on a clock far from its zero, little more than the calls of the refused call's own time.
    */
   private learn(refused: Admission, endMs: number): void {
     this.minLengthMs = Math.max(this.minLengthMs, endMs - refused.atMs);
-    const spanMs = this.anchored ? endMs - this.windowStartMs : undefined;
-    const k = spanMs === undefined ? 0 : Math.max(1, Math.floor(spanMs / Math.max(1, endMs - refused.atMs)));
-    const fromMs = spanMs === undefined ? refused.atMs : endMs - spanMs / k;
-    const calls = Math.max(1, this.admittedAt.countFrom(fromMs, refused.index));
+    const spanMs = endMs - (this.anchored ? this.windowStartMs : 0);
+    const k = Math.max(1, Math.floor(spanMs / Math.max(1, endMs - refused.atMs)));
+    const calls = Math.max(1, this.admittedAt.countFrom(endMs - spanMs / k, refused.index));
     // Of the calls refused in one window, the first refused is the one past the budget, and the earliest end is the window's.
     const sameWindow = this.budgetFromMs === this.windowStartMs;
     this.budget = sameWindow && this.budget !== undefined ? Math.min(this.budget, calls) : calls;
-    if (spanMs !== undefined) this.lengthMs = sameWindow && this.lengthMs !== undefined ? Math.min(this.lengthMs, spanMs) : spanMs;
+    if (this.anchored) this.lengthMs = sameWindow && this.lengthMs !== undefined ? Math.min(this.lengthMs, spanMs) : spanMs;
     this.budgetFromMs = this.windowStartMs;
   }
 
@@ -228,6 +231,8 @@ export class RateGate {
     this.probeAccepted = false;
     this.admittedAt.clear();
     this.allowance = this.budget === undefined ? (this.options.slowStart ? 1 : undefined) : this.lengthMs === undefined ? this.budget + 1 : undefined;
+    // Slow start: 1, 2, 4, ... calls. A known budget: the budget plus one, then 1, 2, 4, ... more.
+    this.nextRound = this.budget === undefined ? 2 : 1;
   }
 
   private start(nowMs: number): Admission {

@@ -3,9 +3,10 @@ import { expect } from 'vitest';
 import { effect, stream, type Decided } from '../../src/index.js';
 import { fakeModel, TopologyTestDriver, type ModelCall } from '../../testkit/index.js';
 
-// The README's rate-limit promise, with no declared limit: from the 429s the engine learns the
-// provider's budget, then spends it with at most one refusal a window. Quiet windows come first
-// (a few calls, spread out), then a burst; provider, latencies and concurrency are drawn per run.
+// The README's rate-limit promise, with no declared limit: from the 429s of two windows the engine
+// learns the provider's budget and window length, then spends the budget with at most one refusal a
+// window. Quiet windows come first (a few calls, spread out), then a burst; provider, latencies and
+// concurrency are drawn per run.
 
 interface Ticket {
   readonly n: number;
@@ -84,17 +85,22 @@ function refusalsPerWindow(calls: readonly ModelCall[], windowMs: number): numbe
   return Array.from(counts, (c) => c ?? 0);
 }
 
-test.prop([scenarioArbitrary], { numRuns: Number(process.env.ORDERLY_RATE_RUNS ?? 300) })(
-  'after the window that teaches the budget, at most one refusal a provider window',
+/** Whether a refused call's 429 came back before its window ended, so that its Retry-After gave the window's end. */
+const gaveAnEnd = (call: ModelCall, scenario: Scenario) =>
+  !call.accepted && call.atMs + scenario.rejectLatencyMs < (Math.floor(call.atMs / scenario.limit.windowMs) + 1) * scenario.limit.windowMs;
+
+test.prop([scenarioArbitrary], { numRuns: Number(process.env.ORDERLY_RATE_RUNS ?? 500) })(
+  'once the 429s of two windows taught the budget and the window length, at most one refusal a provider window',
   async (scenario) => {
     const { windowMs } = scenario.limit;
     const calls = await run(scenario);
-    // The learning window: that of the first refused call whose 429 came back before its window
-    // ended (a later one carries a Retry-After of 0, which says nothing of where windows end).
-    const teaching = calls.find((c) => !c.accepted && c.atMs + scenario.rejectLatencyMs < (Math.floor(c.atMs / windowMs) + 1) * windowMs);
+    // The learning windows: the first two whose refusals came back before the window ended (a 429
+    // that comes back later carries a Retry-After of 0, which says nothing of where windows end).
+    // The first teaches the budget and where a window ends, the second the length.
+    const teaching = [...new Set(calls.filter((c) => gaveAnEnd(c, scenario)).map((c) => Math.floor(c.atMs / windowMs)))].slice(0, 2);
     const perWindow = refusalsPerWindow(calls, windowMs);
-    const learnedIn = teaching === undefined ? perWindow.length : Math.floor(teaching.atMs / windowMs);
-    const after = perWindow.slice(learnedIn + 1);
+    const learnedBy = teaching.length < 2 ? perWindow.length : teaching[1]!;
+    const after = perWindow.slice(learnedBy + 1);
     expect(after.filter((refusals) => refusals > 1), `refusals per window: ${perWindow.join(' ')}`).toEqual([]);
   },
   120_000,
