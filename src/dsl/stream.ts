@@ -43,12 +43,6 @@ export interface AgentStepOptions<S extends StandardSchemaV1 | undefined> {
   schema?: S;
   /** The provider's limit, if known: the engine then paces calls so that none is refused. */
   limit?: RateLimit;
-  /**
-   * With no `limit`: until the first 429, start one call and double the calls in flight each time
-   * all of them were answered (TCP's slow start), instead of starting every call at once. See
-   * docs/rate-limits.md for what it costs and saves. @defaultValue false
-   */
-  slowStart?: boolean;
 }
 
 export interface ParkOptions extends NameOption {
@@ -134,7 +128,6 @@ export class StreamBuilder<T> {
       decide: decide as DecideFn<unknown, unknown>,
       ...(options.schema ? { schema: options.schema } : {}),
       ...(limit ? { limit } : {}),
-      ...(options.slowStart ? { slowStart: true } : {}),
     });
   }
 

@@ -79,7 +79,7 @@ export class Engine {
       attempts: store,
       log: options.log,
       writer: new StateWriter(store),
-      gate: step && new RateGate(clock, step.limit, { slowStart: step.slowStart ?? false }),
+      gate: step && new RateGate(clock, step.limit),
       observer,
       metrics,
       atomically: options.log.atomic ? (work) => options.log.atomic!(work) : (work) => work(),

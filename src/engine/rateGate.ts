@@ -10,16 +10,6 @@ export interface Admission {
   readonly atMs: number;
 }
 
-/** Options of a {@link RateGate}. */
-export interface RateGateOptions {
-  /**
-   * With no declared limit, start with one call and double the calls in flight each time all of
-   * them were answered, until the first 429 (TCP's slow start), instead of sending every call at once.
-   * @defaultValue false
-   */
-  readonly slowStart?: boolean;
-}
-
 /**
  * Admits the calls of one agent step, engine-wide, because a provider's budget is shared by every
  * partition. First come, first served; a call that was refused goes back to the front.
@@ -55,20 +45,18 @@ export class RateGate {
   private refusedInWindow = false;
   private probeAtMs: number | undefined;
   private probeAccepted = false;
-  /** Calls the window may start until its calls are answered: slow start, or a window of unknown length. */
+  /** In a window of unknown length: the calls it may start until its calls are answered. */
   private allowance: number | undefined;
   /** The calls the allowance adds once all its calls are answered. */
-  private nextRound = 2;
+  private nextRound = 1;
   private readonly admittedAt = new AdmissionTimes();
   private timer: Timer | undefined;
 
   constructor(
     private readonly clock: Clock,
     private readonly limit?: RateLimit,
-    private readonly options: RateGateOptions = {},
   ) {
     this.windowStartMs = clock.now();
-    this.allowance = !limit && options.slowStart ? 1 : undefined;
   }
 
   /**
@@ -146,7 +134,7 @@ export class RateGate {
     this.answeredInWindow += 1;
     if (this.allowance === undefined || this.answeredInWindow < this.startedInWindow || this.startedInWindow < this.allowance) return;
     // Every call the allowance let through was answered: the next round, each twice the last, until a
-    // 429 ends the window (and, in a window of unknown length, teaches the length).
+    // 429 ends the window and teaches the length.
     this.allowance += this.nextRound;
     this.nextRound *= 2;
     if (this.waiting.length > 0) this.pump();
@@ -230,9 +218,9 @@ export class RateGate {
     this.probeAtMs = undefined;
     this.probeAccepted = false;
     this.admittedAt.clear();
-    this.allowance = this.budget === undefined ? (this.options.slowStart ? 1 : undefined) : this.lengthMs === undefined ? this.budget + 1 : undefined;
-    // Slow start: 1, 2, 4, ... calls. A known budget: the budget plus one, then 1, 2, 4, ... more.
-    this.nextRound = this.budget === undefined ? 2 : 1;
+    // A budget but no length yet: the budget plus one, then 1, 2, 4, ... more.
+    this.allowance = this.budget !== undefined && this.lengthMs === undefined ? this.budget + 1 : undefined;
+    this.nextRound = 1;
   }
 
   private start(nowMs: number): Admission {

@@ -86,8 +86,6 @@ export interface AgentStepNode {
   readonly decide: DecideFn<unknown, unknown>;
   readonly schema?: StandardSchemaV1;
   readonly limit?: RateLimit;
-  /** Until the first 429, double the calls in flight as they are answered, from one. */
-  readonly slowStart?: boolean;
 }
 
 export interface ParkNode {

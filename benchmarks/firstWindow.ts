@@ -1,7 +1,7 @@
 /**
- * What the first window costs when the agent step declares no limit, with and without slow start:
- * `npx tsx benchmarks/slowStart.ts [--json]`. A backlog of events against a fake provider (fixed
- * 10-s windows from time 0); every figure is on the driver's virtual clock, so it is deterministic.
+ * What learning a budget costs when the agent step declares no limit: `npx tsx benchmarks/firstWindow.ts
+ * [--json]`. A backlog of events against a fake provider (fixed 10-s windows from time 0), 4
+ * partitions × maxInFlight 16; every figure is on the driver's virtual clock, so it is deterministic.
  */
 import { effect, Outcome, stream, type Decided } from '../src/index.js';
 import { TopologyTestDriver } from '../testkit/driver.js';
@@ -15,11 +15,10 @@ interface Case {
   readonly budget: number;
   readonly latencyMs: number;
   readonly events: number;
-  readonly slowStart: boolean;
 }
 
 /** The figures of one run. */
-export interface SlowStartRun extends Case {
+export interface FirstWindowRun extends Case {
   /** Refusals in the window of the first 429 (the learning window). */
   readonly firstWindowRefused: number;
   /** Accepted calls in that window. */
@@ -40,11 +39,11 @@ interface Ticket {
   readonly n: number;
 }
 
-export async function measureSlowStart(c: Case): Promise<SlowStartRun> {
+export async function measureFirstWindow(c: Case): Promise<FirstWindowRun> {
   const model = fakeModel<Ticket, { ok: true }>({ latencyMs: c.latencyMs, limit: { calls: c.budget, windowMs }, decide: () => ({ ok: true }) });
   const topology = stream<Ticket>('tickets')
     .keyedSerial({ maxInFlight })
-    .agentStep('decide', model.decide, { slowStart: c.slowStart })
+    .agentStep('decide', model.decide)
     .park({ attempts: 1 })
     .applyOnce(effect('done', ({ event }: Decided<Ticket, { ok: true }>, { state }) => state.put(String(event.n), true)))
     .build();
@@ -54,7 +53,7 @@ export async function measureSlowStart(c: Case): Promise<SlowStartRun> {
     for (let n = 0; n < c.events; n++) input.pipeInput(`key-${n}`, { n });
     await driver.runUntilIdle();
     const applied = driver.history().filter((h) => h.outcome === Outcome.APPLIED);
-    if (applied.length !== c.events) throw new Error(`slow start bench: ${applied.length} of ${c.events} events were applied`);
+    if (applied.length !== c.events) throw new Error(`first window bench: ${applied.length} of ${c.events} events were applied`);
     return { ...c, ...perWindow(model.stats().calls), drainMs: Math.max(...applied.map((h) => h.atMs)), lowerBoundMs: (c.events / c.budget) * windowMs };
   } finally {
     await driver.close();
@@ -81,24 +80,22 @@ function perWindow(calls: readonly ModelCall[]) {
 }
 
 async function main(argv: readonly string[]): Promise<void> {
-  const runs: SlowStartRun[] = [];
+  const runs: FirstWindowRun[] = [];
   for (const budget of [5, 20, 60, 200]) {
-    for (const latencyMs of [1_000, 4_000]) {
-      for (const slowStart of [false, true]) runs.push(await measureSlowStart({ budget, latencyMs, events: budget * 10, slowStart }));
-    }
+    for (const latencyMs of [1_000, 4_000]) runs.push(await measureFirstWindow({ budget, latencyMs, events: budget * 10 }));
   }
   if (argv.includes('--json')) {
     process.stdout.write(`${JSON.stringify(runs, null, 2)}\n`);
     return;
   }
-  const head = ['budget', 'latencyMs', 'events', 'slowStart', 'firstWindowRefused', 'firstWindowAccepted', 'nextWindowRefused', 'laterRefused', 'maxLaterRefused', 'drainMs', 'lowerBoundMs'] as const;
+  const head = ['budget', 'latencyMs', 'events', 'firstWindowRefused', 'firstWindowAccepted', 'nextWindowRefused', 'laterRefused', 'maxLaterRefused', 'drainMs', 'lowerBoundMs'] as const;
   process.stdout.write(`| ${head.join(' | ')} |\n|${head.map(() => ' ---: ').join('|')}|\n`);
   for (const r of runs) process.stdout.write(`| ${head.map((h) => String(r[h])).join(' | ')} |\n`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   main(process.argv.slice(2)).catch((error: unknown) => {
-    process.stderr.write(`slow start bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stderr.write(`first window bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     process.exitCode = 1;
   });
 }
