@@ -21,10 +21,11 @@ export interface Admission {
  *   length is the time between two such ends: the first refused call of a window that opened at one
  *   ends at the next. The budget is the number of calls admitted before the refused one in the
  *   provider's window, counted from the latest start that window can have, so calls of earlier,
- *   quiet windows are never counted. Until the length is known, a window admits the budget plus one,
- *   then, each time all its calls were answered, 1, 2, 4, ... more, until a 429 ends it. Once both are known it admits the
- *   budget plus one call per window: the one extra call finds out whether the budget has grown, so
- *   at most one call a window is refused, and if none is the budget grows by one.
+ *   quiet windows are never counted. Until the length is known, a window admits the budget plus
+ *   one, then, each time all its calls were answered, 1, 2, 4, ... more, until a 429 ends it. Once
+ *   both are known it admits the budget plus one call per window: the one extra call finds out
+ *   whether the budget has grown, so at most one call a window is refused, and if none is the
+ *   budget grows by one.
  */
 export class RateGate {
   private readonly waiting: Array<(admission: Admission) => void> = [];
@@ -123,7 +124,10 @@ export class RateGate {
     if (ofThisWindow) this.learn(refused, endMs);
   }
 
-  /** A call that was not refused has ended (answered, failed or given up): with an allowance, its window may start more. */
+  /**
+   * A call that was not refused has ended (answered, failed or given up): the budget's extra call
+   * was accepted, or, in a window of unknown length, the window may start more.
+   */
   answered(admission: Admission): void {
     this.ended(admission, true);
   }
