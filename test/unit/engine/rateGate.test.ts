@@ -246,6 +246,42 @@ describe('RateGate learning a budget from 429s', () => {
     expect(gate.learnedLimit).toEqual({ calls: 1, windowMs: 30_000 });
   });
 
+  it('learns nothing from a 429 that came back after its window ended (a Retry-After of 0)', () => {
+    const { clock, gate } = setup();
+    const calls = [gate.tryAdmit()!, gate.tryAdmit()!];
+    clock.advanceTo(10_050);
+    gate.rateLimited(0, calls[1]);
+    expect(gate.learnedBudget).toBeUndefined();
+    // No window end, so no window opened there: the gate still admits every call.
+    expect(Array.from({ length: 5 }, () => gate.tryAdmit()).every((a) => a?.windowStartMs === 0)).toBe(true);
+  });
+
+  it('grows the budget only when the extra call was answered, not when its 429 is still on its way', () => {
+    const { clock, gate } = setup();
+    const first = [gate.tryAdmit()!, gate.tryAdmit()!];
+    clock.advanceTo(100);
+    gate.rateLimited(9_900, first[1]);
+    clock.advanceTo(10_000);
+    const second = [gate.tryAdmit()!, gate.tryAdmit()!];
+    clock.advanceTo(10_100);
+    gate.rateLimited(9_900, second[1]);
+    expect(gate.learnedLimit).toEqual({ calls: 1, windowMs: 10_000 });
+    // The window at 20 000: the budget and the extra call; the extra call is not answered by 30 000.
+    clock.advanceTo(20_000);
+    const third = [gate.tryAdmit()!, gate.tryAdmit()!];
+    gate.answered(third[0]!);
+    clock.advanceTo(30_000);
+    expect(gate.tryAdmit()).toBeDefined();
+    expect(gate.learnedLimit).toEqual({ calls: 1, windowMs: 10_000 });
+    // This window's extra call is answered: the next window grows the budget to 2.
+    const fourth = gate.tryAdmit()!;
+    expect(fourth.index).toBe(1);
+    gate.answered(fourth);
+    clock.advanceTo(40_000);
+    gate.tryAdmit();
+    expect(gate.learnedLimit).toEqual({ calls: 2, windowMs: 10_000 });
+  });
+
   it('lets an aborted call leave the queue uncounted, and drops its wake-up when no call is left', async () => {
     const { clock, gate, admitted, admit, runTo } = setup();
     gate.rateLimited(10_000);
