@@ -18,6 +18,8 @@ export async function loadTopology(module: string): Promise<Topology> {
     }
     throw error;
   }
+  // A .ts file that Node.js loads as CommonJS comes with its `export default` under module.exports.default.
+  if (!isTopology(exported) && typeof exported === 'object' && exported !== null && 'default' in exported) exported = exported.default;
   const topology = typeof exported === 'function' ? await (exported as () => unknown)() : exported;
   if (!isTopology(topology)) {
     throw new Error(`orderly run: '${module}' must export a Topology by default (export default stream(...)...build()), or a function that returns one`);
@@ -34,11 +36,16 @@ function isTypeScript(module: string): boolean {
   return /\.[mc]?tsx?$/.test(module);
 }
 
-/** Registers tsx's module hooks in this process, so that import() compiles TypeScript. */
+/**
+ * Registers tsx's module hooks in this process, so that import() compiles TypeScript: the ESM
+ * hooks, and the CommonJS ones for a .ts file outside a `"type": "module"` package, which Node.js
+ * loads as CommonJS.
+ */
 async function registerTypeScript(module: string): Promise<void> {
   try {
-    const { register } = await import('tsx/esm/api');
-    register();
+    const [esm, cjs] = await Promise.all([import('tsx/esm/api'), import('tsx/cjs/api')]);
+    cjs.register();
+    esm.register();
   } catch (error) {
     throw new Error(`orderly run: cannot load tsx to import the TypeScript module '${module}': ${(error as Error).message}; reinstall orderly (tsx is one of its dependencies), or compile the module to .js (tsc) and give that`, { cause: error });
   }
