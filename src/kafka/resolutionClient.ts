@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
+import { checkResolution } from '../engine/checkResolution.js';
 import type { Resolution } from '../engine/parkedKeys.js';
 import { AckedProducer } from './ackedProducer.js';
 import { ChangelogTail } from './changelogTail.js';
@@ -103,6 +104,8 @@ export type ResolveResult =
  */
 export async function resolveParked(source: ParkedSource, options: ResolveOptions): Promise<ResolveResult> {
   const { settings, scope } = source;
+  // Refused before anything is read or sent: a worker would refuse it anyway, later.
+  checkResolution(`resolve key '${options.lane}' of ${scope.topic}/${options.partition}`, options.resolution);
   const started = Date.now();
   const changelog = await readParkedChangelog(source, Math.max(options.waitMs, 30_000), [options.partition]);
   try {
