@@ -9,6 +9,7 @@ import { Outcome, type EngineObserver, type OutcomeEvent } from '../engine/outco
 import type { Store } from '../ports/store.js';
 import { topologyStores } from '../graph/stores.js';
 import { openLevelStore } from '../state/levelStore.js';
+import { checkBootstrap } from './bootstrapCheck.js';
 import { ChangelogReader } from './changelog/changelogReader.js';
 import { checkedChangelogTopic } from './changelog/changelogRecords.js';
 import { ChangelogStore, type RestoreReport } from './changelog/changelogStore.js';
@@ -82,7 +83,8 @@ export interface RunningTopology {
 }
 
 /**
- * Runs a topology on a Kafka cluster: checks the source topic and creates the missing output,
+ * Runs a topology on a Kafka cluster: checks that `bootstrap` is well formed and answers (throws a
+ * `BootstrapError` naming the address and the cause within seconds otherwise), checks the source topic and creates the missing output,
  * parking, dead-letter and changelog topics, opens the LevelDB state, joins the consumer group and
  * runs the engine until {@link RunningTopology.stop} or a fatal error. The state of each partition
  * is written to its stores' changelogs and restored from them when this worker takes it over.
@@ -96,6 +98,8 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
   const logger = options.logger ?? pino({ level: process.env.ORDERLY_LOG_LEVEL ?? 'info' });
   const { topology } = options;
   const settings: KafkaSettings = { ...options.kafka, bootstrap: options.bootstrap, group: options.group };
+  // Before any client starts: librdkafka would say nothing for 30 s, then only `Local: Timed out`.
+  await checkBootstrap(options.bootstrap);
   const stores = topologyStores(topology.nodes);
   // Checked before anything is created: a store whose changelog name Kafka refuses stops here.
   const changelogs = stores.map((s) => checkedChangelogTopic(options.group, s.name));
