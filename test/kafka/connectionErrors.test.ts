@@ -3,24 +3,16 @@
 // broker is needed: these run beside the suite's broker, not against it).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { unusedPort } from '../localPorts.js';
 import { DISPUTES_MODULE, REPO } from './worker.js';
 
 /** Runs ./bin/orderly; a run still going after 10 s is killed, and the test then fails on its status. */
 function orderly(args: readonly string[]): { status: number | null; stderr: string } {
   const run = spawnSync(process.execPath, ['bin/orderly', ...args], { cwd: REPO, encoding: 'utf8', timeout: 10_000, killSignal: 'SIGKILL' });
   return { status: run.status, stderr: run.stderr };
-}
-
-async function unusedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 const stateDir = () => join(mkdtempSync(join(tmpdir(), 'orderly-bootstrap-')), 'state');

@@ -45,6 +45,19 @@ export async function produceFile(bootstrap: string, topic: string, file: string
   if ((await partitionCount(bootstrap, topic)) === 0) {
     throw new BrokerError(`topic ${topic} does not exist on ${bootstrap}; create it first: npm run kafka -- topic create ${topic} --partitions 3`);
   }
+  await produceRecords(bootstrap, topic, records);
+  return `produced ${records.length} records to ${topic}`;
+}
+
+/** A record to produce; without a partition, Kafka's default partitioner places it by its key. */
+export interface ProducedRecord {
+  readonly key: string | null;
+  readonly value: string | Buffer;
+  readonly partition?: number;
+}
+
+/** Writes the records in order with an idempotent producer and waits for every acknowledgement. */
+export async function produceRecords(bootstrap: string, topic: string, records: readonly ProducedRecord[]): Promise<void> {
   const producer = new rdkafka.Producer({
     "bootstrap.servers": bootstrap,
     "enable.idempotence": true,
@@ -62,12 +75,11 @@ export async function produceFile(bootstrap: string, topic: string, file: string
         if (--pending === 0) (failure ? reject(failure) : resolve());
       });
     });
-    for (const r of records) producer.produce(topic, -1, Buffer.from(r.value), r.key, null);
+    for (const r of records) producer.produce(topic, r.partition ?? -1, typeof r.value === "string" ? Buffer.from(r.value) : r.value, r.key, null);
     if (records.length > 0) await delivered;
   } finally {
     await new Promise<void>((resolve) => producer.disconnect(() => resolve()));
   }
-  return `produced ${records.length} records to ${topic}`;
 }
 
 /**

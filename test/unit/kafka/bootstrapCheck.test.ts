@@ -1,15 +1,7 @@
 import { createServer, type Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BootstrapError, checkBootstrap, parseBootstrap } from '../../../src/kafka/bootstrapCheck.js';
-
-/** A local port nothing listens on: bound by the system, then released. */
-async function unusedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+import { unusedPort } from '../../localPorts.js';
 
 let listening: Server | undefined;
 afterEach(async () => {
