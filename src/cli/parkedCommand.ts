@@ -1,7 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { hostname, userInfo } from 'node:os';
 import type { Resolution } from '../engine/parkedKeys.js';
-import { checkBootstrap } from '../kafka/bootstrapCheck.js';
 import { describeResolution } from '../kafka/resolutionRecords.js';
 import { listParked, ParkedKeyError, resolveParked, showParked, type ParkedSource, type ResolveResult } from '../kafka/resolutionClient.js';
 import { formatList, formatShow, summaryOf } from './parkedFormat.js';
@@ -44,7 +43,7 @@ export function registerParkedCommand(program: Command): void {
     .option('--json', 'print a JSON array')
     .action((options: CommonOptions & { partition?: number }) =>
       run(async () => {
-        const views = await listParked(await sourceOf(await scopeOf(options), options), options.timeoutMs, options.partition);
+        const views = await listParked(sourceOf(await scopeOf(options), options), options.timeoutMs, options.partition);
         return options.json ? `${JSON.stringify(views.map(summaryOf), null, 2)}\n` : formatList(views, (await scopeOf(options)).scope.topic);
       }),
     );
@@ -55,7 +54,7 @@ export function registerParkedCommand(program: Command): void {
     .option('--json', 'print the key as JSON')
     .action((partition: number, key: string, options: CommonOptions) =>
       run(async () => {
-        const source = await sourceOf(await scopeOf(options), options);
+        const source = sourceOf(await scopeOf(options), options);
         const view = await showParked(source, options.timeoutMs, partition, key);
         if (!view) throw new ParkedKeyError(`key '${key}' of ${source.scope.topic}/${partition} is not parked; 'orderly parked list' shows the parked keys`);
         return options.json ? `${JSON.stringify(view, null, 2)}\n` : formatShow(view);
@@ -106,7 +105,7 @@ function withResolve(command: Command): Command {
 }
 
 async function resolve(options: ResolveOptions, partition: number, lane: string, resolution: Resolution): Promise<string> {
-  const source = await sourceOf(await scopeOf(options), options);
+  const source = sourceOf(await scopeOf(options), options);
   const result = await resolveParked(source, { partition, lane, resolution, by: options.by, waitMs: options.wait ? options.timeoutMs : 0 });
   process.exitCode = ResolveExit[result.kind];
   return options.json ? `${JSON.stringify(jsonOf(result), null, 2)}\n` : `${describeResult(result)}\n`;
@@ -156,9 +155,7 @@ async function scopeOf(options: CommonOptions): Promise<{ scope: { topic: string
   return { scope: { topic: options.topic, park: options.park } };
 }
 
-/** The cluster and scope to read; a malformed or unreachable --bootstrap is refused here, in seconds. */
-async function sourceOf({ scope }: { scope: { topic: string; park: string } }, options: CommonOptions): Promise<ParkedSource> {
-  await checkBootstrap(options.bootstrap);
+function sourceOf({ scope }: { scope: { topic: string; park: string } }, options: CommonOptions): ParkedSource {
   return { settings: { bootstrap: options.bootstrap, group: options.group, clientId: 'orderly-cli', librdkafka: options.kafkaConfig }, scope };
 }
 
