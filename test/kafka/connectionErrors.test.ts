@@ -1,19 +1,13 @@
 // A bad --bootstrap, as a user types it: `orderly run` and `orderly parked` fail within 10 s,
 // naming the address and whether its name did not resolve or its connection was refused (no
-// broker is needed: these run beside the suite's broker, not against it).
-import { spawnSync } from 'node:child_process';
+// broker is needed: these run beside the suite's broker, not against it). And a resolution that is
+// not exactly one of --decision and --discard is refused before any connection.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { unusedPort } from '../localPorts.js';
-import { DISPUTES_MODULE, REPO } from './worker.js';
-
-/** Runs ./bin/orderly; a run still going after 10 s is killed, and the test then fails on its status. */
-function orderly(args: readonly string[]): { status: number | null; stderr: string } {
-  const run = spawnSync(process.execPath, ['bin/orderly', ...args], { cwd: REPO, encoding: 'utf8', timeout: 10_000, killSignal: 'SIGKILL' });
-  return { status: run.status, stderr: run.stderr };
-}
+import { DISPUTES_MODULE, runOrderly as orderly } from './worker.js';
 
 const stateDir = () => join(mkdtempSync(join(tmpdir(), 'orderly-bootstrap-')), 'state');
 
@@ -46,5 +40,16 @@ describe('a bad --bootstrap names the address and the cause', () => {
     const unresolved = orderly(['parked', 'resolve', '0', 'acct-1', '--discard', '--bootstrap', 'kafka.orderly-test.invalid:9092', ...common]);
     expect(unresolved.status).toBe(1);
     expect(unresolved.stderr).toMatch(/orderly parked: cannot reach Kafka at 'kafka\.orderly-test\.invalid:9092': .*did not resolve/);
+  });
+});
+
+describe('orderly parked resolve arguments', () => {
+  it('orderly parked resolve: exactly one of --decision and --discard, checked before any connection', () => {
+    const common = ['parked', 'resolve', '0', 'acct-1', '--bootstrap', '127.0.0.1:1', '--group', 'g', '--topology', DISPUTES_MODULE];
+    for (const flags of [['--decision', '{"action":"refund","rationale":"x"}', '--discard'], []]) {
+      const run = orderly([...common, ...flags]);
+      expect(run.status).toBe(1);
+      expect(run.stderr).toBe('orderly parked: give exactly one of --decision JSON and --discard\n');
+    }
   });
 });
