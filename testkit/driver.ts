@@ -8,6 +8,7 @@ import { openLevelStore, openMemoryStore } from '../src/state/levelStore.js';
 import { crashPhase, type CrashPoint, type IoRequest } from './crashPoints.js';
 import { DriverIo, type PendingIo } from './driverIo.js';
 import { DriverConsumer, GatedStore } from './driverPorts.js';
+import { DriverTransaction } from './driverTransaction.js';
 import { DriverObservations, type AppliedEffect, type DriverMetrics } from './driverObservations.js';
 import { MemoryLog } from './memoryLog.js';
 import { SeededRandom } from './seededRandom.js';
@@ -37,6 +38,15 @@ export interface DriverOptions {
    * (CommitRefusedError), which the engine must survive.
    */
   faults?: { commitAheadBy?: number; refuseCommits?: number };
+  /**
+   * The log is transactional, as Kafka with exactly-once (`orderly run --exactly-once`): the
+   * records an engine produces and its state writes from one commit to the next become visible at
+   * the commit, with its offsets, or never. A crash aborts the open transaction: its records are
+   * dropped and its state writes rolled back, as a restarted worker rebuilds its state from the
+   * read_committed changelog. Output topics then show what a read_committed reader sees.
+   * `revoke(..., { lost: true })` is not offered with it. @defaultValue false
+   */
+  exactlyOnce?: boolean;
 }
 
 /** Where and when to crash. With neither, the engine crashes now. */
@@ -52,6 +62,7 @@ interface Instance {
   readonly id: string;
   readonly engine: Engine;
   readonly consumer: DriverConsumer;
+  readonly transaction: DriverTransaction | undefined;
   alive: boolean;
 }
 
@@ -160,6 +171,9 @@ export class TopologyTestDriver {
    */
   async revoke(partitions: readonly number[], options: { lost?: boolean } = {}): Promise<void> {
     const instance = this.requireLive('revoke');
+    if (options.lost && instance.transaction) {
+      throw new Error('TopologyTestDriver.revoke: { lost: true } is not offered with exactlyOnce (on Kafka a lost partition aborts the transaction and resets every partition); crash() and restart() instead');
+    }
     await this.runUntilSettled('revoke', instance.consumer.revoke(this.sourcePartitions(partitions), options.lost ?? false));
   }
 
@@ -307,18 +321,19 @@ export class TopologyTestDriver {
 
   private startInstance(): void {
     const id = `engine-${++this.generation}`;
-    const consumer = new DriverConsumer(id, this.io, this.log, () => this.clock.now(), (record) => this.observations.delivered(record), this.options.faults?.commitAheadBy ?? 0, this.refuseCommits());
+    const transaction = this.options.exactlyOnce ? new DriverTransaction() : undefined;
+    const consumer = new DriverConsumer(id, this.io, this.log, () => this.clock.now(), (record) => this.observations.delivered(record), this.options.faults?.commitAheadBy ?? 0, this.refuseCommits(), transaction);
     const engine = new Engine({
       topology: this.topology,
       log: consumer,
       clock: this.clock.view(id),
-      store: new GatedStore(id, this.io, () => this.state!),
+      store: new GatedStore(id, this.io, () => this.state!, transaction),
       random: this.random.derive(id),
       observer: this.observations.observer(this.generation, (error) => (this.failure ??= error)),
       ...(this.options.commit ? { commit: this.options.commit } : {}),
       ...(this.options.maxBufferedPerPartition ? { maxBufferedPerPartition: this.options.maxBufferedPerPartition } : {}),
     });
-    this.instance = { id, engine, consumer, alive: true };
+    this.instance = { id, engine, consumer, transaction, alive: true };
     engine.start().catch((error: Error) => (this.failure ??= error));
   }
 
@@ -364,6 +379,14 @@ export class TopologyTestDriver {
     this.io.fence(instance.id);
     this.clock.fence(instance.id);
     this.observations.crashed();
+    if (instance.transaction) this.abort(instance.transaction);
+  }
+
+  /** Aborts a crashed instance's open transaction: its records are dropped, its writes rolled back before anything else runs. */
+  private abort(transaction: DriverTransaction): void {
+    const { rollback, writes } = transaction.abort();
+    this.observations.rolledBack(writes);
+    if (rollback.length > 0) this.actions.unshift(() => this.state!.batch(rollback));
   }
 
   private async restartNow(): Promise<void> {

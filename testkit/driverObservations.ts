@@ -99,6 +99,25 @@ export class DriverObservations {
     }
   }
 
+  /** An aborted transaction's writes were rolled back (exactly-once): the effects they recorded never happened. */
+  rolledBack(writes: readonly (readonly StoreOp[])[]): void {
+    const prefix = this.effectPrefix;
+    if (!prefix) return;
+    for (const op of writes.flat().reverse()) {
+      if (op.type !== 'put' || !op.key.startsWith(prefix)) continue;
+      const record = op.value as EffectRecord;
+      if (record.discardedAtMs !== undefined) {
+        this.discarded.delete(record.effectId);
+        continue;
+      }
+      // The last noted copy is the rolled-back one; an earlier copy of the same id (a double effect) stays.
+      let last = this.effects.length - 1;
+      while (last >= 0 && this.effects[last]!.effectId !== record.effectId) last -= 1;
+      if (last >= 0) this.effects.splice(last, 1);
+      if (!this.effects.some((e) => e.effectId === record.effectId)) this.effectIds.delete(record.effectId);
+    }
+  }
+
   /** A commit reached the log: every offset below it must have finished. */
   committed(commits: ReadonlyArray<TopicPartition & { from: number; to: number }>): void {
     for (const c of commits) {

@@ -2,14 +2,19 @@ import type { CommitOffset, Log, LogListener, LogRecord, OutRecord, TopicPartiti
 import { CommitRefusedError, partitionId } from '../src/ports/log.js';
 import type { EntriesOptions, Store, StoreOp } from '../src/ports/store.js';
 import type { DriverIo } from './driverIo.js';
+import type { DriverTransaction } from './driverTransaction.js';
 import type { MemoryLog } from './memoryLog.js';
 
-/** The Store port of one engine instance: reads go straight to the state, writes and scans wait for the driver. */
+/**
+ * The Store port of one engine instance: reads go straight to the state, writes and scans wait for
+ * the driver. With a transaction, each write is part of it (rolled back if it aborts).
+ */
 export class GatedStore implements Store {
   constructor(
     private readonly owner: string,
     private readonly io: DriverIo,
     private readonly state: () => Store,
+    private readonly transaction?: DriverTransaction,
   ) {}
 
   get location(): string {
@@ -22,7 +27,10 @@ export class GatedStore implements Store {
 
   batch(ops: readonly StoreOp[]): Promise<void> {
     const copy = [...ops];
-    return this.io.enqueue(this.owner, { kind: 'batch', ops: copy }, () => this.state().batch(copy));
+    return this.io.enqueue(this.owner, { kind: 'batch', ops: copy }, () => {
+      this.transaction?.writing(copy, this.state());
+      return this.state().batch(copy);
+    });
   }
 
   entries<T>(prefix: string, options?: EntriesOptions): Promise<Array<[string, T]>> {
@@ -45,8 +53,11 @@ interface Position {
 /**
  * The Log port of one engine instance over the driver's in-memory log. It owns every partition of
  * the subscribed topic (one consumer in the group) and starts each at the group's committed offset.
+ * With a transaction it is transactional, as Kafka with exactly-once: what it produces is appended
+ * at the next commit, with the offsets, and it offers units ({@link Log.atomic}).
  */
 export class DriverConsumer implements Log {
+  readonly atomic?: <T>(work: () => Promise<T>) => Promise<T>;
   private listener: LogListener | undefined;
   private readonly positions = new Map<string, Position>();
 
@@ -58,7 +69,10 @@ export class DriverConsumer implements Log {
     private readonly onDelivered: (record: LogRecord) => void,
     private readonly commitAheadBy = 0,
     private refuseCommits = 0,
-  ) {}
+    private readonly transaction?: DriverTransaction,
+  ) {
+    if (transaction) this.atomic = (work) => transaction.unit(work);
+  }
 
   async subscribe(topics: readonly string[], listener: LogListener): Promise<void> {
     this.listener = listener;
@@ -81,16 +95,19 @@ export class DriverConsumer implements Log {
       const polled = this.positions.get(partitionId(o))?.offset;
       if (polled !== undefined && o.offset > polled) throw new Error(`commit of ${partitionId(o)} at ${o.offset}, but only offsets below ${polled} were polled`);
     }
-    return this.io.enqueue(this.owner, { kind: 'commit', offsets }, async () => {
-      // As Kafka would: a partition taken away (or a commit refused on purpose) fails the whole commit.
-      const gone = offsets.filter((o) => !this.positions.has(partitionId(o))).map((o) => partitionId(o));
-      if (gone.length > 0) throw new CommitRefusedError(`commit refused: ${gone.join(', ')} no longer assigned to this consumer`);
-      if (this.refuseCommits > 0) {
-        this.refuseCommits -= 1;
-        throw new CommitRefusedError('commit refused: a rebalance is in progress (a fault of the driver)');
-      }
-      for (const o of offsets) this.log.commit(o, Math.min(o.offset + this.commitAheadBy, this.position(o).offset));
-    });
+    const commit = () =>
+      this.io.enqueue(this.owner, { kind: 'commit', offsets }, async () => {
+        // As Kafka would: a partition taken away (or a commit refused on purpose) fails the whole commit.
+        const gone = offsets.filter((o) => !this.positions.has(partitionId(o))).map((o) => partitionId(o));
+        if (gone.length > 0) throw new CommitRefusedError(`commit refused: ${gone.join(', ')} no longer assigned to this consumer`);
+        if (this.refuseCommits > 0) {
+          this.refuseCommits -= 1;
+          throw new CommitRefusedError('commit refused: a rebalance is in progress (a fault of the driver)');
+        }
+        for (const r of this.transaction?.committed() ?? []) this.log.append(r, this.nowMs());
+        for (const o of offsets) this.log.commit(o, Math.min(o.offset + this.commitAheadBy, this.position(o).offset));
+      });
+    return this.transaction ? this.transaction.commit(commit) : commit();
   }
 
   /**
@@ -115,7 +132,8 @@ export class DriverConsumer implements Log {
 
   produce(records: readonly OutRecord[]): Promise<void> {
     return this.io.enqueue(this.owner, { kind: 'produce', records }, async () => {
-      for (const r of records) this.log.append(r, this.nowMs());
+      if (this.transaction) this.transaction.produced(records);
+      else for (const r of records) this.log.append(r, this.nowMs());
     });
   }
 
