@@ -107,11 +107,21 @@ export class TopologyTestDriver {
     this.observations = new DriverObservations(topology);
   }
 
+  /** Writes to the topology's source topic; any other name is refused (nothing would read it). */
   createInputTopic<T>(name: string, options: { value?: Serde<T> } = {}): TestInputTopic<T> {
+    const source = this.topology.source.topic;
+    if (name !== source) {
+      throw new Error(`TopologyTestDriver.createInputTopic: the topology reads only '${source}', not '${name}'; use createInputTopic('${source}')`);
+    }
     return new TestInputTopic(name, this.log, options.value ?? json<T>(), () => this.clock.now());
   }
 
+  /** Reads one of the topics the topology writes: its outputs, parking and dead-letter topics. */
   createOutputTopic<T>(name: string, options: { value?: Serde<T> } = {}): TestOutputTopic<T> {
+    const written = this.topology.outputTopics;
+    if (!written.includes(name)) {
+      throw new Error(`TopologyTestDriver.createOutputTopic: the topology never writes '${name}'; it writes ${written.map((t) => `'${t}'`).join(', ')}`);
+    }
     return new TestOutputTopic(name, this.log, options.value ?? json<T>());
   }
 

@@ -19,6 +19,7 @@ export function registerRunCommand(program: Command): void {
     .option('--commit-every-ms <ms>', "commit each partition's finished prefix this often (default 5000)", toInteger)
     .option('--max-buffered <n>', 'unfinished events per partition before it is paused, resumed at half (default 1500)', toInteger)
     .option('--stop-grace-ms <ms>', 'on SIGINT or SIGTERM, how long the model calls in flight may finish before they are given up (default 0: at once; given-up events are redone by the next owner)', toMilliseconds)
+    .option('--rate-limit-warn-ms <ms>', 'warn when the agent step has been refused (429) this long with no answer, then at most this often (default 60000)', toInteger)
     .option('--exactly-once', 'outputs, state changelogs and input offsets in one Kafka transaction per commit: a read_committed reader sees each output once (commits every 100 ms unless --commit-every-ms)')
     .option('--transactional-id <id>', "with --exactly-once: this worker's transactional id, stable across its restarts and unique in the group (default: derived from the group, the host and the state directory)")
     .option('--transaction-timeout-ms <ms>', 'with --exactly-once: how long the broker keeps a transaction open before aborting it (default 10000)', toInteger)
@@ -37,7 +38,6 @@ export function registerRunCommand(program: Command): void {
       await runWorker(module, options, program);
     });
 }
-
 
 function toInteger(value: string): number {
   const number = Number(value);

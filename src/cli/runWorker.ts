@@ -17,6 +17,7 @@ export interface RunOptions {
   commitEveryMs?: number;
   maxBuffered?: number;
   stopGraceMs?: number;
+  rateLimitWarnMs?: number;
   exactlyOnce?: boolean;
   transactionalId?: string;
   transactionTimeoutMs?: number;
@@ -73,6 +74,7 @@ async function startWorker(module: string, options: RunOptions, logger: Logger, 
     logger,
     ...(options.commitEveryMs ? { commit: { everyMs: options.commitEveryMs } } : {}),
     ...(options.maxBuffered ? { maxBufferedPerPartition: options.maxBuffered } : {}),
+    ...(options.rateLimitWarnMs ? { rateLimitWarnings: { afterMs: options.rateLimitWarnMs, everyMs: options.rateLimitWarnMs } } : {}),
     ...(options.exactlyOnce
       ? {
           exactlyOnce: {

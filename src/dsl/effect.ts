@@ -1,4 +1,9 @@
 import type { RecordMeta } from '../graph/nodes.js';
+import { requireFunction, requireName } from './options.js';
+
+/** Marks what {@link effect} made: `applyOnce` takes nothing else (every function has an `apply`). */
+/** @internal */
+export const madeByEffect: unique symbol = Symbol.for('orderly.effect');
 
 /**
  * Rows of an effect's own state table. Writes are staged and recorded in the same atomic batch as
@@ -27,6 +32,8 @@ export interface Effect<T, R = T> {
   /** Names the effect's store: keep it stable, it keys the state across versions. */
   readonly name: string;
   apply(value: T, ctx: EffectContext): R | Promise<R>;
+  /** Set by {@link effect} only. */
+  readonly [madeByEffect]: true;
 }
 
 /**
@@ -39,5 +46,12 @@ export interface Effect<T, R = T> {
  * });
  */
 export function effect<T, R = T>(name: string, apply: (value: T, ctx: EffectContext) => R | Promise<R>): Effect<T, R> {
-  return { name, apply };
+  requireName('effect', 'its name', name);
+  requireFunction(`effect '${name}'`, 'apply', apply);
+  return Object.freeze({ name, apply, [madeByEffect]: true as const });
+}
+
+/** True for what {@link effect} made, and for nothing else. */
+export function isEffect(value: unknown): value is Effect<unknown, unknown> {
+  return typeof value === 'object' && value !== null && (value as Partial<Effect<unknown>>)[madeByEffect] === true;
 }

@@ -8,7 +8,7 @@ import type {
   RateLimit,
   SourceNode,
 } from '../graph/nodes.js';
-import type { Effect } from './effect.js';
+import { isEffect, type Effect } from './effect.js';
 import { json, type Serde } from './serde.js';
 import { requireFunction, requireInteger, requireName, requireNumber } from './options.js';
 import { Topology } from './topology.js';
@@ -153,10 +153,8 @@ export class StreamBuilder<T> {
    * after the effect.
    */
   applyOnce<R>(effect: Effect<T, R>, options: NameOption = {}): StreamBuilder<R> {
-    if (typeof effect?.apply !== 'function') {
-      throw new TopologyError('applyOnce', 'applyOnce: effect must be made with effect(name, apply)');
-    }
-    const name = requireName('applyOnce', 'the effect name', options.name ?? effect.name);
+    if (!isEffect(effect)) throw new TopologyError('applyOnce', notAnEffect(effect));
+    const name = requireName('applyOnce', 'its name', options.name ?? effect.name);
     return this.with({ kind: 'applyOnce', name, effect: effect as Effect<unknown, unknown> });
   }
 
@@ -185,6 +183,16 @@ export class StreamBuilder<T> {
   private lastAgentStep(): string | undefined {
     return this.nodes.findLast((n) => n.kind === 'agentStep')?.name;
   }
+}
+
+/** Why `applyOnce` refuses `value`, and what to pass instead. */
+function notAnEffect(value: unknown): string {
+  if (typeof value === 'function') {
+    const named = value.name ? ` '${value.name}'` : '';
+    return `applyOnce: got the function${named}, not an effect; wrap it: .applyOnce(effect('a-stable-name', fn)) (the name keys its state)`;
+  }
+  const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object not made by effect()' : typeof value;
+  return `applyOnce: effect must be made with effect(name, apply), got ${got}`;
 }
 
 function checkLimit(step: string, limit: RateLimit): RateLimit {

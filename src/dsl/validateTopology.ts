@@ -28,12 +28,69 @@ const oneOfEachStatefulKind: Pass = (nodes) => {
   for (const kind of ['keyedSerial', 'agentStep', 'park', 'applyOnce'] as const) {
     const found = nodes.filter((n) => n.kind === kind);
     if (found.length > 1) {
+      const fix = kind === 'agentStep' ? 'make one decide function that calls both models, or chain two topologies through a topic' : `remove one of the ${found.length}`;
+      throw new TopologyError(found[1]!.name, `${kind} '${found[1]!.name}': a topology has at most one ${kind} in this version; ${fix}`);
+    }
+  }
+};
+
+/** A topic the topology reads or writes, and the operator that does. */
+interface TopicUse {
+  readonly topic: string;
+  readonly role: 'source' | 'dead-letter' | 'park' | 'output';
+  readonly node: GraphNode;
+}
+
+function topicUses(nodes: readonly GraphNode[]): TopicUse[] {
+  return nodes.flatMap((node): TopicUse[] => {
+    switch (node.kind) {
+      case 'source':
+        return [{ topic: node.topic, role: 'source', node }, { topic: node.deadLetterTopic, role: 'dead-letter', node }];
+      case 'park':
+        return [{ topic: node.topic, role: 'park', node }];
+      case 'sink':
+        return [{ topic: node.topic, role: 'output', node }];
+      default:
+        return [];
+    }
+  });
+}
+
+/** Names the operator that reads or writes `use`, and the option that picks its topic. */
+function writer(use: TopicUse): { operator: string; option: string } {
+  const { node } = use;
+  if (node.kind === 'source') return { operator: `stream '${node.topic}'`, option: "another stream(topic, { deadLetterTopic: '...' })" };
+  if (node.kind === 'park') return { operator: `park '${node.name}'`, option: "another park({ topic: '...' })" };
+  return { operator: `to '${node.name}'`, option: 'to() another topic' };
+}
+
+/**
+ * The source, dead-letter, park and output topics all differ: a topology that writes its source
+ * reads its own records again (one bad payload dead-lettered forever), and two kinds of record in
+ * one topic cannot be told apart by their readers.
+ */
+const distinctTopics: Pass = (nodes) => {
+  const seen = new Map<string, TopicUse>();
+  for (const use of topicUses(nodes)) {
+    const first = seen.get(use.topic);
+    if (!first) {
+      seen.set(use.topic, use);
+      continue;
+    }
+    const { operator, option } = writer(use);
+    if (first.role === 'source') {
       throw new TopologyError(
-        found[1]!.name,
-        `${kind} '${found[1]!.name}': a topology has at most one ${kind} in this version; ` +
-          (kind === 'agentStep' ? 'make one decide function that calls both models, or chain two topologies through a topic' : `remove '${found[1]!.name}'`),
+        use.node.name,
+        `${operator}: its ${use.role} topic is the source topic '${use.topic}': every record it writes would be read again, and written again, forever; give ${option}`,
       );
     }
+    if (first.role === 'output' && use.role === 'output') {
+      throw new TopologyError(use.node.name, `${operator}: the topology already writes its outputs to '${use.topic}' (${first.node.name}); remove one of the two to('${use.topic}')`);
+    }
+    throw new TopologyError(
+      use.node.name,
+      `${operator}: its ${use.role} topic '${use.topic}' is also the ${first.role} topic of ${writer(first).operator}: readers could not tell the records apart; give ${option}`,
+    );
   }
 };
 
@@ -79,9 +136,12 @@ const agentStepIsParkedAndApplied: Pass = (nodes) => {
   }
 };
 
+// Duplicates and topics first: their errors say what to remove or change, where a clash of the
+// names they default to would only say "rename".
 const passes: readonly Pass[] = [
-  uniqueNames,
   oneOfEachStatefulKind,
+  distinctTopics,
+  uniqueNames,
   agentStepNeedsKeyedSerial,
   parkFollowsAStep,
   agentStepIsParkedAndApplied,

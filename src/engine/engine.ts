@@ -7,6 +7,7 @@ import { AttemptsIndexedStore } from './attemptsIndex.js';
 import type { EngineContext } from './engineContext.js';
 import { MetricsRecorder, type EngineMetrics } from './metrics.js';
 import type { EngineObserver } from './outcomes.js';
+import { checkResolution } from './checkResolution.js';
 import type { ParkedEvent, ParkedKeyState, Resolution } from './parkedKeys.js';
 import { PartitionTasks } from './partitionTasks.js';
 import { PartitionTask } from './partitionTask.js';
@@ -108,7 +109,8 @@ export class Engine {
 
   /** Resolves a parked key: with a person's decision, a retry of the step, or by discarding its parked event. */
   async resolve(partition: number, key: string, resolution: Resolution): Promise<void> {
-    await this.task(partition, 'resolve').resolve(key, resolution);
+    const checked = checkResolution(`resolve key '${key}' of partition ${partition}`, resolution);
+    await this.task(partition, 'resolve').resolve(key, checked);
   }
 
   private task(partition: number, what: string): PartitionTask {

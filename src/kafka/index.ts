@@ -5,6 +5,8 @@ export { KafkaLog } from './kafkaLog.js';
 export type { KafkaLogOptions } from './kafkaLog.js';
 export type { KafkaSettings, LibrdkafkaConfig } from './kafkaConfig.js';
 export { ensureTopics, TopicError } from './topics.js';
+export { BootstrapError, checkBootstrap, parseBootstrap } from './bootstrapCheck.js';
+export type { BootstrapCheckOptions, BootstrapServer } from './bootstrapCheck.js';
 export type { TopicPlan } from './topics.js';
 export { systemClock } from './systemClock.js';
 export { systemRandom } from './systemRandom.js';

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CommitRefusedError, isCommitRefused, PartitionResetError, partitionId, type CommitOffset, type Log, type LogListener, type OutRecord, type TopicPartition } from '../ports/log.js';
 import { AckedProducer } from './ackedProducer.js';
+import { AssignmentWait } from './assignmentWait.js';
 import { CommitWaiter, isRefusedByRebalance, isRetriableCommitError } from './commitWaiter.js';
 import { consumerConfig, type KafkaSettings, type TransactionSettings } from './kafkaConfig.js';
 import { logClientTo } from './kafkaLogger.js';
@@ -93,6 +94,8 @@ export class KafkaLog implements Log {
   private resetting = false;
   private fatal: Error | undefined;
   private readonly logger: Logger;
+  /** Logs why no partition came yet, until the first assignment. */
+  private assignmentWait: AssignmentWait | undefined;
 
   constructor(private readonly options: KafkaLogOptions) {
     this.logger = options.logger;
@@ -135,6 +138,8 @@ export class KafkaLog implements Log {
     }
     consumer.subscribe([...topics]);
     this.logger.info({ topics, group: settings.group, protocol: settings.groupProtocol ?? 'classic' }, 'subscribed');
+    this.assignmentWait = new AssignmentWait(settings, this.logger);
+    this.assignmentWait.start();
     this.loop = this.consumeLoop();
   }
 
@@ -202,6 +207,7 @@ export class KafkaLog implements Log {
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
+    this.assignmentWait?.stop();
     this.listener = undefined;
     await this.loop;
     await this.rebalances;
@@ -363,6 +369,7 @@ export class KafkaLog implements Log {
     const tps = assignment.map(({ topic, partition }) => ({ topic, partition }));
     const cooperative = consumer.rebalanceProtocol() !== 'EAGER';
     if (error?.code === ERR_ASSIGN_PARTITIONS) {
+      this.assignmentWait?.stop();
       // An empty assignment completes a rebalance that gave this worker nothing new.
       if (tps.length > 0) this.logger.info({ partitions: tps.map(partitionId) }, 'assigned');
       this.serialize(async () => {

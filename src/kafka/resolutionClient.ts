@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
+import { checkResolution } from '../engine/checkResolution.js';
+import { checkBootstrap } from './bootstrapCheck.js';
 import type { Resolution } from '../engine/parkedKeys.js';
 import { AckedProducer } from './ackedProducer.js';
 import { ChangelogTail } from './changelogTail.js';
@@ -24,8 +26,12 @@ export class ParkedKeyError extends Error {
   }
 }
 
-/** Opens the park's changelog (or the partitions given) and reads it to its end. */
+/**
+ * Opens the park's changelog (or the partitions given) and reads it to its end. A malformed or
+ * unreachable bootstrap is refused first, in seconds, naming the address and the cause.
+ */
 export async function readParkedChangelog(source: ParkedSource, timeoutMs: number, partitions?: readonly number[]): Promise<ChangelogTail> {
+  await checkBootstrap(source.settings.bootstrap);
   const topic = changelogTopic(source.settings.group, source.scope.park);
   let reader: ChangelogTail;
   try {
@@ -103,6 +109,8 @@ export type ResolveResult =
  */
 export async function resolveParked(source: ParkedSource, options: ResolveOptions): Promise<ResolveResult> {
   const { settings, scope } = source;
+  // Refused before anything is read or sent: a worker would refuse it anyway, later.
+  checkResolution(`resolve key '${options.lane}' of ${scope.topic}/${options.partition}`, options.resolution);
   const started = Date.now();
   const changelog = await readParkedChangelog(source, Math.max(options.waitMs, 30_000), [options.partition]);
   try {

@@ -1,3 +1,4 @@
+import { checkResolution } from '../engine/checkResolution.js';
 import type { Resolution } from '../engine/parkedKeys.js';
 import type { OutRecord } from '../ports/log.js';
 
@@ -80,14 +81,8 @@ export function parseControlRecord(value: Uint8Array | null): ControlRecord {
   if (!t || typeof t.topic !== 'string' || !Number.isInteger(t.partition) || typeof t.lane !== 'string' || typeof t.effectId !== 'string' || typeof t.parkedAtMs !== 'number') {
     throw new Error(`resolution ${parsed.id}: its target needs topic, partition, lane, effectId and parkedAtMs`);
   }
-  if (!isResolution(parsed.resolution)) throw new Error(`resolution ${parsed.id}: resolution must be {decision}, {retry: true} or {discard: true}`);
+  checkResolution(`resolution ${parsed.id}`, parsed.resolution);
   return parsed as unknown as ResolutionRequest;
-}
-
-function isResolution(value: unknown): value is Resolution {
-  if (typeof value !== 'object' || value === null) return false;
-  const r = value as Record<string, unknown>;
-  return 'decision' in r || r.retry === true || r.discard === true;
 }
 
 /** How a resolution reads in a log line or the CLI: `decision {...}`, `retry` or `discard`. */

@@ -9,6 +9,7 @@ import { Outcome, type EngineObserver, type OutcomeEvent } from '../engine/outco
 import type { Store } from '../ports/store.js';
 import { topologyStores } from '../graph/stores.js';
 import { openLevelStore } from '../state/levelStore.js';
+import { checkBootstrap } from './bootstrapCheck.js';
 import { ChangelogReader } from './changelog/changelogReader.js';
 import { checkedChangelogTopic } from './changelog/changelogRecords.js';
 import { ChangelogStore, type RestoreReport } from './changelog/changelogStore.js';
@@ -17,6 +18,7 @@ import { KafkaLog } from './kafkaLog.js';
 import { startResolutions, type Resolutions } from './resolutions.js';
 import { systemClock } from './systemClock.js';
 import { systemRandom } from './systemRandom.js';
+import { RateLimitWarnings, type RateLimitWarningOptions } from './rateLimitWarnings.js';
 import { ensureTopics } from './topics.js';
 
 /** What {@link runTopology} needs: the topology, the cluster, the group and where the state lives. */
@@ -50,6 +52,11 @@ export interface RunTopologyOptions {
   readonly exactlyOnce?: boolean | ExactlyOnceOptions;
   /** Hears how the state of each partition this worker takes over was restored from its changelogs. */
   readonly onRestored?: (report: RestoreReport) => void;
+  /**
+   * When a step refused by its provider (429) with no answer between is logged at warn: after
+   * `afterMs` of refusals, then at most once every `everyMs`. @defaultValue `{ afterMs: 60000, everyMs: 60000 }`
+   */
+  readonly rateLimitWarnings?: RateLimitWarningOptions;
 }
 
 /** How an exactly-once worker names and times its transactions. */
@@ -82,7 +89,8 @@ export interface RunningTopology {
 }
 
 /**
- * Runs a topology on a Kafka cluster: checks the source topic and creates the missing output,
+ * Runs a topology on a Kafka cluster: checks that `bootstrap` is well formed and answers (throws a
+ * `BootstrapError` naming the address and the cause within seconds otherwise), checks the source topic and creates the missing output,
  * parking, dead-letter and changelog topics, opens the LevelDB state, joins the consumer group and
  * runs the engine until {@link RunningTopology.stop} or a fatal error. The state of each partition
  * is written to its stores' changelogs and restored from them when this worker takes it over.
@@ -96,6 +104,8 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
   const logger = options.logger ?? pino({ level: process.env.ORDERLY_LOG_LEVEL ?? 'info' });
   const { topology } = options;
   const settings: KafkaSettings = { ...options.kafka, bootstrap: options.bootstrap, group: options.group };
+  // Before any client starts: librdkafka would say nothing for 30 s, then only `Local: Timed out`.
+  await checkBootstrap(options.bootstrap);
   const stores = topologyStores(topology.nodes);
   // Checked before anything is created: a store whose changelog name Kafka refuses stops here.
   const changelogs = stores.map((s) => checkedChangelogTopic(options.group, s.name));
@@ -125,6 +135,7 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
   const stopWith = (error?: Error, graceMs = 0): Promise<void> => {
     if (error && !failure) failure = error;
     stopping ??= (async () => {
+      rateLimits?.stop();
       try {
         await resolutions?.stop();
         await engine.stop({ graceMs });
@@ -158,19 +169,21 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
     handedBackCleanly: (tp) => !log.isLost(tp),
     ...(options.onRestored ? { onRestored: options.onRestored } : {}),
   });
+  const rateLimits = rateLimitWatch(topology, logger.child({ component: 'engine' }), options.rateLimitWarnings);
   const engine = new Engine({
     topology,
     log,
     clock: systemClock,
     store,
     random: systemRandom,
-    observer: loggingObserver(logger.child({ component: 'engine' }), options.observer, (error) => void stopWith(error)),
+    observer: loggingObserver(logger.child({ component: 'engine' }), options.observer, (error) => void stopWith(error), rateLimits),
     ...(commit ? { commit } : {}),
     maxBufferedPerPartition: options.maxBufferedPerPartition ?? KAFKA_MAX_BUFFERED_PER_PARTITION,
   });
   try {
     await engine.start();
   } catch (error) {
+    rateLimits?.stop();
     await log.close().catch(() => undefined);
     await closeStore(store, logger);
     throw error;
@@ -215,14 +228,40 @@ async function closeStore(store: Store, logger: Logger): Promise<void> {
   }
 }
 
+interface RateLimitWatch {
+  readonly warnings: RateLimitWarnings;
+  stop(): void;
+}
+
+/** Warns at the default level while the topology's agent step stays refused by its provider; undefined without a step. */
+function rateLimitWatch(topology: Topology, logger: Logger, options: RateLimitWarningOptions | undefined): RateLimitWatch | undefined {
+  const step = topology.agentStep?.name;
+  if (step === undefined) return undefined;
+  const warnings = new RateLimitWarnings(
+    step,
+    (state) =>
+      logger.warn(
+        state,
+        `agentStep '${step}' has been rate-limited for ${Math.round(state.forMs / 1000)} s: ${state.refusals} calls refused (429) since ${new Date(state.sinceMs).toISOString()}, none answered; ` +
+          "its events wait in order. Check the provider's quota and key, or lower the step's limit.calls",
+      ),
+    options,
+  );
+  // A long Retry-After means no outcome for a while: look at the time on a timer too.
+  const timer = setInterval(() => warnings.check(Date.now()), 5_000);
+  timer.unref();
+  return { warnings, stop: () => clearInterval(timer) };
+}
+
 const loud: ReadonlySet<Outcome> = new Set<Outcome>([Outcome.PARKED, Outcome.DEAD_LETTERED]);
 
 /** Logs outcomes (debug; PARKED and DEAD_LETTERED at warn), commits (debug) and fatal errors, then tells `user`. */
-function loggingObserver(logger: Logger, user: EngineObserver | undefined, onFatal: (error: Error) => void): EngineObserver {
+function loggingObserver(logger: Logger, user: EngineObserver | undefined, onFatal: (error: Error) => void, rateLimits: RateLimitWatch | undefined): EngineObserver {
   return {
     outcome(event: OutcomeEvent) {
       if (loud.has(event.outcome)) logger.warn(event, `event ${event.outcome}`);
       else logger.debug(event, `event ${event.outcome}`);
+      rateLimits?.warnings.outcome(event);
       user?.outcome?.(event);
     },
     modelCall(call) {

@@ -291,6 +291,23 @@ describe('resolve', () => {
     expect(d.parked()).toHaveLength(1);
   });
 
+  it.each([
+    [{}, 'got {}'],
+    [{ retry: false }, 'got { retry: false }; write { retry: true }'],
+    [{ decision: { action: 'reject' }, retry: true }, "got 'decision' and 'retry' together"],
+    [{ decision: undefined }, 'got a decision of undefined'],
+  ])('refuses a resolution that is not exactly one of decision, retry, discard (%j); the key stays parked', async (resolution, problem) => {
+    const m = model();
+    const { d, out } = await parkA1(m);
+    out.readRecordsToList();
+    await expect(d.resolve(0, 'a', resolution as never)).rejects.toThrow(
+      `resolve key 'a' of partition 0: a resolution must be exactly one of { decision: ... }, { retry: true } and { discard: true }; ${problem}`,
+    );
+    await d.runUntilIdle();
+    expect(d.parked()).toEqual([expect.objectContaining({ key: 'a', status: 'parked' })]);
+    expect(out.readValuesToList()).toEqual([]);
+  });
+
   it('keeps events of the key that arrive during the replay behind it, in order', async () => {
     const m = model();
     const { d, input, out } = await parkA1(m);

@@ -14,6 +14,8 @@ const DIR = join(REPO, '.orderly', 'kafka-test');
 declare module 'vitest' {
   export interface ProvidedContext {
     kafkaBootstrap: string;
+    /** The broker's folder, for the broker tool's commands (ORDERLY_KAFKA_DIR). */
+    kafkaDir: string;
   }
 }
 
@@ -23,6 +25,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   execFileSync('npm', ['run', '-s', 'build'], { cwd: REPO, stdio: 'inherit' });
   const cluster = await up({ port: PORT, dir: DIR, log });
   project.provide('kafkaBootstrap', cluster.bootstrapServers);
+  project.provide('kafkaDir', DIR);
   return async () => {
     await down({ dir: DIR, purge: true, graceSeconds: 10, log });
   };

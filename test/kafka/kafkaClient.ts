@@ -2,6 +2,7 @@
 // librdkafka directly, not orderly's Log adapter, so what they see is what the broker holds.
 import rdkafka, { type Message } from '@confluentinc/kafka-javascript';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { produceRecords } from '../../tools/kafka/topicCommands.js';
 
 export interface ReadRecord {
   readonly topic: string;
@@ -32,32 +33,8 @@ export async function createTopic(bootstrap: string, topic: string, partitions: 
   }
 }
 
-/** Writes the records in order (one at a time per call order: the producer keeps order per partition) and waits for the acks. */
-export async function produce(bootstrap: string, topic: string, records: readonly InputRecord[]): Promise<void> {
-  const producer = new rdkafka.Producer({
-    'bootstrap.servers': bootstrap,
-    'enable.idempotence': true,
-    partitioner: 'murmur2_random',
-    dr_cb: true,
-  });
-  await new Promise<void>((resolve, reject) => producer.connect({}, (error) => (error ? reject(error) : resolve())));
-  producer.setPollInBackground(true);
-  let pending = records.length;
-  let failure: Error | undefined;
-  const delivered = new Promise<void>((resolve, reject) => {
-    producer.on('delivery-report', (error) => {
-      if (error) failure ??= new Error(`delivery to ${topic} failed: ${error.message}`);
-      pending -= 1;
-      if (pending === 0) (failure ? reject(failure) : resolve());
-    });
-  });
-  for (const r of records) {
-    const value = typeof r.value === 'string' ? Buffer.from(r.value) : r.value;
-    producer.produce(topic, r.partition ?? -1, value, r.key, null);
-  }
-  if (records.length > 0) await delivered;
-  await new Promise<void>((resolve) => producer.disconnect(() => resolve()));
-}
+/** Writes the records in order (the producer keeps order per partition) and waits for the acks. */
+export const produce: (bootstrap: string, topic: string, records: readonly InputRecord[]) => Promise<void> = produceRecords;
 
 /** Each partition's leader and replicas (broker ids) of `topic`. */
 export async function partitionReplicas(bootstrap: string, topic: string): Promise<Array<{ partition: number; leader: number; replicas: number[]; isr: number[] }>> {

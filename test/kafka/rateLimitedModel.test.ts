@@ -102,6 +102,33 @@ describe('orderly run: a model that answers 429 for longer than max.poll.interva
     expect(summary.repeatedOutputs).toBe(0);
   });
 
+  it('warns at the default log level while the step stays refused, once per interval', async () => {
+    const { prefix, group, stateDir } = await prefilledScenario(bootstrap, '429-warn', { count: 6, accounts: 3, partitions: 1 });
+    // Every call refused, with a 1 s Retry-After: a quota that is gone, not a burst.
+    const model = await standInModel(0, Number.MAX_SAFE_INTEGER, 1);
+    const worker = new Worker({
+      bootstrap,
+      group,
+      stateDir,
+      topicPrefix: prefix,
+      env: { ORDERLY_MODEL_URL: model.url, ORDERLY_MAX_IN_FLIGHT: '1' },
+      args: ['--log-level', 'info', '--rate-limit-warn-ms', '3000'],
+    });
+    workers.push(worker);
+    const warnings = () => worker.lines.filter((l) => l.level === 40 && /^agentStep 'decide' has been rate-limited for \d+ s: \d+ calls refused \(429\)/.test(l.msg ?? ''));
+    await worker.waitFor('two rate-limit warnings', () => warnings().length >= 2, 60_000);
+    expect(await worker.stop()).toBe(0);
+
+    const [first, second] = warnings();
+    expect(first).toMatchObject({ step: 'decide', component: 'engine' });
+    expect(Number(first!.forMs)).toBeGreaterThanOrEqual(3_000);
+    expect(Number(first!.refusals)).toBeGreaterThan(1);
+    expect(String(first!.msg)).toContain("Check the provider's quota and key, or lower the step's limit.calls");
+    // Once per interval: the next one no sooner than 3 s after.
+    expect(Number(second!.time) - Number(first!.time)).toBeGreaterThanOrEqual(3_000);
+    expect(model.requests.every((r) => r.status === 429)).toBe(true);
+  });
+
   it('gives partitions up and stops without waiting out a Retry-After: revoked work in flight is aborted and done once by the next owner', async () => {
     const { prefix, group, stateDir, inputs } = await prefilledScenario(bootstrap, '429-revoke', { count: 80, accounts: 16, partitions: 4 });
     // a's model: 20 answers, then 429s with a 20 s Retry-After (for longer than the test needs).

@@ -1,5 +1,5 @@
 // `./bin/orderly run` as a child process, with its JSON log lines collected.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -7,6 +7,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 export const REPO = fileURLToPath(new URL('../..', import.meta.url));
 /** The disputes example as `npm run build` compiles it (the Kafka tests' global set-up builds). */
 export const DISPUTES_MODULE = 'dist/examples/disputes/topology.js';
+
+/**
+ * Runs `./bin/orderly ARGS` to its end; one still running after `timeoutMs` is killed (its
+ * status is then null, which a test expecting an exit code fails on).
+ */
+export function runOrderly(args: readonly string[], timeoutMs = 10_000): { status: number | null; stdout: string; stderr: string } {
+  const run = spawnSync(process.execPath, ['bin/orderly', ...args], { cwd: REPO, encoding: 'utf8', timeout: timeoutMs, killSignal: 'SIGKILL' });
+  return { status: run.status, stdout: run.stdout, stderr: run.stderr };
+}
 
 export interface WorkerOptions {
   readonly bootstrap: string;

@@ -7,6 +7,7 @@
  *     npx tsx tools/kafka/broker.ts status [--dir D] [--json]
  *     npx tsx tools/kafka/broker.ts kill NODE_ID [--dir D] [--signal SIGTERM]
  *     npx tsx tools/kafka/broker.ts fetch
+ *     npx tsx tools/kafka/broker.ts topic create|produce|consume ...   (see topicCommands.ts)
  *
  * The same commands are exported (`up`, `down`, `status`, `killNode`,
  * `fetchJars`) for a test set-up to call in-process. The brokers run
@@ -36,6 +37,7 @@ import {
 } from "./layout.js";
 import { liveBrokerIds, portIsFree } from "./probe.js";
 import { runningPid, startDetached, stopProcess } from "./processes.js";
+import { consumeTopic, createTopic, produceFile } from "./topicCommands.js";
 
 export { BrokerError, type BrokerOptions } from "./layout.js";
 
@@ -466,7 +468,11 @@ const USAGE = `usage: npm run kafka -- <command> [options]
   down    [--dir D] [--grace S] [--purge]                   stop every node (--purge: delete the folder)
   status  [--dir D] [--json]                                show the nodes; exits 1 when none runs (not with --json)
   kill    NODE_ID [--dir D] [--signal SIGTERM]              stop one node (default SIGKILL)
-  fetch                                                     only fetch the Kafka jars`;
+  fetch                                                     only fetch the Kafka jars
+  topic create TOPIC [--partitions N] [--bootstrap H:P]      create a topic (an existing one is only reported)
+  produce TOPIC FILE [--bootstrap H:P]                      produce FILE's lines, KEY<TAB>VALUE, in order
+  consume TOPIC --count N [--timeout S] [--bootstrap H:P]   print N records (KEY<TAB>VALUE) from the start; fail after S s (60)
+  (--bootstrap defaults to the cluster this tool runs; the folder is --dir, else $ORDERLY_KAFKA_DIR)`;
 
 /** Runs the command line; returns the exit code. */
 async function main(argv: string[]): Promise<number> {
@@ -481,6 +487,9 @@ async function main(argv: string[]): Promise<number> {
       grace: { type: "string" },
       signal: { type: "string" },
       purge: { type: "boolean" },
+      bootstrap: { type: "string" },
+      partitions: { type: "string" },
+      count: { type: "string" },
       json: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -516,10 +525,50 @@ async function main(argv: string[]): Promise<number> {
     case "fetch":
       console.log(fetchJars());
       return 0;
+    case "topic":
+    case "produce":
+    case "consume":
+      return clientCommand(command ?? "", positionals.slice(1), values, common);
     default:
       console.log(USAGE);
       return values.help ? 0 : 2;
   }
+}
+
+/** `topic create`, `produce` and `consume`, against --bootstrap or the running cluster. */
+async function clientCommand(
+  command: string,
+  args: string[],
+  values: { bootstrap?: string; partitions?: string; count?: string; timeout?: string },
+  common: Pick<BrokerOptions, "dir">,
+): Promise<number> {
+  const bootstrap = values.bootstrap ?? (await runningBootstrap(common));
+  const [first, second] = args;
+  if (command === "topic") {
+    if (first !== "create" || !second) throw new BrokerError("usage: topic create TOPIC [--partitions N] [--bootstrap H:P]");
+    const partitions = numberOption(values.partitions, "partitions") ?? 1;
+    const nodes = bootstrap.split(",").length;
+    console.log(await createTopic(bootstrap, second, partitions, Math.min(nodes, 3)));
+    return 0;
+  }
+  if (command === "produce") {
+    if (!first || !second) throw new BrokerError("usage: produce TOPIC FILE [--bootstrap H:P] (FILE: one record a line, KEY<TAB>VALUE)");
+    console.log(await produceFile(bootstrap, first, second));
+    return 0;
+  }
+  const count = numberOption(values.count, "count");
+  if (!first || count === undefined) throw new BrokerError("usage: consume TOPIC --count N [--timeout S] [--bootstrap H:P]");
+  await consumeTopic(bootstrap, first, count, numberOption(values.timeout, "timeout") ?? 60, (line) => console.log(line));
+  return 0;
+}
+
+/** The bootstrap servers of the cluster in the folder, which must be running. */
+async function runningBootstrap(options: Pick<BrokerOptions, "dir">): Promise<string> {
+  const report = await status(options);
+  if (!report.running || !report.bootstrapServers) {
+    throw new BrokerError(`no Kafka cluster runs in ${shown(report.dir)}; start one (npm run kafka -- up) or give --bootstrap HOST:PORT`);
+  }
+  return report.bootstrapServers;
 }
 
 /** The message of an expected error (bad option, BrokerError), or the stack of an unexpected one. */

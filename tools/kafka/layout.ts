@@ -31,7 +31,7 @@ export interface BrokerOptions {
    * PLAINTEXT and the port after it for its controller.
    */
   port?: number;
-  /** Folder for all broker config, data and logs (default `<repo>/.orderly/kafka`). */
+  /** Folder for all broker config, data and logs (default `$ORDERLY_KAFKA_DIR`, else `<repo>/.orderly/kafka`). */
   dir?: string;
   /** Receives progress lines (default: printed to stdout). */
   log?: (line: string) => void;
@@ -58,9 +58,13 @@ export interface NodeLayout {
   pidFile: string;
 }
 
-/** Resolves the cluster folder from the options, relative to the working directory. */
+/**
+ * Resolves the cluster folder from the options (relative to the working directory), else
+ * `$ORDERLY_KAFKA_DIR`, else `<repo>/.orderly/kafka`.
+ */
 export function clusterDir(options: BrokerOptions): string {
-  return options.dir ? resolve(options.dir) : join(REPO_ROOT, ".orderly", "kafka");
+  const dir = options.dir ?? process.env.ORDERLY_KAFKA_DIR;
+  return dir ? resolve(dir) : join(REPO_ROOT, ".orderly", "kafka");
 }
 
 /** Lays out the nodes of a cluster of `nodes` nodes whose node 1 listens on `port`. */

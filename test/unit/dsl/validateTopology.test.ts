@@ -207,10 +207,105 @@ describe('refusals at build time', () => {
     expect(error.message).toContain('chain two topologies through a topic');
   });
 
-  it('refuses an effect not made with effect()', () => {
-    const error = refusal(() => stream<Dispute>('disputes').applyOnce({ name: 'x' } as never));
-    expect(error.operator).toBe('applyOnce');
-    expect(error.message).toBe('applyOnce: effect must be made with effect(name, apply)');
+  it('refuses an effect not made with effect(), even one shaped like it', () => {
+    for (const fake of [{ name: 'x' }, { name: 'x', apply: (v: unknown) => v }]) {
+      const error = refusal(() => stream<Dispute>('disputes').applyOnce(fake as never));
+      expect(error.operator).toBe('applyOnce');
+      expect(error.message).toBe('applyOnce: effect must be made with effect(name, apply), got an object not made by effect()');
+    }
+  });
+
+  it('refuses a plain function (every function has .apply), saying how to wrap it', () => {
+    function recordDecision(v: unknown) {
+      return v;
+    }
+    const named = refusal(() => stream<Dispute>('disputes').applyOnce(recordDecision as never));
+    expect(named.operator).toBe('applyOnce');
+    expect(named.message).toBe(
+      "applyOnce: got the function 'recordDecision', not an effect; wrap it: .applyOnce(effect('a-stable-name', fn)) (the name keys its state)",
+    );
+    const arrow = refusal(() => stream<Dispute>('disputes').applyOnce(((v: unknown) => v) as never));
+    expect(arrow.message).toBe("applyOnce: got the function, not an effect; wrap it: .applyOnce(effect('a-stable-name', fn)) (the name keys its state)");
+  });
+
+  it('refuses an effect with no name or no function, naming effect()', () => {
+    expect(() => effect('', (v: unknown) => v)).toThrow(TopologyError);
+    expect(() => effect('', (v: unknown) => v)).toThrow("effect: its name must be a non-empty string of letters, digits, '.', '_' or '-', got \"\"");
+    expect(() => effect('fx', undefined as never)).toThrow("effect 'fx': apply must be a function, got undefined");
+  });
+
+  it.each([
+    ['keyedSerial', () => stream<Dispute>('disputes').keyedSerial().keyedSerial().build(), "keyedSerial 'disputes-keyed-serial': a topology has at most one keyedSerial in this version; remove one of the 2"],
+    [
+      'park',
+      () => stream<Dispute>('disputes').keyedSerial().agentStep('decide', decide).park({ attempts: 3 }).park({ attempts: 2 }).applyOnce(effects).build(),
+      "park 'decide-park': a topology has at most one park in this version; remove one of the 2",
+    ],
+    [
+      'applyOnce',
+      () => stream<Dispute>('disputes').keyedSerial().agentStep('decide', decide).park({ attempts: 3 }).applyOnce(effects).applyOnce(effects).build(),
+      "applyOnce 'dispute-effects': a topology has at most one applyOnce in this version; remove one of the 2",
+    ],
+    ['to', () => stream<Dispute>('disputes').to('copies').to('copies').build(), "to 'copies-sink': the topology already writes its outputs to 'copies' (copies-sink); remove one of the two to('copies')"],
+  ])('refuses a duplicate %s with "remove one", not "rename"', (_kind, build, message) => {
+    const error = refusal(build);
+    expect(error.message).toBe(message);
+    expect(error.message).not.toContain('another name');
+  });
+});
+
+describe('refusals of topics that would loop or mix', () => {
+  const chain = (source: string, options: { dlq?: string; park?: string; out?: string } = {}) =>
+    stream<Dispute>(source, options.dlq ? { deadLetterTopic: options.dlq } : {})
+      .keyedSerial()
+      .agentStep('decide', decide)
+      .park({ attempts: 3, ...(options.park ? { topic: options.park } : {}) })
+      .applyOnce(effects)
+      .to(options.out ?? 'dispute-decisions')
+      .build();
+
+  it('refuses a dead-letter topic equal to the source (one bad payload would loop forever)', () => {
+    const error = refusal(() => chain('disputes', { dlq: 'disputes' }));
+    expect(error.operator).toBe('disputes-source');
+    expect(error.message).toBe(
+      "stream 'disputes': its dead-letter topic is the source topic 'disputes': every record it writes would be read again, and written again, forever; give another stream(topic, { deadLetterTopic: '...' })",
+    );
+  });
+
+  it('refuses a park topic equal to the source', () => {
+    const error = refusal(() => chain('disputes', { park: 'disputes' }));
+    expect(error.operator).toBe('decide-park');
+    expect(error.message).toBe(
+      "park 'decide-park': its park topic is the source topic 'disputes': every record it writes would be read again, and written again, forever; give another park({ topic: '...' })",
+    );
+  });
+
+  it('refuses an output topic equal to the source', () => {
+    const error = refusal(() => chain('disputes', { out: 'disputes' }));
+    expect(error.operator).toBe('disputes-sink');
+    expect(error.message).toBe(
+      "to 'disputes-sink': its output topic is the source topic 'disputes': every record it writes would be read again, and written again, forever; give to() another topic",
+    );
+  });
+
+  it('refuses a park topic equal to the dead-letter topic', () => {
+    const error = refusal(() => chain('disputes', { dlq: 'disputes.bad', park: 'disputes.bad' }));
+    expect(error.message).toBe(
+      "park 'decide-park': its park topic 'disputes.bad' is also the dead-letter topic of stream 'disputes': readers could not tell the records apart; give another park({ topic: '...' })",
+    );
+  });
+
+  it('refuses an output topic equal to the park or the dead-letter topic', () => {
+    expect(refusal(() => chain('disputes', { out: 'disputes.parked' })).message).toBe(
+      "to 'disputes.parked-sink': its output topic 'disputes.parked' is also the park topic of park 'decide-park': readers could not tell the records apart; give to() another topic",
+    );
+    expect(refusal(() => chain('disputes', { out: 'disputes.dlq' })).message).toContain(
+      "its output topic 'disputes.dlq' is also the dead-letter topic of stream 'disputes'",
+    );
+  });
+
+  it('accepts a topic set that all differ', () => {
+    expect(chain('disputes', { dlq: 'bad-disputes', park: 'parked-disputes', out: 'decisions' }).outputTopics).toEqual(['decisions', 'parked-disputes', 'bad-disputes']);
   });
 
   it('refuses a bad topic name', () => {

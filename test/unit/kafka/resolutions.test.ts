@@ -60,8 +60,21 @@ describe('control records on <group>-resolutions', () => {
     expect(() => parseControlRecord(bytes({ type: 'resolve' }))).toThrow(/not a JSON object with an id/);
     expect(() => parseControlRecord(bytes({ ...request, type: 'other' }))).toThrow(/unknown type "other"/);
     expect(() => parseControlRecord(bytes({ ...request, target: { ...target, partition: 'x' } }))).toThrow(/target needs/);
-    expect(() => parseControlRecord(bytes({ ...request, resolution: { retry: false } }))).toThrow(/\{decision\}, \{retry: true\} or \{discard: true\}/);
+    expect(() => parseControlRecord(bytes({ ...request, resolution: { retry: false } }))).toThrow(
+      'resolution r-1: a resolution must be exactly one of { decision: ... }, { retry: true } and { discard: true }; got { retry: false }; write { retry: true }',
+    );
     expect(() => parseControlRecord(bytes({ type: 'outcome', id: 'x', status: 'done' }))).toThrow(/unknown status "done"/);
+  });
+
+  it.each([
+    [{}, 'got {}'],
+    [{ decision: { action: 'refund' }, discard: true }, "got 'decision' and 'discard' together"],
+    [{ discard: 'yes' }, 'got { discard: "yes" }; write { discard: true }'],
+    [{ discrad: true }, "got unknown field 'discrad'"],
+    ['retry', 'got string'],
+  ])('refuses a request whose resolution is not exactly one of decision, retry, discard: %j', (resolution, problem) => {
+    const bytes = new TextEncoder().encode(JSON.stringify({ ...request, resolution }));
+    expect(() => parseControlRecord(bytes)).toThrow(`resolution r-1: a resolution must be exactly one of { decision: ... }, { retry: true } and { discard: true }; ${problem}`);
   });
 });
 
