@@ -4,8 +4,12 @@ import { stream } from '../src/dsl/stream.js';
 import type { CommitPolicy } from '../src/engine/engine.js';
 import type { Resolution } from '../src/engine/parkedKeys.js';
 import type { CrashPoint } from './crashPoints.js';
+import { isRateLimited, RateLimited } from '../src/dsl/rateLimited.js';
+import type { DecideFn } from '../src/graph/nodes.js';
 import { TopologyTestDriver } from './driver.js';
-import { fakeModel } from './fakeModel.js';
+import { checkStateMatchesEffects, type AppliedRow } from './effectStateCheck.js';
+import { fakeModel, type FakeModel } from './fakeModel.js';
+import type { InvariantViolation } from './violations.js';
 
 /** One event of a generated stream. */
 export interface ScenarioEvent {
@@ -45,7 +49,26 @@ export interface ScenarioRun {
   readonly placed: ReadonlyArray<ScenarioEvent & { offset: number }>;
   /** The history's length when every fault had healed and before any key was resolved. */
   readonly beforeResolutions: number;
+  /** The fake provider the step called, with its own record of calls and refusals. */
+  readonly model: FakeModel<ScenarioValue, ScenarioDecisionValue>;
+  /** What the state showed against the effects recorded, checked after every crash and at the end. */
+  readonly stateViolations: readonly InvariantViolation[];
 }
+
+/**
+ * Faults that break orderly on purpose, for canary tests that prove the invariants catch each:
+ * - `commitAheadBy`: the log commits past what it was asked (see DriverOptions.faults);
+ * - `splitEffectBatch`: an effect's state writes and its record land in two batches (see DriverOptions.faults);
+ * - `ignoreRetryAfter`: the engine hears every 429 with a Retry-After of 0, as a gate that reopens at once would.
+ */
+export interface ScenarioFaults {
+  readonly commitAheadBy?: number;
+  readonly splitEffectBatch?: 'state-first' | 'record-first';
+  readonly ignoreRetryAfter?: boolean;
+}
+
+type ScenarioValue = { n: number; poison: boolean };
+type ScenarioDecisionValue = { ok: true; n: number };
 
 const ScenarioDecision = z.object({ ok: z.literal(true), n: z.number() });
 
@@ -54,52 +77,88 @@ const ScenarioDecision = z.object({ ok: z.literal(true), n: z.number() });
  * the run heal and settle, then resolves every parked key until none is left. Returns the driver
  * for the invariants to read; the caller closes it.
  */
-export async function runCrashScenario(scenario: CrashScenario, options: { stateDir?: string; commitAheadBy?: number } = {}): Promise<ScenarioRun> {
-  const model = fakeModel<{ n: number; poison: boolean }, { ok: true; n: number }>({
+export async function runCrashScenario(scenario: CrashScenario, options: { stateDir?: string } & ScenarioFaults = {}): Promise<ScenarioRun> {
+  const model = fakeModel<ScenarioValue, ScenarioDecisionValue>({
     latencyMs: scenario.model.latencyMs,
     ...(scenario.model.limit ? { limit: scenario.model.limit } : {}),
     poison: (e) => e.poison,
     decide: (e) => ({ ok: true, n: e.n }),
   });
-  const topology = stream<{ n: number; poison: boolean }>('in')
+  const decide = options.ignoreRetryAfter ? deafToRetryAfter(model.decide) : model.decide;
+  // Each event appended to its key's row: applied twice, it would show twice.
+  const fx = effect<{ event: ScenarioValue; decision: ScenarioDecisionValue }, { event: ScenarioValue; decision: ScenarioDecisionValue }>('fx', (v, { state, key }) => {
+    const row = String(key);
+    state.put(row, { applied: [...(state.get<AppliedRow>(row)?.applied ?? []), v.event.n] } satisfies AppliedRow);
+    return v;
+  });
+  const topology = stream<ScenarioValue>('in')
     .keyedSerial({ maxInFlight: scenario.maxInFlight })
-    .agentStep('decide', model.decide, { schema: ScenarioDecision, ...(scenario.model.declareLimit && scenario.model.limit ? { limit: scenario.model.limit } : {}) })
+    .agentStep('decide', decide, { schema: ScenarioDecision, ...(scenario.model.declareLimit && scenario.model.limit ? { limit: scenario.model.limit } : {}) })
     .park({ attempts: scenario.attempts, retryDelayMs: scenario.retryDelayMs })
-    .applyOnce(effect('fx', (v, { state }) => state.put(String(v.event.n), v.decision)))
+    .applyOnce(fx)
     .to('out')
     .build();
+  const faults = { ...(options.commitAheadBy ? { commitAheadBy: options.commitAheadBy } : {}), ...(options.splitEffectBatch ? { splitEffectBatch: options.splitEffectBatch } : {}) };
   const driver = new TopologyTestDriver(topology, {
     partitions: scenario.partitions,
     seed: scenario.seed,
     commit: scenario.commit,
     ...(options.stateDir ? { stateDir: options.stateDir } : {}),
-    ...(options.commitAheadBy ? { faults: { commitAheadBy: options.commitAheadBy } } : {}),
+    ...(Object.keys(faults).length > 0 ? { faults } : {}),
   });
-  const input = driver.createInputTopic<{ n: number; poison: boolean }>('in');
+  const input = driver.createInputTopic<ScenarioValue>('in');
   const placed = scenario.events.map((e, n) => ({ ...e, offset: input.pipeInput(e.key, { n, poison: e.poison }, { partition: e.partition }).offset }));
+  const numberAt = new Map(placed.map((e, n) => [`${e.partition}/${e.offset}`, n]));
+  const stateViolations: InvariantViolation[] = [];
+  const checkState = async () => {
+    // One report is enough: a state that went wrong stays wrong.
+    if (stateViolations.length === 0) stateViolations.push(...(await checkStateMatchesEffects(driver, 'fx', (p, o) => numberAt.get(`${p}/${o}`))));
+  };
   for (const crash of scenario.crashes) {
     if (crash.kind === 'at') driver.crash({ at: driver.now() + crash.delayMs });
     else driver.crash({ point: crash.point, nth: crash.nth });
     await driver.runUntilIdle();
     driver.disarm();
     if (!driver.running) {
+      await checkState();
       driver.restart({ after: crash.restartAfterMs });
       await driver.runUntilIdle();
     }
   }
   await driver.runUntilIdle();
   const beforeResolutions = driver.history().length;
-  await resolveAll(driver, scenario);
-  return { scenario, driver, placed, beforeResolutions };
+  await resolveAll(driver, scenario, checkState);
+  await checkState();
+  return { scenario, driver, placed, beforeResolutions, model, stateViolations };
+}
+
+/** The step as an engine that ignores Retry-After sees it: every 429 says "retry now". */
+function deafToRetryAfter(decide: DecideFn<ScenarioValue, ScenarioDecisionValue>): DecideFn<ScenarioValue, ScenarioDecisionValue> {
+  const deaf = (error: unknown) => {
+    throw isRateLimited(error) ? new RateLimited(0) : error;
+  };
+  return (event, ctx) => {
+    try {
+      const answer = decide(event, ctx);
+      return isThenable(answer) ? Promise.resolve(answer).catch(deaf) : answer;
+    } catch (error) {
+      return deaf(error);
+    }
+  };
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }
 
 /** Resolves parked keys until none is left, through a crash mid-replay if asked. */
-async function resolveAll(driver: TopologyTestDriver, scenario: CrashScenario): Promise<void> {
+async function resolveAll(driver: TopologyTestDriver, scenario: CrashScenario, afterCrash: () => Promise<void>): Promise<void> {
   const kinds = scenario.resolutions;
   if (scenario.replayCrash) driver.crash({ point: 'replaying', nth: scenario.replayCrash.nth });
   let turn = 0;
   for (let round = 0; round < 100; round++) {
     if (!driver.running) {
+      await afterCrash();
       driver.restart({ after: scenario.replayCrash?.restartAfterMs ?? 0 });
       await driver.runUntilIdle();
     }

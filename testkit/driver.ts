@@ -8,7 +8,7 @@ import { openLevelStore, openMemoryStore } from '../src/state/levelStore.js';
 import { crashPhase, type CrashPoint, type IoRequest } from './crashPoints.js';
 import { DriverIo, type PendingIo } from './driverIo.js';
 import { DriverConsumer, GatedStore } from './driverPorts.js';
-import { DriverObservations, type AppliedEffect, type DriverMetrics } from './driverObservations.js';
+import { DriverObservations, type AppliedEffect, type DriverMetrics, type ObservedModelCall } from './driverObservations.js';
 import { MemoryLog } from './memoryLog.js';
 import { SeededRandom } from './seededRandom.js';
 import { TestInputTopic, TestOutputTopic } from './topics.js';
@@ -34,9 +34,12 @@ export interface DriverOptions {
    * prove the invariants catch them. `commitAheadBy`: every commit lands that many offsets further
    * than asked (within what was polled), as a consumer that commits what it has not finished would.
    * `refuseCommits`: the first that many commits are refused as a rebalance would refuse them
-   * (CommitRefusedError), which the engine must survive.
+   * (CommitRefusedError), which the engine must survive. `splitEffectBatch`: a batch that records
+   * an effect is written as two, with a crash point between: `state-first` (the effect's state
+   * writes, then its effect record: a crash between leaves the effect applied but not recorded, so
+   * it is applied again) or `record-first` (a crash between leaves it recorded but its state lost).
    */
-  faults?: { commitAheadBy?: number; refuseCommits?: number };
+  faults?: { commitAheadBy?: number; refuseCommits?: number; splitEffectBatch?: 'state-first' | 'record-first' };
 }
 
 /** Where and when to crash. With neither, the engine crashes now. */
@@ -227,6 +230,20 @@ export class TopologyTestDriver {
     return this.observations.effects;
   }
 
+  /** Every call of the agent step, in the order the engines issued them, with the instance that issued each. */
+  modelCalls(): readonly ObservedModelCall[] {
+    return this.observations.modelCalls;
+  }
+
+  /**
+   * The stored entries whose keys start with `prefix`, as a restart would find them (the state's
+   * durable part), in key order. For invariants that compare the state with the effects recorded.
+   */
+  async storedEntries<T>(prefix: string): Promise<Array<[string, T]>> {
+    if (!this.state) return [];
+    return this.state.entries<T>(prefix);
+  }
+
   /** Effect ids of the parked events discarded by a resolution. */
   discarded(): ReadonlySet<string> {
     return this.observations.discarded;
@@ -302,7 +319,7 @@ export class TopologyTestDriver {
       topology: this.topology,
       log: consumer,
       clock: this.clock.view(id),
-      store: new GatedStore(id, this.io, () => this.state!),
+      store: new GatedStore(id, this.io, () => this.state!, this.options.faults?.splitEffectBatch),
       random: this.random.derive(id),
       observer: this.observations.observer(this.generation, (error) => (this.failure ??= error)),
       ...(this.options.commit ? { commit: this.options.commit } : {}),

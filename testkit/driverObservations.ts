@@ -12,6 +12,15 @@ export interface AppliedEffect extends Omit<EffectRecord, 'outputs'> {
   readonly recordedAtMs: number;
 }
 
+/** A call of the agent step as an engine instance issued it. */
+export interface ObservedModelCall {
+  /** The engine instance (1 for the first, one more at each restart). */
+  readonly instance: number;
+  readonly effectId: string;
+  readonly atMs: number;
+  readonly attempt: number;
+}
+
 /** What the driver counted across every engine instance of a run. */
 export interface DriverMetrics {
   /** Agent-step calls issued by the engines (accepted, refused or failed). */
@@ -41,6 +50,8 @@ export interface DriverMetrics {
 export class DriverObservations {
   readonly history: Array<OutcomeEvent & { instance: number }> = [];
   readonly effects: AppliedEffect[] = [];
+  /** Every call of the agent step, in the order the engines issued them. */
+  readonly modelCalls: ObservedModelCall[] = [];
   /** Effect ids of the parked events a person discarded, as the store received them. */
   readonly discarded = new Set<string>();
   private readonly effectIds = new Set<string>();
@@ -66,6 +77,7 @@ export class DriverObservations {
       },
       modelCall: (call) => {
         this.counts.modelCalls += 1;
+        this.modelCalls.push({ instance, effectId: call.effectId, atMs: call.atMs, attempt: call.attempt });
         if (this.effectIds.has(call.effectId) || this.discarded.has(call.effectId)) this.counts.wastedModelCalls += 1;
       },
       fatal: onFatal,

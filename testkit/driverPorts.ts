@@ -10,6 +10,8 @@ export class GatedStore implements Store {
     private readonly owner: string,
     private readonly io: DriverIo,
     private readonly state: () => Store,
+    /** A fault: a batch that records an effect is written in two (see DriverOptions.faults). */
+    private readonly splitEffectBatch?: 'state-first' | 'record-first',
   ) {}
 
   get location(): string {
@@ -21,6 +23,15 @@ export class GatedStore implements Store {
   }
 
   batch(ops: readonly StoreOp[]): Promise<void> {
+    if (this.splitEffectBatch) {
+      const [rest, effects] = splitEffects(ops);
+      const [first, second] = this.splitEffectBatch === 'state-first' ? [rest, effects] : [effects, rest];
+      if (rest.length > 0 && effects.length > 0) return this.write(first).then(() => this.write(second));
+    }
+    return this.write(ops);
+  }
+
+  private write(ops: readonly StoreOp[]): Promise<void> {
     const copy = [...ops];
     return this.io.enqueue(this.owner, { kind: 'batch', ops: copy }, () => this.state().batch(copy));
   }
@@ -144,4 +155,10 @@ export class DriverConsumer implements Log {
     if (!position) throw new Error(`${partitionId(tp)} is not assigned to this consumer`);
     return position;
   }
+}
+
+/** The ops of a batch that are not effect records, and those that are. */
+function splitEffects(ops: readonly StoreOp[]): [StoreOp[], StoreOp[]] {
+  const isEffect = (op: StoreOp) => op.type === 'put' && op.key.startsWith('effect/');
+  return [ops.filter((op) => !isEffect(op)), ops.filter(isEffect)];
 }

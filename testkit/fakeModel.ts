@@ -26,6 +26,19 @@ export interface ModelCall {
   readonly atMs: number;
   readonly effectId: string;
   readonly accepted: boolean;
+  /** Refused: the end of the provider's window, which the Retry-After points to. */
+  readonly retryUntilMs?: number;
+  /** Place in the model's sequence of call starts and refusals delivered. */
+  readonly seq: number;
+}
+
+/** A 429 as the caller received it: from then on no call of that caller may start before `untilMs`. */
+export interface RefusalDelivered {
+  /** The refused call, as an index into {@link ModelStats.calls}. */
+  readonly call: number;
+  readonly atMs: number;
+  readonly untilMs: number;
+  readonly seq: number;
 }
 
 /** What a fake model has seen. */
@@ -33,6 +46,7 @@ export interface ModelStats {
   readonly accepted: number;
   readonly refused: number;
   readonly calls: readonly ModelCall[];
+  readonly refusals: readonly RefusalDelivered[];
 }
 
 /** A rate-limited model in virtual time: use `model.decide` as an agent step's decide function. */
@@ -50,6 +64,8 @@ export function fakeModel<T, D>(options: FakeModelOptions<T, D>): FakeModel<T, D
   const random = new SeededRandom(options.seed ?? 0);
   const windows = new Map<number, number>();
   const calls: ModelCall[] = [];
+  const refusals: RefusalDelivered[] = [];
+  let seq = 0;
   const latency = (event: T) => (typeof options.latencyMs === 'function' ? options.latencyMs(event, random) : (options.latencyMs ?? 0));
 
   const admit = (nowMs: number): number | undefined => {
@@ -64,11 +80,14 @@ export function fakeModel<T, D>(options: FakeModelOptions<T, D>): FakeModel<T, D
   const decide: DecideFn<T, D> = async (event, ctx) => {
     const atMs = ctx.clock.now();
     const retryAfterMs = admit(atMs);
-    calls.push({ atMs, effectId: ctx.effectId, accepted: retryAfterMs === undefined });
+    const index = calls.length;
+    calls.push({ atMs, effectId: ctx.effectId, accepted: retryAfterMs === undefined, seq: seq++, ...(retryAfterMs !== undefined ? { retryUntilMs: atMs + retryAfterMs } : {}) });
     if (retryAfterMs !== undefined) {
       const rejectMs = options.rejectLatencyMs ?? 100;
       await sleep(ctx.clock, rejectMs);
-      throw new RateLimited(Math.max(0, retryAfterMs - rejectMs));
+      const nowMs = ctx.clock.now();
+      refusals.push({ call: index, atMs: nowMs, untilMs: atMs + retryAfterMs, seq: seq++ });
+      throw new RateLimited(Math.max(0, atMs + retryAfterMs - nowMs));
     }
     await sleep(ctx.clock, latency(event));
     if (options.poison?.(event)) return (options.poisonDecision ?? { unparseable: true }) as D;
@@ -81,6 +100,7 @@ export function fakeModel<T, D>(options: FakeModelOptions<T, D>): FakeModel<T, D
       accepted: calls.filter((c) => c.accepted).length,
       refused: calls.filter((c) => !c.accepted).length,
       calls: [...calls],
+      refusals: [...refusals],
     }),
   };
 }
