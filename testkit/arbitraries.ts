@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { crashPoints } from './crashPoints.js';
+import { driverModes } from './driver.js';
 import type { CrashScenario, ScenarioCrash, ScenarioEvent } from './crashScenario.js';
 
 /** Bounds of {@link crashScenarioArbitrary}. */
@@ -34,8 +35,8 @@ export function crashArbitrary(): fc.Arbitrary<ScenarioCrash> {
 
 /**
  * Random streams (keys, partitions, poison), random model behaviour (latency, windows, declared or
- * only Retry-After), random engine options (window, attempts, both commit modes) and a random
- * schedule of crashes and restarts.
+ * only Retry-After), random engine options (window, attempts, both commit modes), a random
+ * production path (plain, staged or exactly-once ports) and a random schedule of crashes and restarts.
  */
 export function crashScenarioArbitrary(bounds: CrashScenarioBounds = {}): fc.Arbitrary<CrashScenario> {
   return fc.integer({ min: 1, max: bounds.maxPartitions ?? 3 }).chain((partitions) =>
@@ -54,6 +55,8 @@ export function crashScenarioArbitrary(bounds: CrashScenarioBounds = {}): fc.Arb
       crashes: fc.array(crashArbitrary(), { maxLength: bounds.maxCrashes ?? 3 }),
       resolutions: fc.array(fc.constantFrom('decision' as const, 'discard' as const), { minLength: 1, maxLength: 4 }),
       replayCrash: fc.option(fc.record({ nth: fc.integer({ min: 1, max: 3 }), restartAfterMs: fc.integer({ min: 0, max: 5_000 }) }), { nil: undefined }),
+      // Each schedule runs one production path, as a swarm test draws its options.
+      mode: fc.constantFrom(...driverModes),
       seed: fc.integer(),
     }),
   ) as fc.Arbitrary<CrashScenario>;

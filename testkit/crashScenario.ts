@@ -6,7 +6,10 @@ import type { Resolution } from '../src/engine/parkedKeys.js';
 import type { CrashPoint } from './crashPoints.js';
 import { isRateLimited, RateLimited } from '../src/dsl/rateLimited.js';
 import type { DecideFn } from '../src/graph/nodes.js';
-import { TopologyTestDriver } from './driver.js';
+import { stateKeys } from '../src/state/stateKeys.js';
+import type { StoreOp } from '../src/ports/store.js';
+import { TopologyTestDriver, type DriverMode } from './driver.js';
+import { SeededRandom } from './seededRandom.js';
 import { checkStateMatchesEffects, type AppliedRow } from './effectStateCheck.js';
 import { fakeModel, type FakeModel } from './fakeModel.js';
 import type { InvariantViolation } from './violations.js';
@@ -38,6 +41,8 @@ export interface CrashScenario {
   readonly resolutions: readonly ('decision' | 'discard')[];
   /** A crash in the middle of the replays, at the nth replayed event. */
   readonly replayCrash?: { readonly nth: number; readonly restartAfterMs: number };
+  /** Which production path the ports take (see DriverOptions.mode). @defaultValue 'plain' */
+  readonly mode?: DriverMode;
   readonly seed: number;
 }
 
@@ -59,13 +64,24 @@ export interface ScenarioRun {
  * Faults that break orderly on purpose, for canary tests that prove the invariants catch each:
  * - `commitAheadBy`: the log commits past what it was asked (see DriverOptions.faults);
  * - `splitEffectBatch`: an effect's state writes and its record land in two batches (see DriverOptions.faults);
- * - `ignoreRetryAfter`: the engine hears every 429 with a Retry-After of 0, as a gate that reopens at once would.
+ * - `ignoreRetryAfter`: the engine hears every 429 with a Retry-After of 0, as a gate that reopens at once would;
+ * - `durableAtLanding` (staged, exactly-once): an event finishes before its staged write is durable (see DriverOptions.faults);
+ * - `offsetsOutsideTransaction` (exactly-once): offsets are committed outside the transaction (see DriverOptions.faults);
+ * - `syncAnswerSkipsAttempts`: the attempts record of a step answered synchronously is never written.
  */
 export interface ScenarioFaults {
   readonly commitAheadBy?: number;
   readonly splitEffectBatch?: 'state-first' | 'record-first';
   readonly ignoreRetryAfter?: boolean;
+  readonly durableAtLanding?: boolean;
+  readonly offsetsOutsideTransaction?: boolean;
+  readonly syncAnswerSkipsAttempts?: boolean;
 }
+
+/** The share of the model's answers, and of the effect's, that come synchronously. */
+const SYNC_SHARE = 0.5;
+/** The share of effect calls that fail once (then succeed), with two attempts or more. */
+const EFFECT_FAILURE_SHARE = 0.15;
 
 type ScenarioValue = { n: number; poison: boolean };
 type ScenarioDecisionValue = { ok: true; n: number };
@@ -83,14 +99,11 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
     ...(scenario.model.limit ? { limit: scenario.model.limit } : {}),
     poison: (e) => e.poison,
     decide: (e) => ({ ok: true, n: e.n }),
+    seed: scenario.seed,
+    syncShare: SYNC_SHARE,
   });
   const decide = options.ignoreRetryAfter ? deafToRetryAfter(model.decide) : model.decide;
-  // Each event appended to its key's row: applied twice, it would show twice.
-  const fx = effect<{ event: ScenarioValue; decision: ScenarioDecisionValue }, { event: ScenarioValue; decision: ScenarioDecisionValue }>('fx', (v, { state, key }) => {
-    const row = String(key);
-    state.put(row, { applied: [...(state.get<AppliedRow>(row)?.applied ?? []), v.event.n] } satisfies AppliedRow);
-    return v;
-  });
+  const fx = scenarioEffect(scenario);
   const topology = stream<ScenarioValue>('in')
     .keyedSerial({ maxInFlight: scenario.maxInFlight })
     .agentStep('decide', decide, { schema: ScenarioDecision, ...(scenario.model.declareLimit && scenario.model.limit ? { limit: scenario.model.limit } : {}) })
@@ -98,11 +111,18 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
     .applyOnce(fx)
     .to('out')
     .build();
-  const faults = { ...(options.commitAheadBy ? { commitAheadBy: options.commitAheadBy } : {}), ...(options.splitEffectBatch ? { splitEffectBatch: options.splitEffectBatch } : {}) };
+  const faults = {
+    ...(options.commitAheadBy ? { commitAheadBy: options.commitAheadBy } : {}),
+    ...(options.splitEffectBatch ? { splitEffectBatch: options.splitEffectBatch } : {}),
+    ...(options.durableAtLanding ? { durableAtLanding: true } : {}),
+    ...(options.offsetsOutsideTransaction ? { offsetsOutsideTransaction: true } : {}),
+    ...(options.syncAnswerSkipsAttempts ? { dropWrite: (op: StoreOp) => isAttemptsAfterSyncAnswer(op, model) } : {}),
+  };
   const driver = new TopologyTestDriver(topology, {
     partitions: scenario.partitions,
     seed: scenario.seed,
     commit: scenario.commit,
+    mode: scenario.mode ?? 'plain',
     ...(options.stateDir ? { stateDir: options.stateDir } : {}),
     ...(Object.keys(faults).length > 0 ? { faults } : {}),
   });
@@ -130,6 +150,39 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
   await resolveAll(driver, scenario, checkState);
   await checkState();
   return { scenario, driver, placed, beforeResolutions, model, stateViolations };
+}
+
+type EffectInput = { event: ScenarioValue; decision: ScenarioDecisionValue };
+
+/**
+ * The scenario's effect: it appends each event to its key's row (applied twice, an event would
+ * show twice), answering synchronously or asynchronously at random per call, and failing once
+ * now and then (retried with its decision kept) when the park allows more than one attempt.
+ */
+function scenarioEffect(scenario: CrashScenario) {
+  const random = new SeededRandom(scenario.seed).derive('effect');
+  const failedOnce = new Set<string>();
+  return effect<EffectInput, EffectInput>('fx', (v, { state, key, effectId }) => {
+    const sync = random.next() < SYNC_SHARE;
+    const fail = scenario.attempts > 1 && !failedOnce.has(effectId) && random.next() < EFFECT_FAILURE_SHARE;
+    const apply = () => {
+      if (fail) {
+        failedOnce.add(effectId);
+        throw new Error(`the outside system is down for ${effectId} (a fault of the scenario, once per event)`);
+      }
+      const row = String(key);
+      state.put(row, { applied: [...(state.get<AppliedRow>(row)?.applied ?? []), v.event.n] } satisfies AppliedRow);
+      return v;
+    };
+    return sync ? apply() : Promise.resolve().then(apply);
+  });
+}
+
+/** An attempts record of an event whose last answer from the model came synchronously. */
+function isAttemptsAfterSyncAnswer(op: StoreOp, model: FakeModel<ScenarioValue, ScenarioDecisionValue>): boolean {
+  if (op.type !== 'put' || !op.key.startsWith('attempts/')) return false;
+  const { topic, partition, rest } = stateKeys.parse(op.key);
+  return model.lastCall(`${topic}/${partition}/${Number(rest)}`)?.sync === true;
 }
 
 /** The step as an engine that ignores Retry-After sees it: every 429 says "retry now". */

@@ -4,10 +4,13 @@ import { Engine, type CommitPolicy, type ParkedKeyInfo } from '../src/engine/eng
 import type { OutcomeEvent } from '../src/engine/outcomes.js';
 import type { ParkedEvent, Resolution } from '../src/engine/parkedKeys.js';
 import type { CommitOffset } from '../src/ports/log.js';
+import type { StoreOp } from '../src/ports/store.js';
 import { openLevelStore, openMemoryStore } from '../src/state/levelStore.js';
 import { crashPhase, type CrashPoint, type IoRequest } from './crashPoints.js';
 import { DriverIo, type PendingIo } from './driverIo.js';
-import { DriverConsumer, GatedStore } from './driverPorts.js';
+import { DriverConsumer, GatedStore, type StoreFaults } from './driverPorts.js';
+import { DriverTransaction } from './driverTransaction.js';
+import { LandedOverlay } from './landedOverlay.js';
 import { DriverObservations, type AppliedEffect, type DriverMetrics, type ObservedModelCall } from './driverObservations.js';
 import { MemoryLog } from './memoryLog.js';
 import { SeededRandom } from './seededRandom.js';
@@ -30,6 +33,14 @@ export interface DriverOptions {
   /** @defaultValue 1000 */
   maxBufferedPerPartition?: number;
   /**
+   * Which capabilities the ports have, as on Kafka: `plain` (a store batch is durable once
+   * written), `staged` (the store stages its batches: a batch lands at once, and becomes durable
+   * through its acknowledgement later, as the changelog store's at-least-once path) or
+   * `exactlyOnce` (staged, over a transactional log: outputs, state writes and offsets commit
+   * together in one transaction, which a crash aborts). @defaultValue 'plain'
+   */
+  mode?: DriverMode;
+  /**
    * Faults of the simulated log that break orderly's contract on purpose, for canary tests that
    * prove the invariants catch them. `commitAheadBy`: every commit lands that many offsets further
    * than asked (within what was polled), as a consumer that commits what it has not finished would.
@@ -38,8 +49,24 @@ export interface DriverOptions {
    * an effect is written as two, with a crash point between: `state-first` (the effect's state
    * writes, then its effect record: a crash between leaves the effect applied but not recorded, so
    * it is applied again) or `record-first` (a crash between leaves it recorded but its state lost).
+   * `durableAtLanding` (staged): a batch says it is durable as soon as it has landed, so an event
+   * finishes (and is committed) before its write is. `offsetsOutsideTransaction` (exactly-once):
+   * offsets are committed outside the transaction. `dropWrite`: the store leaves out the writes it
+   * matches, as an engine that skipped them would.
    */
-  faults?: { commitAheadBy?: number; refuseCommits?: number; splitEffectBatch?: 'state-first' | 'record-first' };
+  faults?: DriverFaults;
+}
+
+/** See {@link DriverOptions.mode}. */
+export type DriverMode = 'plain' | 'staged' | 'exactlyOnce';
+export const driverModes: readonly DriverMode[] = ['plain', 'staged', 'exactlyOnce'];
+
+/** See {@link DriverOptions.faults}. */
+export interface DriverFaults extends StoreFaults {
+  readonly commitAheadBy?: number;
+  readonly refuseCommits?: number;
+  /** Exactly-once: a commit sends the offsets to the group at once, outside the transaction that holds the records and state writes. */
+  readonly offsetsOutsideTransaction?: boolean;
 }
 
 /** Where and when to crash. With neither, the engine crashes now. */
@@ -74,7 +101,8 @@ interface Instance {
  */
 export class TopologyTestDriver {
   private readonly clock = new VirtualClock();
-  private readonly io = new DriverIo();
+  private readonly io: DriverIo;
+  private readonly mode: DriverMode;
   private readonly log: MemoryLog;
   private readonly random: SeededRandom;
   private readonly observations: DriverObservations;
@@ -96,6 +124,10 @@ export class TopologyTestDriver {
     this.log = new MemoryLog(partitions);
     this.log.partitions(topology.source.topic);
     this.random = new SeededRandom(options.seed ?? 0);
+    this.mode = options.mode ?? 'plain';
+    if (!driverModes.includes(this.mode)) throw new RangeError(`TopologyTestDriver: mode must be one of ${driverModes.join(', ')}, got ${JSON.stringify(options.mode)}`);
+    // Plain, every operation runs in request order; staged, acknowledgements interleave with them.
+    this.io = new DriverIo(this.mode === 'plain' ? undefined : this.random.derive('io'));
     this.observations = new DriverObservations(topology);
   }
 
@@ -314,12 +346,35 @@ export class TopologyTestDriver {
 
   private startInstance(): void {
     const id = `engine-${++this.generation}`;
-    const consumer = new DriverConsumer(id, this.io, this.log, () => this.clock.now(), (record) => this.observations.delivered(record), this.options.faults?.commitAheadBy ?? 0, this.refuseCommits());
+    const generation = this.generation;
+    const faults = this.options.faults ?? {};
+    const state = () => this.state!;
+    const madeDurable = (ops: readonly StoreOp[]) => this.observations.written(ops, generation, this.clock.now());
+    // A new instance has nothing landed and no transaction open: what the crashed one had is gone.
+    const overlay = this.mode === 'plain' ? undefined : new LandedOverlay(state);
+    const clock = this.clock.view(id);
+    let consumer: DriverConsumer | undefined;
+    const transaction =
+      this.mode === 'exactlyOnce' ? new DriverTransaction(overlay!, state, this.log, () => this.clock.now(), madeDurable, () => consumer?.transactionOpened()) : undefined;
+    consumer = new DriverConsumer(id, this.io, this.log, () => this.clock.now(), (record) => this.observations.delivered(record), {
+      ...(transaction ? { transaction, clock } : {}),
+      ...(faults.commitAheadBy ? { commitAheadBy: faults.commitAheadBy } : {}),
+      refuseCommits: this.refuseCommits(),
+      ...(faults.offsetsOutsideTransaction ? { offsetsOutsideTransaction: true } : {}),
+    });
+    const store = new GatedStore(id, this.io, {
+      state,
+      ...(overlay ? { overlay } : {}),
+      ...(transaction ? { transaction } : {}),
+      acknowledged: (ops) => this.observations.acknowledged(ops),
+      madeDurable,
+      faults,
+    });
     const engine = new Engine({
       topology: this.topology,
       log: consumer,
-      clock: this.clock.view(id),
-      store: new GatedStore(id, this.io, () => this.state!, this.options.faults?.splitEffectBatch),
+      clock,
+      store,
       random: this.random.derive(id),
       observer: this.observations.observer(this.generation, (error) => (this.failure ??= error)),
       ...(this.options.commit ? { commit: this.options.commit } : {}),
@@ -351,7 +406,6 @@ export class TopologyTestDriver {
       // Check what the log holds now, not what was asked: a faulty log may have committed more.
       this.observations.committed(request.offsets.map((tp, i) => ({ ...tp, from: before[i]!, to: this.log.committed(tp) })));
     }
-    if (outcome.ok && pending.request.kind === 'batch') this.observations.written(pending.request.ops, this.generation, this.clock.now());
     if (phase === 'after') return this.crashNow();
     pending.settle(outcome);
   }

@@ -40,6 +40,8 @@ export interface DriverMetrics {
   readonly crashes: number;
   /** Commits that passed an event with no finished outcome yet. */
   readonly commitsPastUnfinished: number;
+  /** Calls of a step's attempt n > 1 made before attempt n - 1 was recorded (written and acknowledged): a crash would forget it. */
+  readonly unrecordedAttempts: number;
   readonly outcomes: Readonly<Record<Outcome, number>>;
 }
 
@@ -58,7 +60,9 @@ export class DriverObservations {
   // By partition number: only the source topic's partitions are observed.
   private readonly partitions: PartitionObservations[] = [];
   private readonly outcomes = Object.fromEntries(Object.values(Outcome).map((o) => [o, 0])) as Record<Outcome, number>;
-  private counts = { modelCalls: 0, redeliveries: 0, wastedModelCalls: 0, orderViolations: 0, doubleEffects: 0, crashes: 0, commitsPastUnfinished: 0 };
+  private counts = { modelCalls: 0, redeliveries: 0, wastedModelCalls: 0, orderViolations: 0, doubleEffects: 0, crashes: 0, commitsPastUnfinished: 0, unrecordedAttempts: 0 };
+  /** The most attempts ever acknowledged for an event, by `topic/partition/offset`. */
+  private readonly attemptsRecorded = new Map<string, number>();
   private readonly effectPrefix: string | undefined;
 
   constructor(topology: Topology) {
@@ -78,6 +82,8 @@ export class DriverObservations {
       modelCall: (call) => {
         this.counts.modelCalls += 1;
         this.modelCalls.push({ instance, effectId: call.effectId, atMs: call.atMs, attempt: call.attempt });
+        // Offset-derived effect ids are `topic/partition/offset`, as the attempts are noted.
+        if (call.attempt > 1 && (this.attemptsRecorded.get(call.effectId) ?? 0) < call.attempt - 1) this.counts.unrecordedAttempts += 1;
         if (this.effectIds.has(call.effectId) || this.discarded.has(call.effectId)) this.counts.wastedModelCalls += 1;
       },
       fatal: onFatal,
@@ -94,7 +100,18 @@ export class DriverObservations {
     }
   }
 
-  /** A batch reached the store: note the effects it recorded. */
+  /** A batch was acknowledged (durable, or in the open transaction): note the attempts it recorded. */
+  acknowledged(ops: readonly StoreOp[]): void {
+    for (const op of ops) {
+      if (op.type !== 'put' || !op.key.startsWith('attempts/')) continue;
+      const { topic, partition, rest } = stateKeys.parse(op.key);
+      const event = `${topic}/${partition}/${Number(rest)}`;
+      const count = (op.value as { count: number }).count;
+      if (count > (this.attemptsRecorded.get(event) ?? 0)) this.attemptsRecorded.set(event, count);
+    }
+  }
+
+  /** A batch is durable: note the effects it recorded. */
   written(ops: readonly StoreOp[], instance: number, atMs: number): void {
     const prefix = this.effectPrefix;
     if (!prefix) return;

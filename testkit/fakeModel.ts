@@ -17,8 +17,14 @@ export interface FakeModelOptions<T, D> {
   poisonDecision?: unknown;
   /** The decision for every other event. */
   decide: (event: T, ctx: DecideContext) => D;
-  /** Seeds the latency draws. @defaultValue 0 */
+  /** Seeds the latency draws and the choice of synchronous answers. @defaultValue 0 */
   seed?: number;
+  /**
+   * The share of calls answered synchronously (drawn per call from the seed): at once, without a
+   * promise and without latency, as a rule or a cache answers; a 429 is then thrown at once.
+   * @defaultValue 0
+   */
+  syncShare?: number;
 }
 
 /** One call the model received. */
@@ -30,6 +36,8 @@ export interface ModelCall {
   readonly retryUntilMs?: number;
   /** Place in the model's sequence of call starts and refusals delivered. */
   readonly seq: number;
+  /** Answered synchronously (see {@link FakeModelOptions.syncShare}). */
+  readonly sync: boolean;
 }
 
 /** A 429 as the caller received it: from then on no call of that caller may start before `untilMs`. */
@@ -53,6 +61,8 @@ export interface ModelStats {
 export interface FakeModel<T, D> {
   readonly decide: DecideFn<T, D>;
   stats(): ModelStats;
+  /** The latest call for an effect id. */
+  lastCall(effectId: string): ModelCall | undefined;
 }
 
 /**
@@ -62,6 +72,8 @@ export interface FakeModel<T, D> {
  */
 export function fakeModel<T, D>(options: FakeModelOptions<T, D>): FakeModel<T, D> {
   const random = new SeededRandom(options.seed ?? 0);
+  const answers = random.derive('answers');
+  const latest = new Map<string, ModelCall>();
   const windows = new Map<number, number>();
   const calls: ModelCall[] = [];
   const refusals: RefusalDelivered[] = [];
@@ -77,21 +89,36 @@ export function fakeModel<T, D>(options: FakeModelOptions<T, D>): FakeModel<T, D
     return undefined;
   };
 
-  const decide: DecideFn<T, D> = async (event, ctx) => {
-    const atMs = ctx.clock.now();
-    const retryAfterMs = admit(atMs);
-    const index = calls.length;
-    calls.push({ atMs, effectId: ctx.effectId, accepted: retryAfterMs === undefined, seq: seq++, ...(retryAfterMs !== undefined ? { retryUntilMs: atMs + retryAfterMs } : {}) });
-    if (retryAfterMs !== undefined) {
-      const rejectMs = options.rejectLatencyMs ?? 100;
-      await sleep(ctx.clock, rejectMs);
-      const nowMs = ctx.clock.now();
-      refusals.push({ call: index, atMs: nowMs, untilMs: atMs + retryAfterMs, seq: seq++ });
-      throw new RateLimited(Math.max(0, atMs + retryAfterMs - nowMs));
-    }
-    await sleep(ctx.clock, latency(event));
+  const answer = (event: T, ctx: DecideContext): D => {
     if (options.poison?.(event)) return (options.poisonDecision ?? { unparseable: true }) as D;
     return options.decide(event, ctx);
+  };
+
+  const decide: DecideFn<T, D> = (event, ctx) => {
+    const atMs = ctx.clock.now();
+    const retryAfterMs = admit(atMs);
+    const sync = options.syncShare !== undefined && answers.next() < options.syncShare;
+    const index = calls.length;
+    const call: ModelCall = { atMs, effectId: ctx.effectId, accepted: retryAfterMs === undefined, seq: seq++, sync, ...(retryAfterMs !== undefined ? { retryUntilMs: atMs + retryAfterMs } : {}) };
+    calls.push(call);
+    latest.set(ctx.effectId, call);
+    const refuse = () => {
+      const nowMs = ctx.clock.now();
+      refusals.push({ call: index, atMs: nowMs, untilMs: atMs + retryAfterMs!, seq: seq++ });
+      return new RateLimited(Math.max(0, atMs + retryAfterMs! - nowMs));
+    };
+    if (sync) {
+      if (retryAfterMs !== undefined) throw refuse();
+      return answer(event, ctx);
+    }
+    return (async () => {
+      if (retryAfterMs !== undefined) {
+        await sleep(ctx.clock, options.rejectLatencyMs ?? 100);
+        throw refuse();
+      }
+      await sleep(ctx.clock, latency(event));
+      return answer(event, ctx);
+    })();
   };
 
   return {
@@ -102,5 +129,6 @@ export function fakeModel<T, D>(options: FakeModelOptions<T, D>): FakeModel<T, D
       calls: [...calls],
       refusals: [...refusals],
     }),
+    lastCall: (effectId) => latest.get(effectId),
   };
 }

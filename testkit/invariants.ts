@@ -35,6 +35,7 @@ function checkSafety({ driver }: ScenarioRun): InvariantViolation[] {
   if (m.orderViolations > 0) found.push({ invariant: 'order-violation', detail: `${m.orderViolations} effects applied while an earlier event of their key was unfinished or parked` });
   if (m.doubleEffects > 0) found.push({ invariant: 'double-effect', detail: `${m.doubleEffects} effect ids recorded twice` });
   if (m.wastedModelCalls > 0) found.push({ invariant: 'wasted-model-call', detail: `${m.wastedModelCalls} model calls for events whose effect was recorded` });
+  if (m.unrecordedAttempts > 0) found.push({ invariant: 'attempt-unrecorded', detail: `${m.unrecordedAttempts} calls of a step's next attempt before the last one was recorded` });
   if (m.commitsPastUnfinished > 0) found.push({ invariant: 'commit-past-unfinished', detail: `${m.commitsPastUnfinished} commits passed an unfinished event` });
   return found;
 }

@@ -11,6 +11,7 @@ export interface InvariantViolation {
     | 'key-not-released'
     | 'commit-stuck'
     | 'retry-after-ignored'
+    | 'attempt-unrecorded'
     | 'state-mismatch';
   readonly detail: string;
 }
