@@ -6,6 +6,7 @@ import { expect } from 'vitest';
 import { crashScenarioArbitrary } from '../../testkit/arbitraries.js';
 import { runCrashScenario, type CrashScenario } from '../../testkit/crashScenario.js';
 import { assertCrashScenario, checkCrashScenario } from '../../testkit/invariants.js';
+import { driverModes, type DriverMode } from '../../testkit/driver.js';
 
 // Every run checks 10,000 random crash schedules; ORDERLY_CRASH_SCHEDULES asks for more (or, while
 // developing, fewer).
@@ -17,10 +18,14 @@ const timeout = 20 * 60_000;
 // A failure shrinks to a small counterexample; past this budget fast-check reports what it has, as a failure.
 const budget = { interruptAfterTimeLimit: 10 * 60_000, markInterruptAsFailure: true };
 
+// Schedules checked per production path (each draws its own), reported at the end.
+const byMode: Record<DriverMode, number> = { plain: 0, staged: 0, exactlyOnce: 0 };
+
 async function runAndCheck(scenario: CrashScenario, stateDir?: string): Promise<void> {
   const run = await runCrashScenario(scenario, stateDir ? { stateDir } : {});
   try {
     assertCrashScenario(run);
+    byMode[scenario.mode ?? 'plain'] += 1;
   } finally {
     await run.driver.close();
   }
@@ -44,6 +49,12 @@ test.prop([crashScenarioArbitrary({ maxEvents: 16 })], { numRuns: levelRuns, ...
   },
   timeout,
 );
+
+test('every production path ran: schedules checked per mode', () => {
+  console.log(`crash schedules checked per mode: plain ${byMode.plain}, staged ${byMode.staged}, exactly-once ${byMode.exactlyOnce}`);
+  expect(byMode.plain + byMode.staged + byMode.exactlyOnce).toBe(schedules);
+  for (const mode of driverModes) expect(byMode[mode], mode).toBeGreaterThan(0);
+});
 
 test('the same seed replays the same history', async () => {
   const [scenario] = fc.sample(crashScenarioArbitrary({ maxEvents: 24 }).filter((s) => s.events.length > 10 && s.crashes.length > 0), { seed: 7, numRuns: 1 });
