@@ -92,11 +92,18 @@ interface Instance {
  * virtual time or at a named point between two durable steps, then restart it from the committed
  * offsets over the same state, so every crash window can be shown.
  *
+ * Its ports offer what Kafka's offer, chosen by {@link DriverOptions.mode}: a plain store, a
+ * staged one (a batch lands, then becomes durable through its acknowledgement, with a crash point
+ * between) and a transactional log (outputs, state writes and offsets in one transaction, which a
+ * crash aborts).
+ *
  * Where it differs from production: one consumer owns every partition (rebalances only when a test
  * calls {@link TopologyTestDriver.revoke} and {@link TopologyTestDriver.assign}), every
- * asynchronous port operation runs alone and in request order, a store batch is done once it is
+ * asynchronous port operation runs alone and in request order (staged, the acknowledgements run in
+ * their own order, interleaved with the others from the seed), a durable batch is done once it is
  * in the driver's write-behind view of the state (LevelDB gets it in the background, in order;
- * see {@link WriteBehindStore}), and records reach the engine in polls of up to
+ * see {@link WriteBehindStore}), a staged batch is acknowledged whole (Kafka may keep part of one
+ * batch's changelog records after a crash), and records reach the engine in polls of up to
  * `maxPollRecords` per partition.
  */
 export class TopologyTestDriver {
