@@ -24,12 +24,16 @@ export function scenarioEventsArbitrary(partitions: number, bounds: CrashScenari
   return fc.array(event, { maxLength: bounds.maxEvents ?? 24, size: 'medium' });
 }
 
-/** A crash at a random virtual time or at a random named point, and a restart after a random delay. */
+/**
+ * A crash at a random virtual time or at a random named point, and a restart after a random delay;
+ * or a rebalance at a random virtual time that revokes or loses random partitions and assigns them back.
+ */
 export function crashArbitrary(): fc.Arbitrary<ScenarioCrash> {
   const restartAfterMs = fc.integer({ min: 0, max: 20_000 });
   return fc.oneof(
     fc.record({ kind: fc.constant('at' as const), delayMs: fc.integer({ min: 0, max: 40_000 }), restartAfterMs }),
     fc.record({ kind: fc.constant('point' as const), point: fc.constantFrom(...crashPoints), nth: fc.integer({ min: 1, max: 4 }), restartAfterMs }),
+    fc.record({ kind: fc.constant('revoke' as const), delayMs: fc.integer({ min: 0, max: 40_000 }), partitions: fc.integer({ min: 1, max: 7 }), lost: fc.boolean() }),
   );
 }
 

@@ -22,10 +22,16 @@ export interface ScenarioEvent {
   readonly poison: boolean;
 }
 
-/** A crash: at a virtual time after the previous step, or at the nth time a named point is reached. */
+/**
+ * A fault: a crash at a virtual time after the previous step, or at the nth time a named point is
+ * reached; or, at a virtual time, a rebalance that takes partitions away (`lost`: without a chance
+ * to commit, as after a missed session timeout) and gives them back.
+ */
 export type ScenarioCrash =
   | { readonly kind: 'at'; readonly delayMs: number; readonly restartAfterMs: number }
-  | { readonly kind: 'point'; readonly point: CrashPoint; readonly nth: number; readonly restartAfterMs: number };
+  | { readonly kind: 'point'; readonly point: CrashPoint; readonly nth: number; readonly restartAfterMs: number }
+  /** `partitions`: a bit mask of the partitions taken (none of those there: the first). */
+  | { readonly kind: 'revoke'; readonly delayMs: number; readonly partitions: number; readonly lost: boolean };
 
 /** Everything one run of the crash harness is made of: the stream, the model, the engine's options, the faults. */
 export interface CrashScenario {
@@ -135,6 +141,10 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
     if (stateViolations.length === 0) stateViolations.push(...(await checkStateMatchesEffects(driver, 'fx', (p, o) => numberAt.get(`${p}/${o}`))));
   };
   for (const crash of scenario.crashes) {
+    if (crash.kind === 'revoke') {
+      await rebalance(driver, scenario.partitions, crash);
+      continue;
+    }
     if (crash.kind === 'at') driver.crash({ at: driver.now() + crash.delayMs });
     else driver.crash({ point: crash.point, nth: crash.nth });
     await driver.runUntilIdle();
@@ -150,6 +160,16 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
   await resolveAll(driver, scenario, checkState);
   await checkState();
   return { scenario, driver, placed, beforeResolutions, model, stateViolations };
+}
+
+/** Takes the partitions away from the running engine and gives them back, from the committed offsets. */
+async function rebalance(driver: TopologyTestDriver, partitions: number, revoke: ScenarioCrash & { kind: 'revoke' }): Promise<void> {
+  await driver.advanceWallClockTime(revoke.delayMs);
+  if (!driver.running) return;
+  const taken = [...Array(partitions).keys()].filter((p) => (revoke.partitions & (1 << p)) !== 0);
+  const chosen = taken.length > 0 ? taken : [0];
+  await driver.revoke(chosen, { lost: revoke.lost });
+  await driver.assign(chosen);
 }
 
 type EffectInput = { event: ScenarioValue; decision: ScenarioDecisionValue };

@@ -40,13 +40,18 @@ export interface ModelCall {
   readonly sync: boolean;
 }
 
-/** A 429 as the caller received it: from then on no call of that caller may start before `untilMs`. */
+/**
+ * A 429 as the caller received it (a call it had given up, its signal aborted, receives nothing):
+ * from then on no call of that caller may start before `untilMs`.
+ */
 export interface RefusalDelivered {
   /** The refused call, as an index into {@link ModelStats.calls}. */
   readonly call: number;
   readonly atMs: number;
   readonly untilMs: number;
   readonly seq: number;
+  /** Thrown synchronously, inside the call. */
+  readonly sync: boolean;
 }
 
 /** What a fake model has seen. */
@@ -104,7 +109,7 @@ export function fakeModel<T, D>(options: FakeModelOptions<T, D>): FakeModel<T, D
     latest.set(ctx.effectId, call);
     const refuse = () => {
       const nowMs = ctx.clock.now();
-      refusals.push({ call: index, atMs: nowMs, untilMs: atMs + retryAfterMs!, seq: seq++ });
+      if (!ctx.signal.aborted) refusals.push({ call: index, atMs: nowMs, untilMs: atMs + retryAfterMs!, seq: seq++, sync });
       return new RateLimited(Math.max(0, atMs + retryAfterMs! - nowMs));
     };
     if (sync) {
