@@ -15,8 +15,8 @@ import type { MemoryLog } from './memoryLog.js';
  */
 export class DriverTransaction {
   private draining = false;
-  private running = 0;
-  private drained: (() => void) | undefined;
+  /** The units running now. */
+  private readonly running = new Set<Promise<unknown>>();
   private reopened: Promise<void> = Promise.resolve();
   private reopen: (() => void) | undefined;
   private records: OutRecord[] = [];
@@ -41,12 +41,12 @@ export class DriverTransaction {
   /** Runs `work` inside the transaction: a commit waits for it, and it waits for a commit under way. */
   async unit<T>(work: () => Promise<T>): Promise<T> {
     while (this.draining) await this.reopened;
-    this.running += 1;
+    const unit = work();
+    this.running.add(unit);
     try {
-      return await work();
+      return await unit;
     } finally {
-      this.running -= 1;
-      if (this.running === 0) this.drained?.();
+      this.running.delete(unit);
     }
   }
 
@@ -66,8 +66,7 @@ export class DriverTransaction {
   async drain(): Promise<void> {
     this.draining = true;
     this.reopened = new Promise((resolve) => (this.reopen = resolve));
-    if (this.running > 0) await new Promise<void>((resolve) => (this.drained = resolve));
-    this.drained = undefined;
+    while (this.running.size > 0) await Promise.allSettled([...this.running]);
   }
 
   reopenUnits(): void {
