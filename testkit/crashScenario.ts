@@ -31,7 +31,14 @@ export type ScenarioCrash =
   | { readonly kind: 'at'; readonly delayMs: number; readonly restartAfterMs: number }
   | { readonly kind: 'point'; readonly point: CrashPoint; readonly nth: number; readonly restartAfterMs: number }
   /** `partitions`: a bit mask of the partitions taken (none of those there: the first). */
-  | { readonly kind: 'revoke'; readonly delayMs: number; readonly partitions: number; readonly lost: boolean };
+  | { readonly kind: 'revoke'; readonly delayMs: number; readonly partitions: number; readonly lost: boolean }
+  /**
+   * The engine is fenced out of its group without being told and a new one takes over after
+   * `restartAfterMs`, while the old one runs on until it hears its partitions lost `lostAfterMs`
+   * after the fence. Exactly-once only: on at-least-once paths the old one's late writes can apply
+   * an event twice, a documented limit the properties exclude by drawing this fault under exactly-once alone.
+   */
+  | { readonly kind: 'fenced'; readonly delayMs: number; readonly lostAfterMs: number; readonly restartAfterMs: number };
 
 /** Everything one run of the crash harness is made of: the stream, the model, the engine's options, the faults. */
 export interface CrashScenario {
@@ -73,7 +80,8 @@ export interface ScenarioRun {
  * - `ignoreRetryAfter`: the engine hears every 429 with a Retry-After of 0, as a gate that reopens at once would;
  * - `durableAtLanding` (staged, exactly-once): an event finishes before its staged write is durable (see DriverOptions.faults);
  * - `offsetsOutsideTransaction` (exactly-once): offsets are committed outside the transaction (see DriverOptions.faults);
- * - `syncAnswerSkipsAttempts`: the attempts record of a step answered synchronously is never written.
+ * - `syncAnswerSkipsAttempts`: the attempts record of a step answered synchronously is never written;
+ * - `unfencedProducer` (exactly-once): a worker fenced out of its group still commits its transactions (see DriverOptions.faults).
  */
 export interface ScenarioFaults {
   readonly commitAheadBy?: number;
@@ -82,6 +90,7 @@ export interface ScenarioFaults {
   readonly durableAtLanding?: boolean;
   readonly offsetsOutsideTransaction?: boolean;
   readonly syncAnswerSkipsAttempts?: boolean;
+  readonly unfencedProducer?: boolean;
 }
 
 /** The share of the model's answers, and of the effect's, that come synchronously. */
@@ -122,6 +131,7 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
     ...(options.splitEffectBatch ? { splitEffectBatch: options.splitEffectBatch } : {}),
     ...(options.durableAtLanding ? { durableAtLanding: true } : {}),
     ...(options.offsetsOutsideTransaction ? { offsetsOutsideTransaction: true } : {}),
+    ...(options.unfencedProducer ? { unfencedProducer: true } : {}),
     ...(options.syncAnswerSkipsAttempts ? { dropWrite: (op: StoreOp) => isAttemptsAfterSyncAnswer(op, model) } : {}),
   };
   const driver = new TopologyTestDriver(topology, {
@@ -143,6 +153,14 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
   for (const crash of scenario.crashes) {
     if (crash.kind === 'revoke') {
       await rebalance(driver, scenario.partitions, crash);
+      continue;
+    }
+    if (crash.kind === 'fenced') {
+      await driver.advanceWallClockTime(crash.delayMs);
+      if (!driver.running) continue;
+      driver.fence({ lostAfterMs: crash.lostAfterMs });
+      driver.restart({ after: crash.restartAfterMs });
+      await driver.runUntilIdle();
       continue;
     }
     if (crash.kind === 'at') driver.crash({ at: driver.now() + crash.delayMs });

@@ -67,6 +67,8 @@ export interface DriverFaults extends StoreFaults {
   readonly refuseCommits?: number;
   /** Exactly-once: a commit sends the offsets to the group at once, outside the transaction that holds the records and state writes. */
   readonly offsetsOutsideTransaction?: boolean;
+  /** Exactly-once: an instance fenced out of its group (see {@link TopologyTestDriver.fence}) keeps a producer that commits its transactions. */
+  readonly unfencedProducer?: boolean;
 }
 
 /** Where and when to crash. With neither, the engine crashes now. */
@@ -121,6 +123,8 @@ export class TopologyTestDriver {
   private failure: Error | undefined;
   private starting: Promise<void> | undefined;
   private commitRefusalsLeft: number | undefined;
+  /** Instances fenced out of the group that may still be running (see {@link fence}). */
+  private readonly fencedOut = new Set<string>();
 
   constructor(
     readonly topology: Topology,
@@ -231,6 +235,26 @@ export class TopologyTestDriver {
     const instance = this.requireLive('stop');
     await this.runUntilSettled('stop', instance.engine.stop(options));
     this.crashNow();
+  }
+
+  /**
+   * Fences the engine out of its group without telling it, as when a worker is frozen past its
+   * session timeout: it receives no more records, its commits are refused (exactly-once: its
+   * producer is fenced, which stops it at its next commit), and its work in flight goes on,
+   * writing to the state, until it hears its partitions lost `lostAfterMs` later. Meanwhile
+   * {@link restart} starts the new owner, which the old one then races. On an at-least-once path
+   * the old one's late writes can apply an event the new owner applies too: a documented limit
+   * (docs/guarantees.md); exactly-once fences them.
+   */
+  fence(options: { lostAfterMs?: number } = {}): void {
+    const zombie = this.requireLive('fence');
+    this.fencedOut.add(zombie.id);
+    this.observations.fencedOut(this.generation);
+    zombie.consumer.fenceOut();
+    this.instance = undefined;
+    // Not awaited: its engine gives up its work in flight as the driver runs.
+    const lose = async () => void zombie.consumer.loseAll().catch(() => undefined);
+    this.clock.view('driver').setTimer(options.lostAfterMs ?? 0, () => this.actions.push(lose));
   }
 
   /** Forgets a crash armed at a point that was never reached. */
@@ -368,6 +392,7 @@ export class TopologyTestDriver {
       ...(faults.commitAheadBy ? { commitAheadBy: faults.commitAheadBy } : {}),
       refuseCommits: this.refuseCommits(),
       ...(faults.offsetsOutsideTransaction ? { offsetsOutsideTransaction: true } : {}),
+      ...(faults.unfencedProducer ? { unfencedProducer: true } : {}),
     });
     const store = new GatedStore(id, this.io, {
       state,
@@ -383,12 +408,13 @@ export class TopologyTestDriver {
       clock,
       store,
       random: this.random.derive(id),
-      observer: this.observations.observer(this.generation, (error) => (this.failure ??= error)),
+      // A fenced instance stopping on its fenced producer is what fencing is for, not a failure.
+      observer: this.observations.observer(this.generation, (error) => (this.fencedOut.has(id) ? undefined : (this.failure ??= error))),
       ...(this.options.commit ? { commit: this.options.commit } : {}),
       ...(this.options.maxBufferedPerPartition ? { maxBufferedPerPartition: this.options.maxBufferedPerPartition } : {}),
     });
     this.instance = { id, engine, consumer, alive: true };
-    engine.start().catch((error: Error) => (this.failure ??= error));
+    engine.start().catch((error: Error) => (this.fencedOut.has(id) ? undefined : (this.failure ??= error)));
   }
 
   /** Commit refusals left to make, shared by the engine instances of this driver. */
@@ -399,7 +425,8 @@ export class TopologyTestDriver {
   }
 
   private async execute(pending: PendingIo): Promise<void> {
-    const phase = this.crashPhaseOf(pending.request);
+    // Crash points are the running instance's; a fenced one's operations run as they come.
+    const phase = pending.owner === this.instance?.id ? this.crashPhaseOf(pending.request) : undefined;
     if (phase === 'before') return this.crashNow();
     let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
     const request = pending.request;

@@ -61,6 +61,8 @@ export class DriverObservations {
   private readonly partitions: PartitionObservations[] = [];
   private readonly outcomes = Object.fromEntries(Object.values(Outcome).map((o) => [o, 0])) as Record<Outcome, number>;
   private counts = { modelCalls: 0, redeliveries: 0, wastedModelCalls: 0, orderViolations: 0, doubleEffects: 0, crashes: 0, commitsPastUnfinished: 0, unrecordedAttempts: 0 };
+  /** Instances fenced out of the group (see TopologyTestDriver.fence). */
+  private readonly fenced = new Set<number>();
   /** The most attempts ever acknowledged for an event, by `topic/partition/offset`. */
   private readonly attemptsRecorded = new Map<string, number>();
   private readonly effectPrefix: string | undefined;
@@ -77,14 +79,16 @@ export class DriverObservations {
         this.history.push(event as OutcomeEvent & { instance: number });
         this.outcomes[event.outcome] += 1;
         if (endsWithoutEffect.has(event.outcome)) this.lane(event).settle(event.offset);
-        if (finishedOutcomes.has(event.outcome) && !event.replayed) this.partition(event.partition).finished.add(event.offset);
+        // A fenced instance's outcomes finish nothing the group commits.
+        if (finishedOutcomes.has(event.outcome) && !event.replayed && !this.fenced.has(instance)) this.partition(event.partition).finished.add(event.offset);
       },
       modelCall: (call) => {
         this.counts.modelCalls += 1;
         this.modelCalls.push({ instance, effectId: call.effectId, atMs: call.atMs, attempt: call.attempt });
         // Offset-derived effect ids are `topic/partition/offset`, as the attempts are noted.
         if (call.attempt > 1 && (this.attemptsRecorded.get(call.effectId) ?? 0) < call.attempt - 1) this.counts.unrecordedAttempts += 1;
-        if (this.effectIds.has(call.effectId) || this.discarded.has(call.effectId)) this.counts.wastedModelCalls += 1;
+        // A fenced instance's calls in flight are the cost of its freeze, not a wasted call of the group's owner.
+        if (!this.fenced.has(instance) && (this.effectIds.has(call.effectId) || this.discarded.has(call.effectId))) this.counts.wastedModelCalls += 1;
       },
       fatal: onFatal,
     };
@@ -98,6 +102,11 @@ export class DriverObservations {
       partition.highestDelivered = record.offset;
       partition.arrived(record);
     }
+  }
+
+  /** The instance was fenced out of the group; it may run on. */
+  fencedOut(instance: number): void {
+    this.fenced.add(instance);
   }
 
   /** A batch was acknowledged (durable, or in the open transaction): note the attempts it recorded. */

@@ -141,6 +141,8 @@ export interface ConsumerOptions {
   readonly commitAheadBy?: number;
   readonly refuseCommits?: number;
   readonly offsetsOutsideTransaction?: boolean;
+  /** Once fenced out of its group, this consumer's producer is not fenced: its transactions still commit their records and state writes. */
+  readonly unfencedProducer?: boolean;
 }
 
 /** Where a consumer of the driver's log stands in a partition. */
@@ -159,6 +161,8 @@ export class DriverConsumer implements Log {
   private listener: LogListener | undefined;
   private readonly positions = new Map<string, Position>();
   private refuseCommits: number;
+  /** Fenced out of its group without being told (see TopologyTestDriver.fence). */
+  private fencedOut = false;
   /** Exactly-once: commits run one at a time, in the order asked. */
   private committing: Promise<void> = Promise.resolve();
   private staleTimer: Timer | undefined;
@@ -233,7 +237,10 @@ export class DriverConsumer implements Log {
       if (outside) await this.io.enqueue(this.owner, { kind: 'commit', offsets }, async () => this.commitOffsets(offsets));
       const inside = outside ? [] : offsets;
       await this.io.enqueue(this.owner, { kind: 'commit', offsets: inside, transaction }, async () => {
-        this.commitOffsets(inside);
+        // A newer instance with the same transactional id fenced this producer: fatal, as on Kafka
+        // (unless a fault leaves it unfenced: its records and state writes then commit, its offsets cannot).
+        if (this.fencedOut && !this.options.unfencedProducer) throw new Error('the transaction cannot commit: a newer instance fenced this producer (a fault of the driver)');
+        if (!this.fencedOut) this.commitOffsets(inside);
         await transaction.commit();
       });
     } finally {
@@ -242,6 +249,7 @@ export class DriverConsumer implements Log {
   }
 
   private commitOffsets(offsets: readonly CommitOffset[]): void {
+    if (this.fencedOut && offsets.length > 0) throw new CommitRefusedError('commit refused: this consumer was fenced out of its group (a fault of the driver)');
     // As Kafka would: a partition taken away (or a commit refused on purpose) fails the whole commit.
     const gone = offsets.filter((o) => !this.positions.has(partitionId(o))).map((o) => partitionId(o));
     if (gone.length > 0) throw new CommitRefusedError(`commit refused: ${gone.join(', ')} no longer assigned to this consumer`);
@@ -261,6 +269,20 @@ export class DriverConsumer implements Log {
     for (const tp of tps) this.position(tp).ready = false;
     if (this.listener) await (lost ? this.listener.lost(tps) : this.listener.revoked(tps));
     for (const tp of tps) this.positions.delete(partitionId(tp));
+  }
+
+  /**
+   * Fences this consumer out of its group without telling its engine (it was frozen past its
+   * session timeout): it receives no more records and its commits are refused; exactly-once, its
+   * producer is fenced too. Its work in flight goes on until {@link loseAll}.
+   */
+  fenceOut(): void {
+    this.fencedOut = true;
+  }
+
+  /** Tells the engine that every partition it owned is lost (a fenced worker hears it when it thaws). */
+  async loseAll(): Promise<void> {
+    await this.revoke([...this.positions.values()].map((p) => p.tp), true);
   }
 
   /** Assigns partitions again, from the group's committed offsets. */
@@ -287,7 +309,7 @@ export class DriverConsumer implements Log {
 
   /** Delivers up to `max` records of each partition that has some; returns how many it delivered. */
   poll(max: number): number {
-    if (!this.listener) return 0;
+    if (!this.listener || this.fencedOut) return 0;
     let delivered = 0;
     for (const position of this.positions.values()) {
       if (!position.ready || position.paused) continue;

@@ -69,3 +69,12 @@ test('canary: a step answered synchronously whose attempts record is skipped is 
   expect(result.failed).toBe(true);
   expect(String(result.errorInstance)).toMatch(/^Error: attempt-unrecorded: /);
 }, timeout);
+
+test('canary: a worker fenced out of its group whose producer still commits (its late writes race the new owner) is caught', async () => {
+  const result = await caught({ unfencedProducer: true });
+  expect(result.failed).toBe(true);
+  const scenario = result.counterexample![0];
+  expect(scenario.mode).toBe('exactlyOnce');
+  expect(scenario.crashes.some((c) => c.kind === 'fenced')).toBe(true);
+  expect(String(result.errorInstance)).toMatch(/double-effect|state-mismatch|order-violation/);
+}, timeout);
