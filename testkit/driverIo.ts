@@ -28,7 +28,11 @@ export class DriverIo {
   private readonly acks: PendingIo[] = [];
   private readonly fenced = new Set<string>();
 
-  /** `random` chooses between the lanes when both have an operation waiting. */
+  /**
+   * `random` chooses between the lanes when both have an operation waiting: an acknowledgement one
+   * time in four, so that acknowledgements lag behind the other operations, as Kafka's take longer
+   * than a local write.
+   */
   constructor(private readonly random?: SeededRandom) {}
 
   enqueue<T>(owner: string, request: IoRequest, execute: () => Promise<T>, lane: IoLane = 'main'): Promise<T> {
@@ -46,7 +50,7 @@ export class DriverIo {
 
   next(): PendingIo | undefined {
     if (this.acks.length === 0) return this.queue.shift();
-    if (this.queue.length === 0 || !this.random || this.random.next() < 0.5) return this.acks.shift();
+    if (this.queue.length === 0 || !this.random || this.random.next() < 0.25) return this.acks.shift();
     return this.queue.shift();
   }
 
