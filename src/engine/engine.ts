@@ -151,6 +151,8 @@ export class Engine {
     this.commitTimer?.cancel();
     this.commitTimer = undefined;
     const tasks = [...this.tasks.values()];
+    // No new event is taken: the log need not fetch more (a stop is final, nothing resumes them).
+    if (tasks.length > 0) this.options.log.pause(tasks.map((t) => t.tp));
     const reason = 'the engine stops';
     const grace = graceMs > 0 ? this.ctx.clock.setTimer(graceMs, () => tasks.forEach((t) => void t.close('abort', reason))) : undefined;
     await Promise.all(tasks.map((t) => t.close(graceMs > 0 ? 'finish' : 'abort', reason)));
@@ -205,7 +207,9 @@ export class Engine {
   }
 
   private receive(batch: readonly LogRecord[]): void {
-    if (this.failed) return;
+    // Stopping or failed, the engine takes no new event: a record the log had already fetched is
+    // left unfinished and uncommitted, so the partition's next owner reads it.
+    if (this.failed || this.stopping) return;
     this.ctx.metrics.receive(batch.length);
     for (const record of batch) {
       const task = this.tasks.get(record);

@@ -102,8 +102,11 @@ export class LaneWork {
     const parked = this.requireParking();
     const stored = parked.findHeld(event.effectId);
     if (stored) {
-      // A redelivery of an event already parked or held: send its park record again, hold nothing twice.
-      await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, stored)]);
+      // A redelivery of an event already parked or held: hold nothing twice, and send its park
+      // record again (a crash may have come between the parking's write and its record), except
+      // on an exactly-once log: there the record was committed in the parking's transaction, with
+      // the state that says the event is parked, so a read_committed reader has it once.
+      if (!this.ctx.log.atomic) await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, stored)]);
       if (stored.reason === 'POISON') this.reportParked(stored);
       else this.ctx.report(Outcome.HELD, event);
       return;

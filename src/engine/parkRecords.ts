@@ -7,8 +7,8 @@ export const PARK_REASON_HEADER = 'orderly-park-reason';
 
 /**
  * A parked event as the parking topic carries it: JSON with the event (its raw value in base64),
- * its attempts and each error. The topic is at-least-once: a crash while parking may write a
- * record twice, with one effect id.
+ * its attempts and each error. On an at-least-once log a crash while parking may write a record
+ * twice, with one effect id and `parkedAtMs`; on an exactly-once log it is written once.
  */
 export function parkRecord(topic: string, parked: ParkedEvent): OutRecord {
   const body = {

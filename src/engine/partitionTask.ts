@@ -101,7 +101,11 @@ export class PartitionTask {
   }
 
   receive(record: LogRecord): void {
-    if (this.state !== 'running') throw new Error(`partition ${partitionId(this.tp)} received offset ${record.offset} while ${this.state}`);
+    // The log delivers no record of a partition being revoked, and the engine drops those that
+    // come while it stops: a record here is a breach of the Log port's contract.
+    if (this.state !== 'running') {
+      throw new Error(`partition ${partitionId(this.tp)} received offset ${record.offset} while ${this.state}: the log delivered a record of a partition that is not running (being restored, closed or revoked)`);
+    }
     this.tracker.received(record.offset);
     this.horizon?.received(record.offset);
     const lane = this.lane(laneOf(record));
@@ -263,9 +267,12 @@ export class PartitionTask {
     this.afterProgress();
   }
 
-  /** After a unit ended or an event finished: resume the partition, end a drain, start more work. */
+  /**
+   * After a unit ended or an event finished: resume a running partition, end a drain, start more
+   * work. A closing partition stays paused though its last units free room: it takes no new event.
+   */
   private afterProgress(): void {
-    if (this.paused && this.tracker.inProgress <= this.options.maxBuffered / 2) {
+    if (this.paused && this.state === 'running' && this.tracker.inProgress <= this.options.maxBuffered / 2) {
       this.paused = false;
       this.ctx.log.resume([this.tp]);
     }

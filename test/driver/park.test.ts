@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DecideContext, DecideFn } from '../../src/graph/nodes.js';
 import { sleep } from '../../src/ports/clock.js';
-import { TopologyTestDriver } from '../../testkit/driver.js';
+import { TopologyTestDriver, type DriverMode } from '../../testkit/driver.js';
 import { decisionTopology, outcomesAt, parkedValue, readParked, type Ev, type Out } from './helpers.js';
 
 interface Call {
@@ -34,6 +34,26 @@ afterEach(async () => {
   await driver?.close();
   driver = undefined;
 });
+
+/**
+ * a1 (poison, one attempt) and a2 of one key; the engine crashes once a1's park is written (before
+ * its park record is sent), and restarts. Nothing was on the parking topic before the restart.
+ */
+async function crashWhileParkingA1(mode: DriverMode) {
+  const m = model();
+  m.bad.add('a1');
+  const d = new TopologyTestDriver(decisionTopology(m.decide, { attempts: 1 }), { mode });
+  driver = d;
+  const input = d.createInputTopic<Ev>('events');
+  input.pipeInput('a', { id: 'a1' }, { partition: 0 });
+  input.pipeInput('a', { id: 'a2' }, { partition: 0 });
+  d.crash({ point: 'parking' });
+  await d.runUntilIdle();
+  expect(readParked(d)).toEqual([]);
+  d.restart();
+  await d.runUntilIdle();
+  return { m, d };
+}
 
 /**
  * Partition 0 gets a1 (poison), b1, a2, b2, a3: offsets 0..4. With attempts 3 and retryDelayMs
@@ -420,19 +440,7 @@ describe('parking across crashes', () => {
   );
 
   it('after a crash between parking and sending the park record, parks the event once and sends its record', async () => {
-    const m = model();
-    m.bad.add('a1');
-    const d = new TopologyTestDriver(decisionTopology(m.decide, { attempts: 1 }));
-    driver = d;
-    const input = d.createInputTopic<Ev>('events');
-    input.pipeInput('a', { id: 'a1' }, { partition: 0 });
-    input.pipeInput('a', { id: 'a2' }, { partition: 0 });
-    d.crash({ point: 'parking' });
-    await d.runUntilIdle();
-    expect(readParked(d)).toEqual([]);
-    d.restart();
-    await d.runUntilIdle();
-
+    const { m, d } = await crashWhileParkingA1('plain');
     const parked = readParked(d);
     expect(parked.map((p) => [p.body.reason, parkedValue(p.body).id])).toEqual([
       ['POISON', 'a1'],
@@ -459,3 +467,54 @@ describe('parking across crashes', () => {
   });
 });
 
+describe('the parking topic under exactly-once (a transactional log)', () => {
+  /**
+   * Partition 0 gets x1 (60 s at the model), then a1 (poison, one attempt) and a2 (held behind it):
+   * a1 and a2 are parked and their park records committed while x1 keeps every offset from being
+   * committed. A crash at 5 s, then a restart, delivers all three again.
+   */
+  async function parkThenRedeliver(mode: DriverMode) {
+    const m = model();
+    m.bad.add('a1');
+    const slow: DecideFn<Ev, unknown> = async (event, ctx) => {
+      if (event.id === 'x1') await sleep(ctx.clock, 60_000, ctx.signal);
+      return m.decide(event, ctx);
+    };
+    const d = new TopologyTestDriver(decisionTopology(slow, { maxInFlight: 2, attempts: 1 }), { commit: 'each', mode });
+    driver = d;
+    const input = d.createInputTopic<Ev>('events');
+    for (const [key, id] of [['x', 'x1'], ['a', 'a1'], ['a', 'a2']] as const) input.pipeInput(key, { id }, { partition: 0 });
+    await d.advanceWallClockTime(5_000);
+    const beforeCrash = readParked(d).map((p) => `${p.body.reason} ${parkedValue(p.body).id}`);
+    expect(d.committed()[0]!.offset).toBe(0);
+    d.crash();
+    d.restart();
+    await d.runUntilIdle();
+    expect(outcomesAt(d, 0, 1)).toEqual(['PARKED', 'PARKED']);
+    expect(outcomesAt(d, 0, 2)).toEqual(['HELD', 'HELD']);
+    return { beforeCrash, after: readParked(d).map((p) => `${p.body.reason} ${parkedValue(p.body).id}`) };
+  }
+
+  it('at-least-once, for contrast: the redelivered parked and held events send their park records again', async () => {
+    const { beforeCrash, after } = await parkThenRedeliver('plain');
+    expect(beforeCrash).toEqual(['POISON a1', 'HELD a2']);
+    expect(after).toEqual(['POISON a1', 'HELD a2', 'POISON a1', 'HELD a2']);
+  });
+
+  it('exactly-once: a reader sees each parking once, though the parked and held events come again after a crash', async () => {
+    const { beforeCrash, after } = await parkThenRedeliver('exactlyOnce');
+    expect(beforeCrash).toEqual(['POISON a1', 'HELD a2']);
+    expect(after).toEqual(['POISON a1', 'HELD a2']);
+  });
+
+  it('exactly-once: a crash as the event is parked throws the parking away with its transaction; after the restart it is parked once', async () => {
+    const { m, d } = await crashWhileParkingA1('exactlyOnce');
+    expect(readParked(d).map((p) => [p.body.reason, parkedValue(p.body).id])).toEqual([
+      ['POISON', 'a1'],
+      ['HELD', 'a2'],
+    ]);
+    // The aborted parking's attempt was rolled back with it: the restart asked the model again.
+    expect(m.callsOf('a1')).toHaveLength(2);
+    expect(d.parked()).toEqual([expect.objectContaining({ key: 'a', headSeq: 0, nextSeq: 2 })]);
+  });
+});

@@ -242,3 +242,36 @@ describe('stop()', () => {
     expect(driver.committed()[0]!.offset).toBe(1);
   });
 });
+
+describe('stop() while a partition is paused', () => {
+  it('a partition paused before a graceful stop stays paused when a unit ends inside the grace: no record reaches a closing partition', async () => {
+    const calls: Call[] = [];
+    const aborted: string[] = [];
+    driver = new TopologyTestDriver(decisionTopology(signalAwareModel(calls, aborted), { maxInFlight: 2 }), {
+      commit: 'each',
+      maxBufferedPerPartition: 2,
+      maxPollRecords: 1,
+    });
+    const input = driver.createInputTopic<Ev>('events');
+    input.pipeInput('a', { id: 'a1', ms: 1_000 });
+    input.pipeInput('b', { id: 'b1', ms: 3_000 });
+    input.pipeInput('a', { id: 'a2', ms: 100 });
+    await driver.advanceWallClockTime(500);
+    // a1 and b1 are in flight; two unfinished events paused the partition before a2.
+    expect(calls.map((c) => c.id)).toEqual(['a1', 'b1']);
+    await driver.stop({ graceMs: 5_000 });
+    // Both finished inside the grace (at 1 s and 3 s); a2 was never taken.
+    expect(driver.now()).toBe(3_000);
+    expect(aborted).toEqual([]);
+    expect(calls.map((c) => c.id)).toEqual(['a1', 'b1']);
+    expect(outcomesAt(driver, 0, 0)).toEqual(['APPLIED']);
+    expect(outcomesAt(driver, 0, 1)).toEqual(['APPLIED']);
+    expect(outcomesAt(driver, 0, 2)).toEqual([]);
+    expect(driver.committed()[0]!.offset).toBe(2);
+
+    driver.restart();
+    await driver.runUntilIdle();
+    expect(outcomesAt(driver, 0, 2)).toEqual(['APPLIED']);
+    expect(appliedIds(driver)).toEqual(['events/0/0', 'events/0/1', 'events/0/2']);
+  });
+});

@@ -20,15 +20,15 @@ export async function scenario(name: string): Promise<{ prefix: string; group: s
 
 /**
  * A scenario whose source topic `<prefix>disputes` has `partitions` partitions and already holds
- * `count` disputes over `accounts` accounts.
+ * `count` disputes over `accounts` accounts (with `reason(i)` for dispute i, if given).
  */
 export async function prefilledScenario(
   bootstrap: string,
   name: string,
-  input: { count: number; accounts: number; partitions: number },
+  input: { count: number; accounts: number; partitions: number; reason?: (i: number) => string },
 ): Promise<{ prefix: string; group: string; stateDir: string; inputs: Dispute[] }> {
   const names = await scenario(name);
-  const inputs = disputes(input.count, input.accounts);
+  const inputs = disputes(input.count, input.accounts, input.reason);
   await createTopic(bootstrap, `${names.prefix}disputes`, input.partitions);
   await produce(bootstrap, `${names.prefix}disputes`, inputs.map(asInput));
   return { ...names, inputs };
@@ -62,6 +62,12 @@ export function dedupe(records: readonly ReadRecord[]): { unique: ReadRecord[]; 
 
 export function disputeIdOf(record: ReadRecord): string {
   return (JSON.parse(record.value ?? 'null') as { disputeId: string }).disputeId;
+}
+
+/** The disputeId of a park record (its JSON body holds the event's raw value in base64). */
+export function parkedDisputeId(record: ReadRecord): string {
+  const body = JSON.parse(record.value ?? 'null') as { valueBase64: string };
+  return (JSON.parse(Buffer.from(body.valueBase64, 'base64').toString()) as { disputeId: string }).disputeId;
 }
 
 /** How many inputs have a decision on the output (after deduplication). */

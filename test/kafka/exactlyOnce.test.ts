@@ -2,8 +2,11 @@
 // decision once, across a rebalance and a kill -9, where at-least-once would repeat some.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { readAll, readUntil } from './kafkaClient.js';
-import { checkDecisions, decided, dedupe, prefilledScenario } from './disputes.js';
+import { PARK_REASON_HEADER } from '../../src/engine/parkRecords.js';
+import type { ModelReply } from './modelServer.js';
+import { modelServer } from './modelServer.js';
+import { createTopic, produce, readAll, readUntil, type ReadRecord } from './kafkaClient.js';
+import { asInput, checkDecisions, decided, dedupe, parkedDisputeId, prefilledScenario, scenario } from './disputes.js';
 import { Worker, type WorkerOptions } from './worker.js';
 
 const bootstrap = inject('kafkaBootstrap');
@@ -92,4 +95,52 @@ describe('orderly run --exactly-once on Kafka', () => {
     expect(all).toHaveLength(inputs.length);
     expect([...a.lines, ...b.lines].filter((l) => l.msg === 'engine failed' || l.msg === 'Kafka log failed'), 'no worker stopped on the loss').toEqual([]);
   });
+
+  it('a read_committed reader of the parking topic sees each parked and held event once, though a kill -9 makes them come again', async () => {
+    const names = await scenario('eos-parked');
+    const topic = `${names.prefix}disputes`;
+    await createTopic(bootstrap, topic, 1);
+    // One partition. x1 comes first and its answer is held, so no offset is committed past it,
+    // while p1 (poison) is parked and p2, p3 of its account are held behind it: their park records
+    // are committed in a transaction. After the kill -9 the next run gets all four again.
+    const x1 = { disputeId: 'x1', account: 'acct-x', amount: 10, reason: 'not-received' };
+    const [p1, p2, p3] = ['unparseable', 'not-received', 'not-received'].map((reason, i) => ({ disputeId: `p${i + 1}`, account: 'acct-p', amount: 20, reason }));
+    let holdX1 = true;
+    const held: ModelReply[] = [];
+    const { url } = await modelServer((dispute, reply) => (dispute.disputeId === 'x1' && holdX1 ? held.push(reply) : reply.decide()));
+    const worker = (): WorkerOptions => ({
+      bootstrap,
+      group: names.group,
+      stateDir: names.stateDir,
+      topicPrefix: names.prefix,
+      env: { ORDERLY_MODEL_URL: url, ORDERLY_MAX_IN_FLIGHT: '4' },
+      args: ['--exactly-once', '--commit-every-ms', '300'],
+    });
+    const first = start(worker());
+    await produce(bootstrap, topic, [x1, p1!, p2!, p3!].map(asInput));
+    await first.waitFor('p1 parked, p2 and p3 held', () => first.outcomes('PARKED').length === 1 && first.outcomes('HELD').length === 2);
+    await readUntil(bootstrap, `${topic}.parked`, (r) => r.length >= 3, { timeoutMs: 60_000, describe: (r) => `${r.length} of 3 park records committed\n${first.tail()}` });
+    expect(held).toHaveLength(1);
+    await first.kill();
+
+    holdX1 = false;
+    const next = start(worker());
+    await readUntil(bootstrap, `${names.prefix}dispute-decisions`, (r) => decided(r) >= 1, { timeoutMs: 60_000, describe: () => `x1 not decided\n${next.tail()}` });
+    // The next run met the parked and held events again (their offsets were never committed).
+    await next.waitFor('p1 found parked, p2 and p3 found held', () => next.outcomes('PARKED').length === 1 && next.outcomes('HELD').length === 2);
+    expect(await next.stop()).toBe(0);
+
+    const parked = await readAll(bootstrap, `${topic}.parked`);
+    expect(parkRecordsPerEvent(parked), 'park records a read_committed reader sees, per event').toEqual({ 'p1 POISON': 1, 'p2 HELD': 1, 'p3 HELD': 1 });
+  });
 });
+
+/** How many park records of each event (named by its dispute id and park reason) a reader sees. */
+function parkRecordsPerEvent(records: readonly ReadRecord[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const r of records) {
+    const name = `${parkedDisputeId(r)} ${r.headers[PARK_REASON_HEADER]}`;
+    counts[name] = (counts[name] ?? 0) + 1;
+  }
+  return counts;
+}

@@ -3,9 +3,10 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { onTestFinished } from 'vitest';
-import { standInDecision, type Dispute } from '../../testkit/scenarios/disputes.js';
+import { standIn } from '../../examples/disputes/model.js';
+import type { Dispute } from '../../testkit/scenarios/disputes.js';
 
-/** How a request is answered: with the stand-in's decision, or with a 429. */
+/** How a request is answered: with the stand-in's answer (no valid decision for a reason of "unparseable"), or with a 429. */
 export interface ModelReply {
   decide(): void;
   rateLimited(retryAfterS: number): void;
@@ -22,7 +23,7 @@ export async function modelServer(respond: (dispute: Dispute, reply: ModelReply)
       respond(dispute, {
         decide() {
           res.writeHead(200, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ choices: [{ message: { content: JSON.stringify(standInDecision(dispute)) } }] }));
+          res.end(JSON.stringify({ choices: [{ message: { content: JSON.stringify(standIn(dispute)) } }] }));
         },
         rateLimited(retryAfterS) {
           res.writeHead(429, { 'retry-after': String(retryAfterS), 'content-type': 'application/json' });

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { controlRecord, resolutionsTopic, type ResolutionRequest } from '../../src/kafka/resolutionRecords.js';
 import type { ParkedKeySummary } from '../../src/cli/parkedFormat.js';
-import { asInput, checkDecisions, decided, disputeIdOf, disputes, scenario } from './disputes.js';
+import { asInput, checkDecisions, decided, disputeIdOf, disputes, parkedDisputeId, scenario } from './disputes.js';
 import { createTopic, produce, readAll, readUntil, type ReadRecord } from './kafkaClient.js';
 import { DISPUTES_MODULE, REPO, Worker } from './worker.js';
 
@@ -39,11 +39,6 @@ function parkedCli(prefix: string, group: string, args: readonly string[], scope
   );
 }
 
-/** The disputeId inside a park record. */
-function parkedId(record: ReadRecord): string {
-  const body = JSON.parse(record.value!) as { valueBase64: string };
-  return (JSON.parse(Buffer.from(body.valueBase64, 'base64').toString()) as { disputeId: string }).disputeId;
-}
 
 /** Poison at inputs 12 (acct-02) and 13 (acct-03); every later event of theirs is held. */
 function poisonInputs() {
@@ -57,7 +52,7 @@ function poisonInputs() {
 }
 
 async function waitParked(prefix: string, worker: Worker, count: number): Promise<ReadRecord[]> {
-  return readUntil(bootstrap, `${prefix}disputes.parked`, (r) => new Set(r.map(parkedId)).size >= count, {
+  return readUntil(bootstrap, `${prefix}disputes.parked`, (r) => new Set(r.map(parkedDisputeId)).size >= count, {
     timeoutMs: 90_000,
     describe: (r) => `${r.length} park records\n${worker.tail()}`,
   });
@@ -191,7 +186,7 @@ describe('orderly parked: list, show, resolve and replay against a running worke
     const { inputs, poisonA, heldA } = poisonInputs();
     await produce(bootstrap, `${prefix}disputes`, inputs.map(asInput));
     const parked = await waitParked(prefix, worker, 2);
-    const poison = JSON.parse(parked.find((r) => parkedId(r) === poisonA.disputeId)!.value!) as {
+    const poison = JSON.parse(parked.find((r) => parkedDisputeId(r) === poisonA.disputeId)!.value!) as {
       effectId: string;
       key: string;
       parkedAtMs: number;

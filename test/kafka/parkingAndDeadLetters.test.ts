@@ -1,8 +1,8 @@
 // Poison events and bad payloads through `./bin/orderly run`, on the real broker.
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { PARK_REASON_HEADER } from '../../src/engine/parkRecords.js';
-import { createTopic, produce, readAll, readUntil, type ReadRecord } from './kafkaClient.js';
-import { asInput, checkDecisions, decided, disputeIdOf, disputes, scenario } from './disputes.js';
+import { createTopic, produce, readAll, readUntil } from './kafkaClient.js';
+import { asInput, checkDecisions, decided, disputeIdOf, disputes, parkedDisputeId, scenario } from './disputes.js';
 import { Worker } from './worker.js';
 
 const bootstrap = inject('kafkaBootstrap');
@@ -63,11 +63,11 @@ describe('orderly run: bad payloads and poison events on Kafka', () => {
     await produce(bootstrap, `${prefix}disputes`, inputs.map(asInput));
 
     // The poison's park record, then one HELD record for each later event of its account.
-    const parked = await readUntil(bootstrap, `${prefix}disputes.parked`, (r) => new Set(r.map(parkedId)).size >= 1 + held.length, {
+    const parked = await readUntil(bootstrap, `${prefix}disputes.parked`, (r) => new Set(r.map(parkedDisputeId)).size >= 1 + held.length, {
       timeoutMs: 90_000,
-      describe: (r) => `${r.length} park records: ${r.map(parkedId).join(' ')}\n${worker.tail()}`,
+      describe: (r) => `${r.length} park records: ${r.map(parkedDisputeId).join(' ')}\n${worker.tail()}`,
     });
-    const poisonRecord = parked.find((r) => parkedId(r) === poison.disputeId)!;
+    const poisonRecord = parked.find((r) => parkedDisputeId(r) === poison.disputeId)!;
     expect(poisonRecord.key).toBe(poisonAccount);
     expect(poisonRecord.headers[PARK_REASON_HEADER]).toBe('POISON');
     const body = JSON.parse(poisonRecord.value!) as { attempts: number; errors: string[]; step: string };
@@ -75,7 +75,7 @@ describe('orderly run: bad payloads and poison events on Kafka', () => {
     expect(body.attempts).toBe(3);
     expect(body.errors).toHaveLength(3);
     for (const d of held) {
-      const record = parked.find((r) => parkedId(r) === d.disputeId);
+      const record = parked.find((r) => parkedDisputeId(r) === d.disputeId);
       expect(record?.headers[PARK_REASON_HEADER], `${d.disputeId} is held behind the poison`).toBe('HELD');
     }
 
@@ -95,8 +95,3 @@ describe('orderly run: bad payloads and poison events on Kafka', () => {
   });
 });
 
-/** The disputeId of a park record (its value holds the event's raw value in base64). */
-function parkedId(record: ReadRecord): string {
-  const body = JSON.parse(record.value!) as { valueBase64: string };
-  return (JSON.parse(Buffer.from(body.valueBase64, 'base64').toString()) as { disputeId: string }).disputeId;
-}

@@ -3,9 +3,11 @@
 // without a grace they are given up at once and redone by the next owner.
 import { join } from 'node:path';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { asInput, decided, disputes, prefilledScenario } from './disputes.js';
-import { produce, readUntil } from './kafkaClient.js';
-import { modelServer } from './modelServer.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Dispute } from '../../testkit/scenarios/disputes.js';
+import { asInput, decided, disputes, prefilledScenario, scenario } from './disputes.js';
+import { createTopic, produce, readUntil } from './kafkaClient.js';
+import { modelServer, type ModelReply } from './modelServer.js';
 import { Worker } from './worker.js';
 
 const bootstrap = inject('kafkaBootstrap');
@@ -72,5 +74,76 @@ describe('orderly run --stop-grace-ms, on Kafka', () => {
     expect(next.outcomes('APPLIED')).toHaveLength(inputs.length);
     // The given-up calls were made twice: the price of stopping without a grace.
     expect(model.requests()).toBe(2 * inputs.length);
+  });
+});
+
+/** A model that holds each answer until the test releases it by dispute id; counts the requests. */
+async function heldModel(): Promise<{ url: string; requested: (disputeId: string) => boolean; requests: () => number; release: (disputeId: string) => void }> {
+  const held = new Map<string, ModelReply>();
+  const seen: string[] = [];
+  const { url } = await modelServer((dispute: Dispute, reply) => {
+    seen.push(dispute.disputeId);
+    held.set(dispute.disputeId, reply);
+  });
+  return {
+    url,
+    requested: (id) => seen.includes(id),
+    requests: () => seen.length,
+    release(id) {
+      const reply = held.get(id);
+      if (!reply) throw new Error(`heldModel: no request for ${id} is held`);
+      held.delete(id);
+      reply.decide();
+    },
+  };
+}
+
+describe('orderly run --stop-grace-ms with a paused partition, on Kafka', () => {
+  it('a call that ends inside the grace does not resume the paused partition: the stop leaves cleanly and the next owner runs the rest once', async () => {
+    // One partition, 2 calls in flight, paused at 2 unfinished events: a1 and b1 run, a2 waits in Kafka.
+    const names = await scenario('grace-paused');
+    const topic = `${names.prefix}disputes`;
+    await createTopic(bootstrap, topic, 1);
+    const [a1, b1, a2] = [
+      { disputeId: 'a1', account: 'acct-a', amount: 10, reason: 'not-received' },
+      { disputeId: 'b1', account: 'acct-b', amount: 20, reason: 'not-received' },
+      { disputeId: 'a2', account: 'acct-a', amount: 30, reason: 'not-received' },
+    ];
+    const model = await heldModel();
+    const env = { ORDERLY_MODEL_URL: model.url, ORDERLY_MAX_IN_FLIGHT: '2' };
+    const first = new Worker({ bootstrap, group: names.group, topicPrefix: names.prefix, stateDir: join(names.stateDir, 'first'), env, args: ['--max-buffered', '2', '--stop-grace-ms', '60000'] });
+    workers.push(first);
+    await produce(bootstrap, topic, [asInput(a1), asInput(b1)]);
+    await first.waitFor('a1 and b1 at the model', () => model.requested('a1') && model.requested('b1'));
+    // Produced once the partition is paused, so only a resume can deliver it.
+    await produce(bootstrap, topic, [asInput(a2)]);
+
+    const exited = first.stop();
+    await first.waitFor('the stop signal', (lines) => lines.some((l) => String(l.msg).startsWith('stopping')));
+    // a1 answers inside the grace, while b1 is still held: its finish frees room in the partition's buffer.
+    model.release('a1');
+    await first.waitFor('a1 applied', () => first.outcomes('APPLIED').length === 1);
+    // Time for a resumed partition to deliver a2 (the defect made the worker fail within a second);
+    // the partition must stay paused, so there is no line to wait for.
+    await sleep(3_000);
+    expect(first.lines.filter((l) => (l.level ?? 0) >= 50)).toEqual([]);
+    model.release('b1');
+    expect(await exited).toBe(0);
+    expect(first.outcomes('APPLIED')).toHaveLength(2);
+    expect(model.requested('a2')).toBe(false);
+
+    // The next worker of the group runs a2 once, and nothing before it again.
+    const next = new Worker({ bootstrap, group: names.group, topicPrefix: names.prefix, stateDir: join(names.stateDir, 'next'), env });
+    workers.push(next);
+    await next.waitFor('a2 at the model', () => model.requested('a2'));
+    model.release('a2');
+    await readUntil(bootstrap, `${names.prefix}dispute-decisions`, (r) => decided(r) >= 3, {
+      timeoutMs: 60_000,
+      describe: (r) => `${decided(r)} of 3 disputes decided\n${next.tail()}`,
+    });
+    expect(await next.stop()).toBe(0);
+    expect(next.outcomes('APPLIED')).toHaveLength(1);
+    expect(next.outcomes('DUPLICATE')).toEqual([]);
+    expect(model.requests()).toBe(3);
   });
 });

@@ -69,4 +69,18 @@ describe('what the log tells the engine', () => {
     expect(commits).toEqual([]);
     expect(fatal).toEqual([]);
   });
+
+  it('records while the engine stops: ignored, as a fetched batch can still come after the pause; left uncommitted for the next owner', async () => {
+    const { clock, engine, listener, record, commits, fatal } = await setup();
+    listener.records([record(0, { id: 'a0', ms: 1_000 })]);
+    await flush();
+    const stopped = engine.stop({ graceMs: 5_000 });
+    await flush();
+    listener.records([record(1, { id: 'b0', ms: 100 })]);
+    while (clock.fireNext()) await flush();
+    await stopped;
+    expect(engine.metrics().outcomes.APPLIED).toBe(1);
+    expect(commits.flat().map((c) => c.offset)).toEqual([1]);
+    expect(fatal).toEqual([]);
+  });
 });
