@@ -12,10 +12,14 @@ interface Tally {
   redelivered: number;
 }
 
+/** Schedules checked per production path the driver's ports took. */
+export type SchedulesByMode = Record<'plain' | 'staged' | 'exactlyOnce', number>;
+
 /** What the crash harness checked. */
 export interface CrashSchedules extends Readonly<Tally> {
   readonly schedulesPerSec: number;
   readonly schedules: number;
+  readonly byMode: SchedulesByMode;
   readonly wallMs: number;
   /** fast-check's seed of the first batch; batch i ran with seed + i. */
   readonly seed: number;
@@ -31,6 +35,7 @@ export interface CrashSchedules extends Readonly<Tally> {
 export async function measureCrashSchedules(progress: Progress, durationMs = 10_000, batch = 50): Promise<CrashSchedules> {
   const seed = Date.now() % 2 ** 31;
   const tally: Tally = { crashed: 0, redelivered: 0 };
+  const byMode: SchedulesByMode = { plain: 0, staged: 0, exactlyOnce: 0 };
   const property = fc.asyncProperty(crashScenarioArbitrary(), async (scenario) => {
     const run = await runCrashScenario(scenario);
     try {
@@ -38,6 +43,7 @@ export async function measureCrashSchedules(progress: Progress, durationMs = 10_
       if (metrics.crashes > 0) tally.crashed += 1;
       if (metrics.redeliveries > 0) tally.redelivered += 1;
       assertCrashScenario(run);
+      byMode[scenario.mode ?? 'plain'] += 1;
     } finally {
       await run.driver.close();
     }
@@ -55,5 +61,5 @@ export async function measureCrashSchedules(progress: Progress, durationMs = 10_
   const wallMs = performance.now() - started;
   const schedulesPerSec = Math.round((schedules / wallMs) * 1_000 * 10) / 10;
   phase.finish(failure ? 'a schedule FAILED' : `${schedulesPerSec} schedules/s, ${schedules} checked`);
-  return { schedulesPerSec, schedules, ...tally, wallMs: Math.round(wallMs), seed, ...(failure ? { failure } : {}) };
+  return { schedulesPerSec, schedules, byMode, ...tally, wallMs: Math.round(wallMs), seed, ...(failure ? { failure } : {}) };
 }

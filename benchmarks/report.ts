@@ -1,4 +1,4 @@
-import type { CrashSchedules } from './crashSchedules.js';
+import type { CrashSchedules, SchedulesByMode } from './crashSchedules.js';
 import type { EngineThroughput } from './engineThroughput.js';
 import type { Machine } from './machine.js';
 import type { WindowUtilization } from './windowUtilization.js';
@@ -11,6 +11,8 @@ export interface Figures {
   readonly declaredLimitRateLimited: number;
   readonly declaredLimitWindowUtilization: number;
   readonly crashSchedulesPerSec: number;
+  /** Crash schedules checked per production path (plain, staged, exactly-once ports). */
+  readonly crashSchedulesByMode: SchedulesByMode;
 }
 
 /** A goal and whether this run met it. */
@@ -40,6 +42,7 @@ export function goalsOf(figures: Figures, crashes: CrashSchedules): Record<strin
     rateLimitedPerWindow: { goal: '<= 1', met: figures.rateLimitedPerWindow <= 1 },
     declaredLimitRateLimited: { goal: '0', met: figures.declaredLimitRateLimited === 0 },
     crashSchedules: { goal: 'every schedule holds', met: crashes.failure === undefined },
+    crashSchedulesByMode: { goal: 'each mode > 0', met: Object.values(figures.crashSchedulesByMode).every((n) => n > 0) },
   };
 }
 
@@ -73,7 +76,8 @@ export function formatTable(report: BenchmarkReport): string {
     `Retry-After only: ${windows(d.retryAfter)}`,
     `limit declared: ${windows(d.declared)}`,
     `crash schedules: ${int(d.crashes.schedules)} in ${(d.crashes.wallMs / 1_000).toFixed(1)} s (${int(d.crashes.crashed)} crashed, ` +
-      `${int(d.crashes.redelivered)} with redeliveries), fast-check seed ${d.crashes.seed}` +
+      `${int(d.crashes.redelivered)} with redeliveries; plain ${int(d.crashes.byMode.plain)}, staged ${int(d.crashes.byMode.staged)}, ` +
+      `exactly-once ${int(d.crashes.byMode.exactlyOnce)}), fast-check seed ${d.crashes.seed}` +
       (d.crashes.failure ? `\nFAILED:\n${d.crashes.failure}` : ', every one held'),
     '',
   ].join('\n');

@@ -25,6 +25,7 @@ async function main(argv: readonly string[]): Promise<void> {
     declaredLimitRateLimited: declared.rateLimited,
     declaredLimitWindowUtilization: round(declared.windowUtilization, 4),
     crashSchedulesPerSec: crashes.schedulesPerSec,
+    crashSchedulesByMode: crashes.byMode,
   };
   const report: BenchmarkReport = {
     date: new Date().toISOString(),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh machine: installs what it needs, builds, type-checks, tests.
-# `.ci/run` runs exactly this. ORDERLY_CRASH_SCHEDULES=N checks more than the default 10,000
-# random crash schedules. The Kafka tests (test/kafka) fetch the broker jars with Maven when they
+# `.ci/run` runs exactly this. ORDERLY_CRASH_SCHEDULES=N checks N random crash schedules instead
+# of the default 10,000 (more for a longer search, fewer while developing). The Kafka tests (test/kafka) fetch the broker jars with Maven when they
 # are not cached and start a broker of their own on port 19092 (ORDERLY_TEST_KAFKA_PORT), in their
 # vitest global set-up, and stop it afterwards. The public API of each entry point is compared with
 # its checked-in report (api/*.api.md; `npm run api:update` rewrites them after an intended change).

@@ -3,9 +3,16 @@ import { stream } from '../src/dsl/stream.js';
 import type { CommitPolicy } from '../src/engine/engine.js';
 import type { Resolution } from '../src/engine/parkedKeys.js';
 import type { CrashPoint } from './crashPoints.js';
-import { TopologyTestDriver } from './driver.js';
-import { fakeModel } from './fakeModel.js';
+import { isRateLimited, RateLimited } from '../src/dsl/rateLimited.js';
+import type { DecideFn } from '../src/graph/nodes.js';
+import { stateKeys } from '../src/state/stateKeys.js';
+import type { StoreOp } from '../src/ports/store.js';
+import { TopologyTestDriver, type DriverMode } from './driver.js';
+import { SeededRandom } from './seededRandom.js';
+import { checkStateMatchesEffects, type AppliedRow } from './effectStateCheck.js';
+import { fakeModel, type FakeModel } from './fakeModel.js';
 import { asObject, checkedSchema } from './scenarios/checkedSchema.js';
+import type { InvariantViolation } from './violations.js';
 
 /** One event of a generated stream. */
 export interface ScenarioEvent {
@@ -15,10 +22,23 @@ export interface ScenarioEvent {
   readonly poison: boolean;
 }
 
-/** A crash: at a virtual time after the previous step, or at the nth time a named point is reached. */
+/**
+ * A fault: a crash at a virtual time after the previous step, or at the nth time a named point is
+ * reached; or, at a virtual time, a rebalance that takes partitions away (`lost`: without a chance
+ * to commit, as after a missed session timeout) and gives them back.
+ */
 export type ScenarioCrash =
   | { readonly kind: 'at'; readonly delayMs: number; readonly restartAfterMs: number }
-  | { readonly kind: 'point'; readonly point: CrashPoint; readonly nth: number; readonly restartAfterMs: number };
+  | { readonly kind: 'point'; readonly point: CrashPoint; readonly nth: number; readonly restartAfterMs: number }
+  /** `partitions`: a bit mask of the partitions taken (none of those there: the first). */
+  | { readonly kind: 'revoke'; readonly delayMs: number; readonly partitions: number; readonly lost: boolean }
+  /**
+   * The engine is fenced out of its group without being told and a new one takes over after
+   * `restartAfterMs`, while the old one runs on until it hears its partitions lost `lostAfterMs`
+   * after the fence. Exactly-once only: on at-least-once paths the old one's late writes can apply
+   * an event twice, a documented limit the properties exclude by drawing this fault under exactly-once alone.
+   */
+  | { readonly kind: 'fenced'; readonly delayMs: number; readonly lostAfterMs: number; readonly restartAfterMs: number };
 
 /** Everything one run of the crash harness is made of: the stream, the model, the engine's options, the faults. */
 export interface CrashScenario {
@@ -34,6 +54,8 @@ export interface CrashScenario {
   readonly resolutions: readonly ('decision' | 'discard')[];
   /** A crash in the middle of the replays, at the nth replayed event. */
   readonly replayCrash?: { readonly nth: number; readonly restartAfterMs: number };
+  /** Which production path the ports take (see DriverOptions.mode). @defaultValue 'plain' */
+  readonly mode?: DriverMode;
   readonly seed: number;
 }
 
@@ -45,9 +67,41 @@ export interface ScenarioRun {
   readonly placed: ReadonlyArray<ScenarioEvent & { offset: number }>;
   /** The history's length when every fault had healed and before any key was resolved. */
   readonly beforeResolutions: number;
+  /** The fake provider the step called, with its own record of calls and refusals. */
+  readonly model: FakeModel<ScenarioValue, ScenarioDecisionValue>;
+  /** What the state showed against the effects recorded, checked after every crash and at the end. */
+  readonly stateViolations: readonly InvariantViolation[];
 }
 
-const ScenarioDecision = checkedSchema<{ ok: true; n: number }>('orderly-crash-scenario', (value) => {
+/**
+ * Faults that break orderly on purpose, for canary tests that prove the invariants catch each:
+ * - `commitAheadBy`: the log commits past what it was asked (see DriverOptions.faults);
+ * - `splitEffectBatch`: an effect's state writes and its record land in two batches (see DriverOptions.faults);
+ * - `ignoreRetryAfter`: the engine hears every 429 with a Retry-After of 0, as a gate that reopens at once would;
+ * - `durableAtLanding` (staged, exactly-once): an event finishes before its staged write is durable (see DriverOptions.faults);
+ * - `offsetsOutsideTransaction` (exactly-once): offsets are committed outside the transaction (see DriverOptions.faults);
+ * - `syncAnswerSkipsAttempts`: the attempts record of a step answered synchronously is never written;
+ * - `unfencedProducer` (exactly-once): a worker fenced out of its group still commits its transactions (see DriverOptions.faults).
+ */
+export interface ScenarioFaults {
+  readonly commitAheadBy?: number;
+  readonly splitEffectBatch?: 'state-first' | 'record-first';
+  readonly ignoreRetryAfter?: boolean;
+  readonly durableAtLanding?: boolean;
+  readonly offsetsOutsideTransaction?: boolean;
+  readonly syncAnswerSkipsAttempts?: boolean;
+  readonly unfencedProducer?: boolean;
+}
+
+/** The share of the model's answers, and of the effect's, that come synchronously. */
+const SYNC_SHARE = 0.5;
+/** The share of effect calls that fail once (then succeed), with two attempts or more. */
+const EFFECT_FAILURE_SHARE = 0.15;
+
+type ScenarioValue = { n: number; poison: boolean };
+type ScenarioDecisionValue = { ok: true; n: number };
+
+const ScenarioDecision = checkedSchema<ScenarioDecisionValue>('orderly-crash-scenario', (value) => {
   const decision = asObject(value);
   return decision?.ok === true && typeof decision.n === 'number' ? [] : [`a decision is { ok: true, n: number }, got ${JSON.stringify(value)}`];
 });
@@ -57,52 +111,148 @@ const ScenarioDecision = checkedSchema<{ ok: true; n: number }>('orderly-crash-s
  * the run heal and settle, then resolves every parked key until none is left. Returns the driver
  * for the invariants to read; the caller closes it.
  */
-export async function runCrashScenario(scenario: CrashScenario, options: { stateDir?: string; commitAheadBy?: number } = {}): Promise<ScenarioRun> {
-  const model = fakeModel<{ n: number; poison: boolean }, { ok: true; n: number }>({
+export async function runCrashScenario(scenario: CrashScenario, options: { stateDir?: string } & ScenarioFaults = {}): Promise<ScenarioRun> {
+  const model = fakeModel<ScenarioValue, ScenarioDecisionValue>({
     latencyMs: scenario.model.latencyMs,
     ...(scenario.model.limit ? { limit: scenario.model.limit } : {}),
     poison: (e) => e.poison,
     decide: (e) => ({ ok: true, n: e.n }),
+    seed: scenario.seed,
+    syncShare: SYNC_SHARE,
   });
-  const topology = stream<{ n: number; poison: boolean }>('in')
+  const decide = options.ignoreRetryAfter ? deafToRetryAfter(model.decide) : model.decide;
+  const fx = scenarioEffect(scenario);
+  const topology = stream<ScenarioValue>('in')
     .keyedSerial({ maxInFlight: scenario.maxInFlight })
-    .agentStep('decide', model.decide, { schema: ScenarioDecision, ...(scenario.model.declareLimit && scenario.model.limit ? { limit: scenario.model.limit } : {}) })
+    .agentStep('decide', decide, { schema: ScenarioDecision, ...(scenario.model.declareLimit && scenario.model.limit ? { limit: scenario.model.limit } : {}) })
     .park({ attempts: scenario.attempts, retryDelayMs: scenario.retryDelayMs })
-    .applyOnce(effect('fx', (v, { state }) => state.put(String(v.event.n), v.decision)))
+    .applyOnce(fx)
     .to('out')
     .build();
+  const faults = {
+    ...(options.commitAheadBy ? { commitAheadBy: options.commitAheadBy } : {}),
+    ...(options.splitEffectBatch ? { splitEffectBatch: options.splitEffectBatch } : {}),
+    ...(options.durableAtLanding ? { durableAtLanding: true } : {}),
+    ...(options.offsetsOutsideTransaction ? { offsetsOutsideTransaction: true } : {}),
+    ...(options.unfencedProducer ? { unfencedProducer: true } : {}),
+    ...(options.syncAnswerSkipsAttempts ? { dropWrite: (op: StoreOp) => isAttemptsAfterSyncAnswer(op, model) } : {}),
+  };
   const driver = new TopologyTestDriver(topology, {
     partitions: scenario.partitions,
     seed: scenario.seed,
     commit: scenario.commit,
+    mode: scenario.mode ?? 'plain',
     ...(options.stateDir ? { stateDir: options.stateDir } : {}),
-    ...(options.commitAheadBy ? { faults: { commitAheadBy: options.commitAheadBy } } : {}),
+    ...(Object.keys(faults).length > 0 ? { faults } : {}),
   });
-  const input = driver.createInputTopic<{ n: number; poison: boolean }>('in');
+  const input = driver.createInputTopic<ScenarioValue>('in');
   const placed = scenario.events.map((e, n) => ({ ...e, offset: input.pipeInput(e.key, { n, poison: e.poison }, { partition: e.partition }).offset }));
+  const numberAt = new Map(placed.map((e, n) => [`${e.partition}/${e.offset}`, n]));
+  const stateViolations: InvariantViolation[] = [];
+  const checkState = async () => {
+    // One report is enough: a state that went wrong stays wrong.
+    if (stateViolations.length === 0) stateViolations.push(...(await checkStateMatchesEffects(driver, 'fx', (p, o) => numberAt.get(`${p}/${o}`))));
+  };
   for (const crash of scenario.crashes) {
+    if (crash.kind === 'revoke') {
+      await rebalance(driver, scenario.partitions, crash);
+      continue;
+    }
+    if (crash.kind === 'fenced') {
+      await driver.advanceWallClockTime(crash.delayMs);
+      if (!driver.running) continue;
+      driver.fence({ lostAfterMs: crash.lostAfterMs });
+      driver.restart({ after: crash.restartAfterMs });
+      await driver.runUntilIdle();
+      continue;
+    }
     if (crash.kind === 'at') driver.crash({ at: driver.now() + crash.delayMs });
     else driver.crash({ point: crash.point, nth: crash.nth });
     await driver.runUntilIdle();
     driver.disarm();
     if (!driver.running) {
+      await checkState();
       driver.restart({ after: crash.restartAfterMs });
       await driver.runUntilIdle();
     }
   }
   await driver.runUntilIdle();
   const beforeResolutions = driver.history().length;
-  await resolveAll(driver, scenario);
-  return { scenario, driver, placed, beforeResolutions };
+  await resolveAll(driver, scenario, checkState);
+  await checkState();
+  return { scenario, driver, placed, beforeResolutions, model, stateViolations };
+}
+
+/** Takes the partitions away from the running engine and gives them back, from the committed offsets. */
+async function rebalance(driver: TopologyTestDriver, partitions: number, revoke: ScenarioCrash & { kind: 'revoke' }): Promise<void> {
+  await driver.advanceWallClockTime(revoke.delayMs);
+  if (!driver.running) return;
+  const taken = [...Array(partitions).keys()].filter((p) => (revoke.partitions & (1 << p)) !== 0);
+  const chosen = taken.length > 0 ? taken : [0];
+  await driver.revoke(chosen, { lost: revoke.lost });
+  await driver.assign(chosen);
+}
+
+type EffectInput = { event: ScenarioValue; decision: ScenarioDecisionValue };
+
+/**
+ * The scenario's effect: it appends each event to its key's row (applied twice, an event would
+ * show twice), answering synchronously or asynchronously at random per call, and failing once
+ * now and then (retried with its decision kept) when the park allows more than one attempt.
+ */
+function scenarioEffect(scenario: CrashScenario) {
+  const random = new SeededRandom(scenario.seed).derive('effect');
+  const failedOnce = new Set<string>();
+  return effect<EffectInput, EffectInput>('fx', (v, { state, key, effectId }) => {
+    const sync = random.next() < SYNC_SHARE;
+    const fail = scenario.attempts > 1 && !failedOnce.has(effectId) && random.next() < EFFECT_FAILURE_SHARE;
+    const apply = () => {
+      if (fail) {
+        failedOnce.add(effectId);
+        throw new Error(`the outside system is down for ${effectId} (a fault of the scenario, once per event)`);
+      }
+      const row = String(key);
+      state.put(row, { applied: [...(state.get<AppliedRow>(row)?.applied ?? []), v.event.n] } satisfies AppliedRow);
+      return v;
+    };
+    return sync ? apply() : Promise.resolve().then(apply);
+  });
+}
+
+/** An attempts record of an event whose last answer from the model came synchronously. */
+function isAttemptsAfterSyncAnswer(op: StoreOp, model: FakeModel<ScenarioValue, ScenarioDecisionValue>): boolean {
+  if (op.type !== 'put' || !op.key.startsWith('attempts/')) return false;
+  const { topic, partition, rest } = stateKeys.parse(op.key);
+  return model.lastCall(`${topic}/${partition}/${Number(rest)}`)?.sync === true;
+}
+
+/** The step as an engine that ignores Retry-After sees it: every 429 says "retry now". */
+function deafToRetryAfter(decide: DecideFn<ScenarioValue, ScenarioDecisionValue>): DecideFn<ScenarioValue, ScenarioDecisionValue> {
+  const deaf = (error: unknown) => {
+    throw isRateLimited(error) ? new RateLimited(0) : error;
+  };
+  return (event, ctx) => {
+    try {
+      const answer = decide(event, ctx);
+      return isThenable(answer) ? Promise.resolve(answer).catch(deaf) : answer;
+    } catch (error) {
+      return deaf(error);
+    }
+  };
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }
 
 /** Resolves parked keys until none is left, through a crash mid-replay if asked. */
-async function resolveAll(driver: TopologyTestDriver, scenario: CrashScenario): Promise<void> {
+async function resolveAll(driver: TopologyTestDriver, scenario: CrashScenario, afterCrash: () => Promise<void>): Promise<void> {
   const kinds = scenario.resolutions;
   if (scenario.replayCrash) driver.crash({ point: 'replaying', nth: scenario.replayCrash.nth });
   let turn = 0;
   for (let round = 0; round < 100; round++) {
     if (!driver.running) {
+      await afterCrash();
       driver.restart({ after: scenario.replayCrash?.restartAfterMs ?? 0 });
       await driver.runUntilIdle();
     }

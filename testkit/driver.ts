@@ -4,12 +4,14 @@ import { Engine, type CommitPolicy, type ParkedKeyInfo } from '../src/engine/eng
 import type { OutcomeEvent } from '../src/engine/outcomes.js';
 import type { ParkedEvent, Resolution } from '../src/engine/parkedKeys.js';
 import type { CommitOffset } from '../src/ports/log.js';
+import type { StoreOp } from '../src/ports/store.js';
 import { openLevelStore, openMemoryStore } from '../src/state/levelStore.js';
 import { crashPhase, type CrashPoint, type IoRequest } from './crashPoints.js';
 import { DriverIo, type PendingIo } from './driverIo.js';
-import { DriverConsumer, GatedStore } from './driverPorts.js';
+import { DriverConsumer, GatedStore, type StoreFaults } from './driverPorts.js';
 import { DriverTransaction } from './driverTransaction.js';
-import { DriverObservations, type AppliedEffect, type DriverMetrics } from './driverObservations.js';
+import { LandedOverlay } from './landedOverlay.js';
+import { DriverObservations, type AppliedEffect, type DriverMetrics, type ObservedModelCall } from './driverObservations.js';
 import { MemoryLog } from './memoryLog.js';
 import { SeededRandom } from './seededRandom.js';
 import { TestInputTopic, TestOutputTopic } from './topics.js';
@@ -31,22 +33,42 @@ export interface DriverOptions {
   /** @defaultValue 1000 */
   maxBufferedPerPartition?: number;
   /**
+   * Which capabilities the ports have, as on Kafka: `plain` (a store batch is durable once
+   * written), `staged` (the store stages its batches: a batch lands at once, and becomes durable
+   * through its acknowledgement later, as the changelog store's at-least-once path) or
+   * `exactlyOnce` (staged, over a transactional log: outputs, state writes and offsets commit
+   * together in one transaction, which a crash aborts). @defaultValue 'plain'
+   */
+  mode?: DriverMode;
+  /**
    * Faults of the simulated log that break orderly's contract on purpose, for canary tests that
    * prove the invariants catch them. `commitAheadBy`: every commit lands that many offsets further
    * than asked (within what was polled), as a consumer that commits what it has not finished would.
    * `refuseCommits`: the first that many commits are refused as a rebalance would refuse them
-   * (CommitRefusedError), which the engine must survive.
+   * (CommitRefusedError), which the engine must survive. `splitEffectBatch`: a batch that records
+   * an effect is written as two, with a crash point between: `state-first` (the effect's state
+   * writes, then its effect record: a crash between leaves the effect applied but not recorded, so
+   * it is applied again) or `record-first` (a crash between leaves it recorded but its state lost).
+   * `durableAtLanding` (staged): a batch says it is durable as soon as it has landed, so an event
+   * finishes (and is committed) before its write is. `offsetsOutsideTransaction` (exactly-once):
+   * offsets are committed outside the transaction. `dropWrite`: the store leaves out the writes it
+   * matches, as an engine that skipped them would.
    */
-  faults?: { commitAheadBy?: number; refuseCommits?: number };
-  /**
-   * The log is transactional, as Kafka with exactly-once (`orderly run --exactly-once`): the
-   * records an engine produces and its state writes from one commit to the next become visible at
-   * the commit, with its offsets, or never. A crash aborts the open transaction: its records are
-   * dropped and its state writes rolled back, as a restarted worker rebuilds its state from the
-   * read_committed changelog. Output topics then show what a read_committed reader sees.
-   * `revoke(..., { lost: true })` is not offered with it. @defaultValue false
-   */
-  exactlyOnce?: boolean;
+  faults?: DriverFaults;
+}
+
+/** See {@link DriverOptions.mode}. */
+export type DriverMode = 'plain' | 'staged' | 'exactlyOnce';
+export const driverModes: readonly DriverMode[] = ['plain', 'staged', 'exactlyOnce'];
+
+/** See {@link DriverOptions.faults}. */
+export interface DriverFaults extends StoreFaults {
+  readonly commitAheadBy?: number;
+  readonly refuseCommits?: number;
+  /** Exactly-once: a commit sends the offsets to the group at once, outside the transaction that holds the records and state writes. */
+  readonly offsetsOutsideTransaction?: boolean;
+  /** Exactly-once: an instance fenced out of its group (see {@link TopologyTestDriver.fence}) keeps a producer that commits its transactions. */
+  readonly unfencedProducer?: boolean;
 }
 
 /** Where and when to crash. With neither, the engine crashes now. */
@@ -62,7 +84,6 @@ interface Instance {
   readonly id: string;
   readonly engine: Engine;
   readonly consumer: DriverConsumer;
-  readonly transaction: DriverTransaction | undefined;
   alive: boolean;
 }
 
@@ -73,16 +94,24 @@ interface Instance {
  * virtual time or at a named point between two durable steps, then restart it from the committed
  * offsets over the same state, so every crash window can be shown.
  *
+ * Its ports offer what Kafka's offer, chosen by {@link DriverOptions.mode}: a plain store, a
+ * staged one (a batch lands, then becomes durable through its acknowledgement, with a crash point
+ * between) and a transactional log (outputs, state writes and offsets in one transaction, which a
+ * crash aborts).
+ *
  * Where it differs from production: one consumer owns every partition (rebalances only when a test
  * calls {@link TopologyTestDriver.revoke} and {@link TopologyTestDriver.assign}), every
- * asynchronous port operation runs alone and in request order, a store batch is done once it is
+ * asynchronous port operation runs alone and in request order (staged, the acknowledgements run in
+ * their own order, interleaved with the others from the seed), a durable batch is done once it is
  * in the driver's write-behind view of the state (LevelDB gets it in the background, in order;
- * see {@link WriteBehindStore}), and records reach the engine in polls of up to
+ * see {@link WriteBehindStore}), a staged batch is acknowledged whole (Kafka may keep part of one
+ * batch's changelog records after a crash), and records reach the engine in polls of up to
  * `maxPollRecords` per partition.
  */
 export class TopologyTestDriver {
   private readonly clock = new VirtualClock();
-  private readonly io = new DriverIo();
+  private readonly io: DriverIo;
+  private readonly mode: DriverMode;
   private readonly log: MemoryLog;
   private readonly random: SeededRandom;
   private readonly observations: DriverObservations;
@@ -94,6 +123,8 @@ export class TopologyTestDriver {
   private failure: Error | undefined;
   private starting: Promise<void> | undefined;
   private commitRefusalsLeft: number | undefined;
+  /** Instances fenced out of the group that may still be running (see {@link fence}). */
+  private readonly fencedOut = new Set<string>();
 
   constructor(
     readonly topology: Topology,
@@ -104,6 +135,10 @@ export class TopologyTestDriver {
     this.log = new MemoryLog(partitions);
     this.log.partitions(topology.source.topic);
     this.random = new SeededRandom(options.seed ?? 0);
+    this.mode = options.mode ?? 'plain';
+    if (!driverModes.includes(this.mode)) throw new RangeError(`TopologyTestDriver: mode must be one of ${driverModes.join(', ')}, got ${JSON.stringify(options.mode)}`);
+    // Plain, every operation runs in request order; staged, acknowledgements interleave with them.
+    this.io = new DriverIo(this.mode === 'plain' ? undefined : this.random.derive('io'));
     this.observations = new DriverObservations(topology);
   }
 
@@ -171,9 +206,6 @@ export class TopologyTestDriver {
    */
   async revoke(partitions: readonly number[], options: { lost?: boolean } = {}): Promise<void> {
     const instance = this.requireLive('revoke');
-    if (options.lost && instance.transaction) {
-      throw new Error('TopologyTestDriver.revoke: { lost: true } is not offered with exactlyOnce (on Kafka a lost partition aborts the transaction and resets every partition); crash() and restart() instead');
-    }
     await this.runUntilSettled('revoke', instance.consumer.revoke(this.sourcePartitions(partitions), options.lost ?? false));
   }
 
@@ -215,6 +247,26 @@ export class TopologyTestDriver {
     this.crashNow();
   }
 
+  /**
+   * Fences the engine out of its group without telling it, as when a worker is frozen past its
+   * session timeout: it receives no more records, its commits are refused (exactly-once: its
+   * producer is fenced, which stops it at its next commit), and its work in flight goes on,
+   * writing to the state, until it hears its partitions lost `lostAfterMs` later. Meanwhile
+   * {@link restart} starts the new owner, which the old one then races. On an at-least-once path
+   * the old one's late writes can apply an event the new owner applies too: a documented limit
+   * (docs/guarantees.md); exactly-once fences them.
+   */
+  fence(options: { lostAfterMs?: number } = {}): void {
+    const zombie = this.requireLive('fence');
+    this.fencedOut.add(zombie.id);
+    this.observations.fencedOut(this.generation);
+    zombie.consumer.fenceOut();
+    this.instance = undefined;
+    // Not awaited: its engine gives up its work in flight as the driver runs.
+    const lose = async () => void zombie.consumer.loseAll().catch(() => undefined);
+    this.clock.view('driver').setTimer(options.lostAfterMs ?? 0, () => this.actions.push(lose));
+  }
+
   /** Forgets a crash armed at a point that was never reached. */
   disarm(): void {
     this.armed = undefined;
@@ -249,6 +301,20 @@ export class TopologyTestDriver {
   /** Every effect recorded, in the order the store received them. */
   effects(): readonly AppliedEffect[] {
     return this.observations.effects;
+  }
+
+  /** Every call of the agent step, in the order the engines issued them, with the instance that issued each. */
+  modelCalls(): readonly ObservedModelCall[] {
+    return this.observations.modelCalls;
+  }
+
+  /**
+   * The stored entries whose keys start with `prefix`, as a restart would find them (the state's
+   * durable part), in key order. For invariants that compare the state with the effects recorded.
+   */
+  async storedEntries<T>(prefix: string): Promise<Array<[string, T]>> {
+    if (!this.state) return [];
+    return this.state.entries<T>(prefix);
   }
 
   /** Effect ids of the parked events discarded by a resolution. */
@@ -321,20 +387,44 @@ export class TopologyTestDriver {
 
   private startInstance(): void {
     const id = `engine-${++this.generation}`;
-    const transaction = this.options.exactlyOnce ? new DriverTransaction() : undefined;
-    const consumer = new DriverConsumer(id, this.io, this.log, () => this.clock.now(), (record) => this.observations.delivered(record), this.options.faults?.commitAheadBy ?? 0, this.refuseCommits(), transaction);
+    const generation = this.generation;
+    const faults = this.options.faults ?? {};
+    const state = () => this.state!;
+    const madeDurable = (ops: readonly StoreOp[]) => this.observations.written(ops, generation, this.clock.now());
+    // A new instance has nothing landed and no transaction open: what the crashed one had is gone.
+    const overlay = this.mode === 'plain' ? undefined : new LandedOverlay(state);
+    const clock = this.clock.view(id);
+    let consumer: DriverConsumer | undefined;
+    const transaction =
+      this.mode === 'exactlyOnce' ? new DriverTransaction(overlay!, state, this.log, () => this.clock.now(), madeDurable, () => consumer?.transactionOpened()) : undefined;
+    consumer = new DriverConsumer(id, this.io, this.log, () => this.clock.now(), (record) => this.observations.delivered(record), {
+      ...(transaction ? { transaction, clock } : {}),
+      ...(faults.commitAheadBy ? { commitAheadBy: faults.commitAheadBy } : {}),
+      refuseCommits: this.refuseCommits(),
+      ...(faults.offsetsOutsideTransaction ? { offsetsOutsideTransaction: true } : {}),
+      ...(faults.unfencedProducer ? { unfencedProducer: true } : {}),
+    });
+    const store = new GatedStore(id, this.io, {
+      state,
+      ...(overlay ? { overlay } : {}),
+      ...(transaction ? { transaction } : {}),
+      acknowledged: (ops) => this.observations.acknowledged(ops),
+      madeDurable,
+      faults,
+    });
     const engine = new Engine({
       topology: this.topology,
       log: consumer,
-      clock: this.clock.view(id),
-      store: new GatedStore(id, this.io, () => this.state!, transaction),
+      clock,
+      store,
       random: this.random.derive(id),
-      observer: this.observations.observer(this.generation, (error) => (this.failure ??= error)),
+      // A fenced instance stopping on its fenced producer is what fencing is for, not a failure.
+      observer: this.observations.observer(this.generation, (error) => (this.fencedOut.has(id) ? undefined : (this.failure ??= error))),
       ...(this.options.commit ? { commit: this.options.commit } : {}),
       ...(this.options.maxBufferedPerPartition ? { maxBufferedPerPartition: this.options.maxBufferedPerPartition } : {}),
     });
-    this.instance = { id, engine, consumer, transaction, alive: true };
-    engine.start().catch((error: Error) => (this.failure ??= error));
+    this.instance = { id, engine, consumer, alive: true };
+    engine.start().catch((error: Error) => (this.fencedOut.has(id) ? undefined : (this.failure ??= error)));
   }
 
   /** Commit refusals left to make, shared by the engine instances of this driver. */
@@ -345,7 +435,8 @@ export class TopologyTestDriver {
   }
 
   private async execute(pending: PendingIo): Promise<void> {
-    const phase = this.crashPhaseOf(pending.request);
+    // Crash points are the running instance's; a fenced one's operations run as they come.
+    const phase = pending.owner === this.instance?.id ? this.crashPhaseOf(pending.request) : undefined;
     if (phase === 'before') return this.crashNow();
     let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
     const request = pending.request;
@@ -359,7 +450,6 @@ export class TopologyTestDriver {
       // Check what the log holds now, not what was asked: a faulty log may have committed more.
       this.observations.committed(request.offsets.map((tp, i) => ({ ...tp, from: before[i]!, to: this.log.committed(tp) })));
     }
-    if (outcome.ok && pending.request.kind === 'batch') this.observations.written(pending.request.ops, this.generation, this.clock.now());
     if (phase === 'after') return this.crashNow();
     pending.settle(outcome);
   }
@@ -379,14 +469,6 @@ export class TopologyTestDriver {
     this.io.fence(instance.id);
     this.clock.fence(instance.id);
     this.observations.crashed();
-    if (instance.transaction) this.abort(instance.transaction);
-  }
-
-  /** Aborts a crashed instance's open transaction: its records are dropped, its writes rolled back before anything else runs. */
-  private abort(transaction: DriverTransaction): void {
-    const { rollback, writes } = transaction.abort();
-    this.observations.rolledBack(writes);
-    if (rollback.length > 0) this.actions.unshift(() => this.state!.batch(rollback));
   }
 
   private async restartNow(): Promise<void> {

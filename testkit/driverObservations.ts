@@ -12,6 +12,15 @@ export interface AppliedEffect extends Omit<EffectRecord, 'outputs'> {
   readonly recordedAtMs: number;
 }
 
+/** A call of the agent step as an engine instance issued it. */
+export interface ObservedModelCall {
+  /** The engine instance (1 for the first, one more at each restart). */
+  readonly instance: number;
+  readonly effectId: string;
+  readonly atMs: number;
+  readonly attempt: number;
+}
+
 /** What the driver counted across every engine instance of a run. */
 export interface DriverMetrics {
   /** Agent-step calls issued by the engines (accepted, refused or failed). */
@@ -31,6 +40,8 @@ export interface DriverMetrics {
   readonly crashes: number;
   /** Commits that passed an event with no finished outcome yet. */
   readonly commitsPastUnfinished: number;
+  /** Calls of a step's attempt n > 1 made before attempt n - 1 was recorded (written and acknowledged): a crash would forget it. */
+  readonly unrecordedAttempts: number;
   readonly outcomes: Readonly<Record<Outcome, number>>;
 }
 
@@ -41,13 +52,19 @@ export interface DriverMetrics {
 export class DriverObservations {
   readonly history: Array<OutcomeEvent & { instance: number }> = [];
   readonly effects: AppliedEffect[] = [];
+  /** Every call of the agent step, in the order the engines issued them. */
+  readonly modelCalls: ObservedModelCall[] = [];
   /** Effect ids of the parked events a person discarded, as the store received them. */
   readonly discarded = new Set<string>();
   private readonly effectIds = new Set<string>();
   // By partition number: only the source topic's partitions are observed.
   private readonly partitions: PartitionObservations[] = [];
   private readonly outcomes = Object.fromEntries(Object.values(Outcome).map((o) => [o, 0])) as Record<Outcome, number>;
-  private counts = { modelCalls: 0, redeliveries: 0, wastedModelCalls: 0, orderViolations: 0, doubleEffects: 0, crashes: 0, commitsPastUnfinished: 0 };
+  private counts = { modelCalls: 0, redeliveries: 0, wastedModelCalls: 0, orderViolations: 0, doubleEffects: 0, crashes: 0, commitsPastUnfinished: 0, unrecordedAttempts: 0 };
+  /** Instances fenced out of the group (see TopologyTestDriver.fence). */
+  private readonly fenced = new Set<number>();
+  /** The most attempts ever acknowledged for an event, by `topic/partition/offset`. */
+  private readonly attemptsRecorded = new Map<string, number>();
   private readonly effectPrefix: string | undefined;
 
   constructor(topology: Topology) {
@@ -62,11 +79,16 @@ export class DriverObservations {
         this.history.push(event as OutcomeEvent & { instance: number });
         this.outcomes[event.outcome] += 1;
         if (endsWithoutEffect.has(event.outcome)) this.lane(event).settle(event.offset);
-        if (finishedOutcomes.has(event.outcome) && !event.replayed) this.partition(event.partition).finished.add(event.offset);
+        // A fenced instance's outcomes finish nothing the group commits.
+        if (finishedOutcomes.has(event.outcome) && !event.replayed && !this.fenced.has(instance)) this.partition(event.partition).finished.add(event.offset);
       },
       modelCall: (call) => {
         this.counts.modelCalls += 1;
-        if (this.effectIds.has(call.effectId) || this.discarded.has(call.effectId)) this.counts.wastedModelCalls += 1;
+        this.modelCalls.push({ instance, effectId: call.effectId, atMs: call.atMs, attempt: call.attempt });
+        // Offset-derived effect ids are `topic/partition/offset`, as the attempts are noted.
+        if (call.attempt > 1 && (this.attemptsRecorded.get(call.effectId) ?? 0) < call.attempt - 1) this.counts.unrecordedAttempts += 1;
+        // A fenced instance's calls in flight are the cost of its freeze, not a wasted call of the group's owner.
+        if (!this.fenced.has(instance) && (this.effectIds.has(call.effectId) || this.discarded.has(call.effectId))) this.counts.wastedModelCalls += 1;
       },
       fatal: onFatal,
     };
@@ -82,7 +104,23 @@ export class DriverObservations {
     }
   }
 
-  /** A batch reached the store: note the effects it recorded. */
+  /** The instance was fenced out of the group; it may run on. */
+  fencedOut(instance: number): void {
+    this.fenced.add(instance);
+  }
+
+  /** A batch was acknowledged (durable, or in the open transaction): note the attempts it recorded. */
+  acknowledged(ops: readonly StoreOp[]): void {
+    for (const op of ops) {
+      if (op.type !== 'put' || !op.key.startsWith('attempts/')) continue;
+      const { topic, partition, rest } = stateKeys.parse(op.key);
+      const event = `${topic}/${partition}/${Number(rest)}`;
+      const count = (op.value as { count: number }).count;
+      if (count > (this.attemptsRecorded.get(event) ?? 0)) this.attemptsRecorded.set(event, count);
+    }
+  }
+
+  /** A batch is durable: note the effects it recorded. */
   written(ops: readonly StoreOp[], instance: number, atMs: number): void {
     const prefix = this.effectPrefix;
     if (!prefix) return;
@@ -96,25 +134,6 @@ export class DriverObservations {
         const { effectId, topic, partition, offset, key, appliedAtMs } = record;
         this.noteEffect({ effectId, topic, partition, offset, key, appliedAtMs, instance, recordedAtMs: atMs });
       }
-    }
-  }
-
-  /** An aborted transaction's writes were rolled back (exactly-once): the effects they recorded never happened. */
-  rolledBack(writes: readonly (readonly StoreOp[])[]): void {
-    const prefix = this.effectPrefix;
-    if (!prefix) return;
-    for (const op of writes.flat().reverse()) {
-      if (op.type !== 'put' || !op.key.startsWith(prefix)) continue;
-      const record = op.value as EffectRecord;
-      if (record.discardedAtMs !== undefined) {
-        this.discarded.delete(record.effectId);
-        continue;
-      }
-      // The last noted copy is the rolled-back one; an earlier copy of the same id (a double effect) stays.
-      let last = this.effects.length - 1;
-      while (last >= 0 && this.effects[last]!.effectId !== record.effectId) last -= 1;
-      if (last >= 0) this.effects.splice(last, 1);
-      if (!this.effects.some((e) => e.effectId === record.effectId)) this.effectIds.delete(record.effectId);
     }
   }
 

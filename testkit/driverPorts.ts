@@ -1,45 +1,148 @@
+import type { Clock, Timer } from '../src/ports/clock.js';
 import type { CommitOffset, Log, LogListener, LogRecord, OutRecord, TopicPartition } from '../src/ports/log.js';
 import { CommitRefusedError, partitionId } from '../src/ports/log.js';
-import type { EntriesOptions, Store, StoreOp } from '../src/ports/store.js';
+import type { EntriesOptions, StagedBatch, Store, StoreOp } from '../src/ports/store.js';
 import type { DriverIo } from './driverIo.js';
 import type { DriverTransaction } from './driverTransaction.js';
+import type { LandedOverlay } from './landedOverlay.js';
 import type { MemoryLog } from './memoryLog.js';
 
+/** Faults of a {@link GatedStore}, each breaking one path on purpose (see DriverOptions.faults). */
+export interface StoreFaults {
+  /** A batch that records an effect is written in two, in this order. */
+  readonly splitEffectBatch?: 'state-first' | 'record-first';
+  /** A staged batch says it is durable once it has landed, before its acknowledgement. */
+  readonly durableAtLanding?: boolean;
+  /** Writes the store leaves out of a batch, as an engine that skipped them would. */
+  readonly dropWrite?: (op: StoreOp) => boolean;
+}
+
+/** How one engine instance's store reaches the driver's state. */
+export interface GatedStoreOptions {
+  /** The durable state (what a restart finds). */
+  readonly state: () => Store;
+  /** Present for a staged store: where batches land before they are durable. */
+  readonly overlay?: LandedOverlay;
+  /** Present on an exactly-once log: acknowledged batches wait in it until it is committed. */
+  readonly transaction?: DriverTransaction;
+  /** Hears each batch once it is acknowledged (plain or staged: durable; exactly-once: in the open transaction). */
+  readonly acknowledged: (ops: readonly StoreOp[]) => void;
+  /** Hears each batch once it is durable (exactly-once: the transaction holding it committed). */
+  readonly madeDurable: (ops: readonly StoreOp[]) => void;
+  readonly faults?: StoreFaults;
+}
+
 /**
- * The Store port of one engine instance: reads go straight to the state, writes and scans wait for
- * the driver. With a transaction, each write is part of it (rolled back if it aborts).
+ * The Store port of one engine instance: reads go straight to the state, writes and scans wait
+ * for the driver. Plain, a batch is durable once the driver runs it. Staged (with an overlay), it
+ * is {@link Store.stage}d as on Kafka's changelog store: it lands in the instance's overlay when
+ * the driver runs it (the next reads see it), and becomes durable through a second operation, its
+ * acknowledgement, which the driver runs later in the acknowledgements' own order; a crash
+ * between the two loses it, as an unclean stop loses what the changelog never acknowledged.
  */
 export class GatedStore implements Store {
+  readonly stage?: (ops: readonly StoreOp[]) => StagedBatch;
+
   constructor(
     private readonly owner: string,
     private readonly io: DriverIo,
-    private readonly state: () => Store,
-    private readonly transaction?: DriverTransaction,
-  ) {}
+    private readonly options: GatedStoreOptions,
+  ) {
+    if (options.overlay) this.stage = (ops) => this.stageSplit(ops);
+  }
 
   get location(): string {
-    return this.state().location;
+    return this.options.state().location;
   }
 
   get<T>(key: string): T | undefined {
-    return this.state().get<T>(key);
+    return (this.options.overlay ?? this.options.state()).get<T>(key);
   }
 
   batch(ops: readonly StoreOp[]): Promise<void> {
-    const copy = [...ops];
-    return this.io.enqueue(this.owner, { kind: 'batch', ops: copy }, () => {
-      this.transaction?.writing(copy, this.state());
-      return this.state().batch(copy);
-    });
+    if (this.stage) return this.stage(ops).durable;
+    const [first, second] = this.split(ops);
+    if (second) return this.write(first).then(() => this.write(second));
+    return this.write(first);
   }
 
   entries<T>(prefix: string, options?: EntriesOptions): Promise<Array<[string, T]>> {
-    return this.io.enqueue(this.owner, { kind: 'scan', prefix }, () => this.state().entries<T>(prefix, options));
+    const from = this.options.overlay ?? this.options.state();
+    return this.io.enqueue(this.owner, { kind: 'scan', prefix }, () => from.entries<T>(prefix, options));
   }
 
   async close(): Promise<void> {
     // The driver owns the state and closes it; an engine instance only lets go of it.
   }
+
+  /** The batch's ops without the dropped ones, in one part or, split on purpose, two. */
+  private split(ops: readonly StoreOp[]): [StoreOp[], StoreOp[]?] {
+    const { dropWrite, splitEffectBatch } = this.options.faults ?? {};
+    const kept = dropWrite ? ops.filter((op) => !dropWrite(op)) : [...ops];
+    if (!splitEffectBatch) return [kept];
+    const isEffect = (op: StoreOp) => op.type === 'put' && op.key.startsWith('effect/');
+    const [rest, effects] = [kept.filter((op) => !isEffect(op)), kept.filter(isEffect)];
+    if (rest.length === 0 || effects.length === 0) return [kept];
+    return splitEffectBatch === 'state-first' ? [rest, effects] : [effects, rest];
+  }
+
+  private write(ops: StoreOp[]): Promise<void> {
+    const { state, acknowledged, madeDurable } = this.options;
+    return this.io.enqueue(this.owner, { kind: 'batch', ops }, async () => {
+      await state().batch(ops);
+      acknowledged(ops);
+      madeDurable(ops);
+    });
+  }
+
+  private stageSplit(ops: readonly StoreOp[]): StagedBatch {
+    const [first, second] = this.split(ops);
+    if (!second) return this.stageOne(first);
+    const a = this.stageOne(first);
+    const b = this.stageOne(second);
+    return { landed: Promise.all([a.landed, b.landed]).then(() => undefined), durable: Promise.all([a.durable, b.durable]).then(() => undefined) };
+  }
+
+  private stageOne(ops: StoreOp[]): StagedBatch {
+    let acked!: Promise<void>;
+    const landed = this.io.enqueue(this.owner, { kind: 'batch', ops, staged: true }, async () => {
+      const seq = this.options.overlay!.land(ops);
+      // Asked for as the batch lands: acknowledgements come in landing order.
+      acked = this.io.enqueue(this.owner, { kind: 'durable', ops }, () => this.acknowledge(seq, ops), 'acks');
+    });
+    if (this.options.faults?.durableAtLanding) return { landed, durable: landed };
+    return { landed, durable: landed.then(() => acked) };
+  }
+
+  /** The batch's acknowledgement: durable now, or (exactly-once) in the open transaction. */
+  private async acknowledge(seq: number, ops: StoreOp[]): Promise<void> {
+    const { overlay, transaction, state, acknowledged, madeDurable } = this.options;
+    if (transaction) {
+      transaction.hold(seq);
+    } else {
+      await state().batch(overlay!.ops(seq));
+      overlay!.settle(seq);
+      madeDurable(ops);
+    }
+    acknowledged(ops);
+  }
+}
+
+/** How long a transaction with writes stays open when nothing commits it (Kafka's log: a third of its 10 s timeout). */
+const STALE_TRANSACTION_MS = 3_000;
+
+/** What a {@link DriverConsumer} offers and which faults it has. */
+export interface ConsumerOptions {
+  /** Present for an exactly-once log: records and offsets go in this transaction. */
+  readonly transaction?: DriverTransaction;
+  /** Exactly-once: the instance's clock, to commit a transaction left open too long. */
+  readonly clock?: Clock;
+  /** See DriverOptions.faults. */
+  readonly commitAheadBy?: number;
+  readonly refuseCommits?: number;
+  readonly offsetsOutsideTransaction?: boolean;
+  /** Once fenced out of its group, this consumer's producer is not fenced: its transactions still commit their records and state writes. */
+  readonly unfencedProducer?: boolean;
 }
 
 /** Where a consumer of the driver's log stands in a partition. */
@@ -53,13 +156,18 @@ interface Position {
 /**
  * The Log port of one engine instance over the driver's in-memory log. It owns every partition of
  * the subscribed topic (one consumer in the group) and starts each at the group's committed offset.
- * With a transaction it is transactional, as Kafka with exactly-once: what it produces is appended
- * at the next commit, with the offsets, and it offers units ({@link Log.atomic}).
  */
 export class DriverConsumer implements Log {
-  readonly atomic?: <T>(work: () => Promise<T>) => Promise<T>;
   private listener: LogListener | undefined;
   private readonly positions = new Map<string, Position>();
+  private refuseCommits: number;
+  /** Fenced out of its group without being told (see TopologyTestDriver.fence). */
+  private fencedOut = false;
+  /** Exactly-once: commits run one at a time, in the order asked. */
+  private committing: Promise<void> = Promise.resolve();
+  private staleTimer: Timer | undefined;
+  /** Present on an exactly-once log; see {@link Log.atomic}. */
+  readonly atomic?: <T>(work: () => Promise<T>) => Promise<T>;
 
   constructor(
     private readonly owner: string,
@@ -67,10 +175,10 @@ export class DriverConsumer implements Log {
     private readonly log: MemoryLog,
     private readonly nowMs: () => number,
     private readonly onDelivered: (record: LogRecord) => void,
-    private readonly commitAheadBy = 0,
-    private refuseCommits = 0,
-    private readonly transaction?: DriverTransaction,
+    private readonly options: ConsumerOptions = {},
   ) {
+    this.refuseCommits = options.refuseCommits ?? 0;
+    const transaction = options.transaction;
     if (transaction) this.atomic = (work) => transaction.unit(work);
   }
 
@@ -95,19 +203,62 @@ export class DriverConsumer implements Log {
       const polled = this.positions.get(partitionId(o))?.offset;
       if (polled !== undefined && o.offset > polled) throw new Error(`commit of ${partitionId(o)} at ${o.offset}, but only offsets below ${polled} were polled`);
     }
-    const commit = () =>
-      this.io.enqueue(this.owner, { kind: 'commit', offsets }, async () => {
-        // As Kafka would: a partition taken away (or a commit refused on purpose) fails the whole commit.
-        const gone = offsets.filter((o) => !this.positions.has(partitionId(o))).map((o) => partitionId(o));
-        if (gone.length > 0) throw new CommitRefusedError(`commit refused: ${gone.join(', ')} no longer assigned to this consumer`);
-        if (this.refuseCommits > 0) {
-          this.refuseCommits -= 1;
-          throw new CommitRefusedError('commit refused: a rebalance is in progress (a fault of the driver)');
-        }
-        for (const r of this.transaction?.committed() ?? []) this.log.append(r, this.nowMs());
-        for (const o of offsets) this.log.commit(o, Math.min(o.offset + this.commitAheadBy, this.position(o).offset));
+    const transaction = this.options.transaction;
+    if (transaction) {
+      const next = this.committing.then(() => this.commitTransaction(transaction, offsets));
+      this.committing = next.catch(() => undefined);
+      return next;
+    }
+    return this.io.enqueue(this.owner, { kind: 'commit', offsets }, async () => this.commitOffsets(offsets));
+  }
+
+  /**
+   * The open transaction got its first write: as Kafka's log does (`maxOpenMs`), it is committed
+   * without offsets if it is still open a while later (no offset moved: a replay, say).
+   */
+  transactionOpened(): void {
+    const clock = this.options.clock;
+    if (!clock || this.staleTimer) return;
+    this.staleTimer = clock.setTimer(STALE_TRANSACTION_MS, () => {
+      this.staleTimer = undefined;
+      this.commit([]).catch(() => undefined);
+    });
+  }
+
+  /** Commits the open transaction with the offsets, once its running units have ended. */
+  private async commitTransaction(transaction: DriverTransaction, offsets: readonly CommitOffset[]): Promise<void> {
+    if (offsets.length === 0 && !transaction.holdsWrites) return;
+    this.staleTimer?.cancel();
+    this.staleTimer = undefined;
+    await transaction.drain();
+    try {
+      // A fault: the offsets go to the group at once, the transaction's records and writes after.
+      const outside = this.options.offsetsOutsideTransaction === true && offsets.length > 0;
+      if (outside) await this.io.enqueue(this.owner, { kind: 'commit', offsets }, async () => this.commitOffsets(offsets));
+      const inside = outside ? [] : offsets;
+      await this.io.enqueue(this.owner, { kind: 'commit', offsets: inside, transaction }, async () => {
+        // A newer instance with the same transactional id fenced this producer: fatal, as on Kafka
+        // (unless a fault leaves it unfenced: its records and state writes then commit, its offsets cannot).
+        if (this.fencedOut && !this.options.unfencedProducer) throw new Error('the transaction cannot commit: a newer instance fenced this producer (a fault of the driver)');
+        if (!this.fencedOut) this.commitOffsets(inside);
+        await transaction.commit();
       });
-    return this.transaction ? this.transaction.commit(commit) : commit();
+    } finally {
+      transaction.reopenUnits();
+    }
+  }
+
+  private commitOffsets(offsets: readonly CommitOffset[]): void {
+    if (this.fencedOut && offsets.length > 0) throw new CommitRefusedError('commit refused: this consumer was fenced out of its group (a fault of the driver)');
+    // As Kafka would: a partition taken away (or a commit refused on purpose) fails the whole commit.
+    const gone = offsets.filter((o) => !this.positions.has(partitionId(o))).map((o) => partitionId(o));
+    if (gone.length > 0) throw new CommitRefusedError(`commit refused: ${gone.join(', ')} no longer assigned to this consumer`);
+    if (this.refuseCommits > 0) {
+      this.refuseCommits -= 1;
+      throw new CommitRefusedError('commit refused: a rebalance is in progress (a fault of the driver)');
+    }
+    const ahead = this.options.commitAheadBy ?? 0;
+    for (const o of offsets) this.log.commit(o, Math.min(o.offset + ahead, this.position(o).offset));
   }
 
   /**
@@ -118,6 +269,20 @@ export class DriverConsumer implements Log {
     for (const tp of tps) this.position(tp).ready = false;
     if (this.listener) await (lost ? this.listener.lost(tps) : this.listener.revoked(tps));
     for (const tp of tps) this.positions.delete(partitionId(tp));
+  }
+
+  /**
+   * Fences this consumer out of its group without telling its engine (it was frozen past its
+   * session timeout): it receives no more records and its commits are refused; exactly-once, its
+   * producer is fenced too. Its work in flight goes on until {@link loseAll}.
+   */
+  fenceOut(): void {
+    this.fencedOut = true;
+  }
+
+  /** Tells the engine that every partition it owned is lost (a fenced worker hears it when it thaws). */
+  async loseAll(): Promise<void> {
+    await this.revoke([...this.positions.values()].map((p) => p.tp), true);
   }
 
   /** Assigns partitions again, from the group's committed offsets. */
@@ -131,8 +296,9 @@ export class DriverConsumer implements Log {
   }
 
   produce(records: readonly OutRecord[]): Promise<void> {
+    const transaction = this.options.transaction;
     return this.io.enqueue(this.owner, { kind: 'produce', records }, async () => {
-      if (this.transaction) this.transaction.produced(records);
+      if (transaction) transaction.send(records);
       else for (const r of records) this.log.append(r, this.nowMs());
     });
   }
@@ -143,7 +309,7 @@ export class DriverConsumer implements Log {
 
   /** Delivers up to `max` records of each partition that has some; returns how many it delivered. */
   poll(max: number): number {
-    if (!this.listener) return 0;
+    if (!this.listener || this.fencedOut) return 0;
     let delivered = 0;
     for (const position of this.positions.values()) {
       if (!position.ready || position.paused) continue;
@@ -163,3 +329,4 @@ export class DriverConsumer implements Log {
     return position;
   }
 }
+

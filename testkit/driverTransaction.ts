@@ -1,85 +1,89 @@
 import type { OutRecord } from '../src/ports/log.js';
 import type { Store, StoreOp } from '../src/ports/store.js';
+import type { LandedOverlay } from './landedOverlay.js';
+import type { MemoryLog } from './memoryLog.js';
 
 /**
- * The open transaction of one engine instance over the driver's log, when the driver runs with
- * `exactlyOnce` (as Kafka does with `--exactly-once`): what the instance produces and writes to
- * its state from one commit to the next becomes visible at the commit, with its offsets, or not
- * at all. A crash aborts it: its records are never appended and its state writes are rolled back,
- * as a restarted Kafka worker rebuilds its state from the read_committed changelog.
+ * The open transaction of one engine instance on the driver's exactly-once log, as Kafka's
+ * transactional producer holds it: the records produced, the state's changelog writes (landed
+ * batches of the staged store) and, at the commit, the input offsets, all committed together or
+ * not at all. A crash aborts it (it goes with its instance), and the restarted instance starts
+ * with a new one, so nothing of the crashed one becomes visible: that is the fencing.
  *
- * Units ({@link Log.atomic}) are never split by a commit: a commit waits until no unit runs, and
- * new units wait for the commit, as `src/kafka/transactions.ts` does on Kafka.
+ * As `src/kafka/transactions.ts`: units ({@link unit}) are never split by a commit; a commit waits
+ * for the running units to end and holds new ones back until it is done.
  */
 export class DriverTransaction {
+  private draining = false;
+  /** The units running now. */
+  private readonly running = new Set<Promise<unknown>>();
+  private reopened: Promise<void> = Promise.resolve();
+  private reopen: (() => void) | undefined;
   private records: OutRecord[] = [];
-  /** Ops that restore what the transaction's writes replaced, oldest first. */
-  private undo: StoreOp[] = [];
-  private writes: StoreOp[][] = [];
-  private running = 0;
-  private drained: (() => void) | undefined;
-  private committing: Promise<void> | undefined;
+  private changelog: number[] = [];
 
-  /** Runs `work` as one unit: no commit falls inside it. */
+  constructor(
+    private readonly overlay: LandedOverlay,
+    private readonly state: () => Store,
+    private readonly log: MemoryLog,
+    private readonly nowMs: () => number,
+    /** Hears each state batch the moment a commit makes it durable. */
+    private readonly madeDurable: (ops: readonly StoreOp[]) => void,
+    /** Hears when the transaction gets its first record or state write. */
+    private readonly opened: () => void = () => {},
+  ) {}
+
+  /** True when a commit would commit records or state writes (not only offsets). */
+  get holdsWrites(): boolean {
+    return this.records.length > 0 || this.changelog.length > 0;
+  }
+
+  /** Runs `work` inside the transaction: a commit waits for it, and it waits for a commit under way. */
   async unit<T>(work: () => Promise<T>): Promise<T> {
-    while (this.committing) await this.committing;
-    this.running += 1;
+    while (this.draining) await this.reopened;
+    const unit = work();
+    this.running.add(unit);
     try {
-      return await work();
+      return await unit;
     } finally {
-      this.running -= 1;
-      if (this.running === 0) this.drained?.();
+      this.running.delete(unit);
     }
   }
 
-  /** Runs `commit` once no unit runs; new units wait until it settles. */
-  async commit(commit: () => Promise<void>): Promise<void> {
-    while (this.committing) await this.committing;
-    const done = (async () => {
-      if (this.running > 0) await new Promise<void>((resolve) => (this.drained = resolve));
-      this.drained = undefined;
-      await commit();
-    })();
-    const settled = done.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.committing = settled;
-    void settled.then(() => {
-      if (this.committing === settled) this.committing = undefined;
-    });
-    return done;
-  }
-
-  /** A record produced in the transaction: appended at its commit. */
-  produced(records: readonly OutRecord[]): void {
+  /** Records produced: visible at the commit. */
+  send(records: readonly OutRecord[]): void {
+    if (!this.holdsWrites) this.opened();
     this.records.push(...records);
   }
 
-  /** A batch about to be written to `state` in the transaction: notes what it replaces. */
-  writing(ops: readonly StoreOp[], state: Store): void {
-    for (const op of ops) {
-      const before = state.get<unknown>(op.key);
-      this.undo.push(before === undefined ? { type: 'del', key: op.key } : { type: 'put', key: op.key, value: before });
+  /** A landed batch whose changelog records are acknowledged into the transaction: durable at the commit. */
+  hold(seq: number): void {
+    if (!this.holdsWrites) this.opened();
+    this.changelog.push(seq);
+  }
+
+  /** Holds new units back and settles once the running ones have ended; {@link reopenUnits} lets them in again. */
+  async drain(): Promise<void> {
+    this.draining = true;
+    this.reopened = new Promise((resolve) => (this.reopen = resolve));
+    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  }
+
+  reopenUnits(): void {
+    this.draining = false;
+    this.reopen?.();
+  }
+
+  /** Makes what the transaction holds durable and visible, in the order it came; then a new transaction is open. */
+  async commit(): Promise<void> {
+    for (const seq of this.changelog) {
+      const ops = this.overlay.ops(seq);
+      await this.state().batch(ops);
+      this.overlay.settle(seq);
+      this.madeDurable(ops);
     }
-    this.writes.push([...ops]);
-  }
-
-  /** The commit landed: hands over its records and forgets its writes. */
-  committed(): OutRecord[] {
-    const records = this.records;
+    for (const record of this.records) this.log.append(record, this.nowMs());
+    this.changelog = [];
     this.records = [];
-    this.undo = [];
-    this.writes = [];
-    return records;
-  }
-
-  /** The transaction is aborted: its records are dropped; returns the ops that roll its writes back, and the writes. */
-  abort(): { rollback: StoreOp[]; writes: StoreOp[][] } {
-    const aborted = { rollback: [...this.undo].reverse(), writes: this.writes };
-    this.records = [];
-    this.undo = [];
-    this.writes = [];
-    return aborted;
   }
 }

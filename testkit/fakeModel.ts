@@ -17,8 +17,14 @@ export interface FakeModelOptions<T, D> {
   poisonDecision?: unknown;
   /** The decision for every other event. */
   decide: (event: T, ctx: DecideContext) => D;
-  /** Seeds the latency draws. @defaultValue 0 */
+  /** Seeds the latency draws and the choice of synchronous answers. @defaultValue 0 */
   seed?: number;
+  /**
+   * The share of calls answered synchronously (drawn per call from the seed): at once, without a
+   * promise and without latency, as a rule or a cache answers; a 429 is then thrown at once.
+   * @defaultValue 0
+   */
+  syncShare?: number;
 }
 
 /** One call the model received. */
@@ -26,6 +32,26 @@ export interface ModelCall {
   readonly atMs: number;
   readonly effectId: string;
   readonly accepted: boolean;
+  /** Refused: the end of the provider's window, which the Retry-After points to. */
+  readonly retryUntilMs?: number;
+  /** Place in the model's sequence of call starts and refusals delivered. */
+  readonly seq: number;
+  /** Answered synchronously (see {@link FakeModelOptions.syncShare}). */
+  readonly sync: boolean;
+}
+
+/**
+ * A 429 as the caller received it (a call it had given up, its signal aborted, receives nothing):
+ * from then on no call of that caller may start before `untilMs`.
+ */
+export interface RefusalDelivered {
+  /** The refused call, as an index into {@link ModelStats.calls}. */
+  readonly call: number;
+  readonly atMs: number;
+  readonly untilMs: number;
+  readonly seq: number;
+  /** Thrown synchronously, inside the call. */
+  readonly sync: boolean;
 }
 
 /** What a fake model has seen. */
@@ -33,12 +59,15 @@ export interface ModelStats {
   readonly accepted: number;
   readonly refused: number;
   readonly calls: readonly ModelCall[];
+  readonly refusals: readonly RefusalDelivered[];
 }
 
 /** A rate-limited model in virtual time: use `model.decide` as an agent step's decide function. */
 export interface FakeModel<T, D> {
   readonly decide: DecideFn<T, D>;
   stats(): ModelStats;
+  /** The latest call for an effect id. */
+  lastCall(effectId: string): ModelCall | undefined;
 }
 
 /**
@@ -48,8 +77,12 @@ export interface FakeModel<T, D> {
  */
 export function fakeModel<T, D>(options: FakeModelOptions<T, D>): FakeModel<T, D> {
   const random = new SeededRandom(options.seed ?? 0);
+  const answers = random.derive('answers');
+  const latest = new Map<string, ModelCall>();
   const windows = new Map<number, number>();
   const calls: ModelCall[] = [];
+  const refusals: RefusalDelivered[] = [];
+  let seq = 0;
   const latency = (event: T) => (typeof options.latencyMs === 'function' ? options.latencyMs(event, random) : (options.latencyMs ?? 0));
 
   const admit = (nowMs: number): number | undefined => {
@@ -61,18 +94,36 @@ export function fakeModel<T, D>(options: FakeModelOptions<T, D>): FakeModel<T, D
     return undefined;
   };
 
-  const decide: DecideFn<T, D> = async (event, ctx) => {
-    const atMs = ctx.clock.now();
-    const retryAfterMs = admit(atMs);
-    calls.push({ atMs, effectId: ctx.effectId, accepted: retryAfterMs === undefined });
-    if (retryAfterMs !== undefined) {
-      const rejectMs = options.rejectLatencyMs ?? 100;
-      await sleep(ctx.clock, rejectMs);
-      throw new RateLimited(Math.max(0, retryAfterMs - rejectMs));
-    }
-    await sleep(ctx.clock, latency(event));
+  const answer = (event: T, ctx: DecideContext): D => {
     if (options.poison?.(event)) return (options.poisonDecision ?? { unparseable: true }) as D;
     return options.decide(event, ctx);
+  };
+
+  const decide: DecideFn<T, D> = (event, ctx) => {
+    const atMs = ctx.clock.now();
+    const retryAfterMs = admit(atMs);
+    const sync = options.syncShare !== undefined && answers.next() < options.syncShare;
+    const index = calls.length;
+    const call: ModelCall = { atMs, effectId: ctx.effectId, accepted: retryAfterMs === undefined, seq: seq++, sync, ...(retryAfterMs !== undefined ? { retryUntilMs: atMs + retryAfterMs } : {}) };
+    calls.push(call);
+    latest.set(ctx.effectId, call);
+    const refuse = () => {
+      const nowMs = ctx.clock.now();
+      if (!ctx.signal.aborted) refusals.push({ call: index, atMs: nowMs, untilMs: atMs + retryAfterMs!, seq: seq++, sync });
+      return new RateLimited(Math.max(0, atMs + retryAfterMs! - nowMs));
+    };
+    if (sync) {
+      if (retryAfterMs !== undefined) throw refuse();
+      return answer(event, ctx);
+    }
+    return (async () => {
+      if (retryAfterMs !== undefined) {
+        await sleep(ctx.clock, options.rejectLatencyMs ?? 100);
+        throw refuse();
+      }
+      await sleep(ctx.clock, latency(event));
+      return answer(event, ctx);
+    })();
   };
 
   return {
@@ -81,6 +132,8 @@ export function fakeModel<T, D>(options: FakeModelOptions<T, D>): FakeModel<T, D
       accepted: calls.filter((c) => c.accepted).length,
       refused: calls.filter((c) => !c.accepted).length,
       calls: [...calls],
+      refusals: [...refusals],
     }),
+    lastCall: (effectId) => latest.get(effectId),
   };
 }

@@ -1,20 +1,9 @@
 import { Outcome } from '../src/engine/outcomes.js';
 import type { ScenarioRun } from './crashScenario.js';
+import { checkRetryAfter } from './retryAfterCheck.js';
+import type { InvariantViolation } from './violations.js';
 
-/** A broken guarantee, named as plainly as Jepsen names anomalies. */
-export interface InvariantViolation {
-  readonly invariant:
-    | 'order-violation'
-    | 'double-effect'
-    | 'wasted-model-call'
-    | 'commit-past-unfinished'
-    | 'poison-not-parked'
-    | 'held-key-not-held'
-    | 'lost-event'
-    | 'key-not-released'
-    | 'commit-stuck';
-  readonly detail: string;
-}
+export type { InvariantViolation } from './violations.js';
 
 /**
  * Checks every guarantee on a finished crash-scenario run, against what the driver saw from
@@ -22,7 +11,14 @@ export interface InvariantViolation {
  * Returns the violations; none means the run kept every promise.
  */
 export function checkCrashScenario(run: ScenarioRun): InvariantViolation[] {
-  return [...checkSafety(run), ...checkParkedBeforeResolutions(run), ...checkConvergence(run)];
+  return [
+    ...checkSafety(run),
+    ...checkRetryAfter(run.driver.modelCalls(), run.model.stats()),
+    // Checked as the run went, after every crash and at its end: the state against the effects recorded.
+    ...run.stateViolations,
+    ...checkParkedBeforeResolutions(run),
+    ...checkConvergence(run),
+  ];
 }
 
 /** Throws with every violation and the scenario, ready to paste into a test. */
@@ -39,6 +35,7 @@ function checkSafety({ driver }: ScenarioRun): InvariantViolation[] {
   if (m.orderViolations > 0) found.push({ invariant: 'order-violation', detail: `${m.orderViolations} effects applied while an earlier event of their key was unfinished or parked` });
   if (m.doubleEffects > 0) found.push({ invariant: 'double-effect', detail: `${m.doubleEffects} effect ids recorded twice` });
   if (m.wastedModelCalls > 0) found.push({ invariant: 'wasted-model-call', detail: `${m.wastedModelCalls} model calls for events whose effect was recorded` });
+  if (m.unrecordedAttempts > 0) found.push({ invariant: 'attempt-unrecorded', detail: `${m.unrecordedAttempts} calls of a step's next attempt before the last one was recorded` });
   if (m.commitsPastUnfinished > 0) found.push({ invariant: 'commit-past-unfinished', detail: `${m.commitsPastUnfinished} commits passed an unfinished event` });
   return found;
 }

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DecideContext, DecideFn } from '../../src/graph/nodes.js';
 import { sleep } from '../../src/ports/clock.js';
-import { TopologyTestDriver } from '../../testkit/driver.js';
+import { TopologyTestDriver, type DriverMode } from '../../testkit/driver.js';
 import { decisionTopology, outcomesAt, parkedValue, readParked, type Ev, type Out } from './helpers.js';
 
 interface Call {
@@ -39,10 +39,10 @@ afterEach(async () => {
  * a1 (poison, one attempt) and a2 of one key; the engine crashes once a1's park is written (before
  * its park record is sent), and restarts. Nothing was on the parking topic before the restart.
  */
-async function crashWhileParkingA1(exactlyOnce: boolean) {
+async function crashWhileParkingA1(mode: DriverMode) {
   const m = model();
   m.bad.add('a1');
-  const d = new TopologyTestDriver(decisionTopology(m.decide, { attempts: 1 }), { exactlyOnce });
+  const d = new TopologyTestDriver(decisionTopology(m.decide, { attempts: 1 }), { mode });
   driver = d;
   const input = d.createInputTopic<Ev>('events');
   input.pipeInput('a', { id: 'a1' }, { partition: 0 });
@@ -457,7 +457,7 @@ describe('parking across crashes', () => {
   );
 
   it('after a crash between parking and sending the park record, parks the event once and sends its record', async () => {
-    const { m, d } = await crashWhileParkingA1(false);
+    const { m, d } = await crashWhileParkingA1('plain');
     const parked = readParked(d);
     expect(parked.map((p) => [p.body.reason, parkedValue(p.body).id])).toEqual([
       ['POISON', 'a1'],
@@ -490,14 +490,14 @@ describe('the parking topic under exactly-once (a transactional log)', () => {
    * a1 and a2 are parked and their park records committed while x1 keeps every offset from being
    * committed. A crash at 5 s, then a restart, delivers all three again.
    */
-  async function parkThenRedeliver(exactlyOnce: boolean) {
+  async function parkThenRedeliver(mode: DriverMode) {
     const m = model();
     m.bad.add('a1');
     const slow: DecideFn<Ev, unknown> = async (event, ctx) => {
       if (event.id === 'x1') await sleep(ctx.clock, 60_000, ctx.signal);
       return m.decide(event, ctx);
     };
-    const d = new TopologyTestDriver(decisionTopology(slow, { maxInFlight: 2, attempts: 1 }), { commit: 'each', exactlyOnce });
+    const d = new TopologyTestDriver(decisionTopology(slow, { maxInFlight: 2, attempts: 1 }), { commit: 'each', mode });
     driver = d;
     const input = d.createInputTopic<Ev>('events');
     for (const [key, id] of [['x', 'x1'], ['a', 'a1'], ['a', 'a2']] as const) input.pipeInput(key, { id }, { partition: 0 });
@@ -513,19 +513,19 @@ describe('the parking topic under exactly-once (a transactional log)', () => {
   }
 
   it('at-least-once, for contrast: the redelivered parked and held events send their park records again', async () => {
-    const { beforeCrash, after } = await parkThenRedeliver(false);
+    const { beforeCrash, after } = await parkThenRedeliver('plain');
     expect(beforeCrash).toEqual(['POISON a1', 'HELD a2']);
     expect(after).toEqual(['POISON a1', 'HELD a2', 'POISON a1', 'HELD a2']);
   });
 
   it('exactly-once: a reader sees each parking once, though the parked and held events come again after a crash', async () => {
-    const { beforeCrash, after } = await parkThenRedeliver(true);
+    const { beforeCrash, after } = await parkThenRedeliver('exactlyOnce');
     expect(beforeCrash).toEqual(['POISON a1', 'HELD a2']);
     expect(after).toEqual(['POISON a1', 'HELD a2']);
   });
 
   it('exactly-once: a crash as the event is parked throws the parking away with its transaction; after the restart it is parked once', async () => {
-    const { m, d } = await crashWhileParkingA1(true);
+    const { m, d } = await crashWhileParkingA1('exactlyOnce');
     expect(readParked(d).map((p) => [p.body.reason, parkedValue(p.body).id])).toEqual([
       ['POISON', 'a1'],
       ['HELD', 'a2'],

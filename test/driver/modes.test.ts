@@ -1,0 +1,97 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { DecideFn } from '../../src/graph/nodes.js';
+import { TopologyTestDriver, type DriverMode } from '../../testkit/driver.js';
+import { decisionTopology, outcomesAt, type Ev, type Out } from './helpers.js';
+
+let driver: TopologyTestDriver | undefined;
+afterEach(async () => {
+  await driver?.close();
+  driver = undefined;
+});
+
+const refund: DecideFn<Ev, unknown> = () => ({ action: 'refund' });
+
+function start(mode: DriverMode, onApply?: (id: string) => void) {
+  driver = new TopologyTestDriver(decisionTopology(refund, onApply ? { onApply: (v) => onApply(v.event.id) } : {}), { mode, commit: 'each' });
+  const input = driver.createInputTopic<Ev>('events');
+  const out = driver.createOutputTopic<Out>('out');
+  return { driver, input, out };
+}
+
+describe('the staged store (mode staged)', () => {
+  it('loses a landed write at a crash before its acknowledgement: the event is uncommitted and applied again, once', async () => {
+    const applied: string[] = [];
+    const { driver, input } = start('staged', (id) => applied.push(id));
+    input.pipeInput('a', { id: 'a1' });
+    driver.crash({ point: 'landed-not-durable' });
+    await driver.runUntilIdle();
+    expect(driver.running).toBe(false);
+    // Landed, never durable: neither the effect record nor the offset survived.
+    expect(driver.effects()).toEqual([]);
+    expect(driver.committed()[0]!.offset).toBe(0);
+    driver.restart();
+    await driver.runUntilIdle();
+    expect(applied).toEqual(['a1', 'a1']);
+    expect(driver.effects().map((e) => e.effectId)).toEqual(['events/0/0']);
+    expect(driver.metrics().doubleEffects).toBe(0);
+    expect(driver.committed()[0]!.offset).toBe(1);
+  });
+
+  it('lets the next event of a key read the state its predecessor landed before that state is durable', async () => {
+    const { driver, input } = start('staged');
+    input.pipeInput('a', { id: 'a1' });
+    input.pipeInput('a', { id: 'a2' });
+    await driver.runUntilIdle();
+    expect(outcomesAt(driver, 0, 0)).toEqual(['APPLIED']);
+    expect(outcomesAt(driver, 0, 1)).toEqual(['APPLIED']);
+    expect(driver.committed()[0]!.offset).toBe(2);
+  });
+});
+
+describe('the transactional log (mode exactlyOnce)', () => {
+  it('aborts the open transaction at a crash: no output is visible, and after the restart each is visible once', async () => {
+    const { driver, input, out } = start('exactlyOnce');
+    input.pipeInput('a', { id: 'a1' });
+    input.pipeInput('b', { id: 'b1' });
+    driver.crash({ point: 'transaction-open' });
+    await driver.runUntilIdle();
+    expect(driver.running).toBe(false);
+    expect(out.readValuesToList()).toEqual([]);
+    expect(driver.effects()).toEqual([]);
+    expect(driver.committed()[0]!.offset).toBe(0);
+    driver.restart();
+    await driver.runUntilIdle();
+    expect(out.readValuesToList().map((o) => o.id).sort()).toEqual(['a1', 'b1']);
+    expect(driver.committed()[0]!.offset).toBe(2);
+  });
+
+  it('keeps a committed transaction when the crash comes right after it: the restart sends nothing again', async () => {
+    const { driver, input, out } = start('exactlyOnce');
+    input.pipeInput('a', { id: 'a1' });
+    driver.crash({ point: 'transaction-committed' });
+    await driver.runUntilIdle();
+    expect(driver.running).toBe(false);
+    expect(out.readValuesToList().map((o) => o.id)).toEqual(['a1']);
+    driver.restart();
+    await driver.runUntilIdle();
+    // Committed with its offset: not redelivered, nothing sent again.
+    expect(out.readValuesToList()).toEqual([]);
+    expect(driver.metrics().redeliveries).toBe(0);
+  });
+
+  it('shows outputs only once their transaction is committed', async () => {
+    driver = new TopologyTestDriver(decisionTopology(refund), { mode: 'exactlyOnce', commit: { everyMs: 5_000 } });
+    const input = driver.createInputTopic<Ev>('events');
+    const out = driver.createOutputTopic<Out>('out');
+    input.pipeInput('a', { id: 'a1' });
+    await driver.advanceWallClockTime(1_000);
+    expect(outcomesAt(driver, 0, 0)).toEqual(['APPLIED']);
+    expect(out.readValuesToList()).toEqual([]);
+    await driver.advanceWallClockTime(5_000);
+    expect(out.readValuesToList().map((o) => o.id)).toEqual(['a1']);
+  });
+});
+
+it('refuses a mode it does not know, naming the modes', () => {
+  expect(() => new TopologyTestDriver(decisionTopology(refund), { mode: 'eos' as DriverMode })).toThrow(/mode must be one of plain, staged, exactlyOnce, got "eos"/);
+});
