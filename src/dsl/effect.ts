@@ -1,4 +1,5 @@
 import type { RecordMeta } from '../graph/nodes.js';
+import { requireInteger } from './options.js';
 
 /**
  * Rows of an effect's own state table. Writes are staged and recorded in the same atomic batch as
@@ -17,6 +18,20 @@ export interface EffectContext {
   readonly effectId: string;
   readonly record: RecordMeta;
   readonly state: StateTable;
+  /**
+   * Aborted when the engine gives the event up (revoked, lost, stopping) or the call passes the
+   * effect's `timeoutMs`. Pass it to outside calls; a result that comes after it is dropped.
+   */
+  readonly signal: AbortSignal;
+}
+
+/** Options of {@link effect}. */
+export interface EffectOptions {
+  /**
+   * A call still unsettled after this long is aborted through `ctx.signal` and counts as a failed
+   * attempt (retried, then parked, like a throw). @defaultValue no timeout
+   */
+  timeoutMs?: number;
 }
 
 /**
@@ -27,6 +42,8 @@ export interface Effect<T, R = T> {
   /** Names the effect's store: keep it stable, it keys the state across versions. */
   readonly name: string;
   apply(value: T, ctx: EffectContext): R | Promise<R>;
+  /** See {@link EffectOptions.timeoutMs}. */
+  readonly timeoutMs?: number;
 }
 
 /**
@@ -38,6 +55,7 @@ export interface Effect<T, R = T> {
  *   return { disputeId: event.disputeId, ...decision };
  * });
  */
-export function effect<T, R = T>(name: string, apply: (value: T, ctx: EffectContext) => R | Promise<R>): Effect<T, R> {
-  return { name, apply };
+export function effect<T, R = T>(name: string, apply: (value: T, ctx: EffectContext) => R | Promise<R>, options: EffectOptions = {}): Effect<T, R> {
+  if (options.timeoutMs === undefined) return { name, apply };
+  return { name, apply, timeoutMs: requireInteger(`effect '${name}'`, 'timeoutMs', options.timeoutMs, 1) };
 }

@@ -43,6 +43,12 @@ export interface AgentStepOptions<S extends StandardSchemaV1 | undefined> {
   schema?: S;
   /** The provider's limit, if known: the engine then paces calls so that none is refused. */
   limit?: RateLimit;
+  /**
+   * A call still unsettled after this long is aborted through `ctx.signal` and counts as a failed
+   * attempt: a hung call releases its slot and its key. @defaultValue no timeout (a model call's
+   * time varies too much by model and prompt for one default to fit; set one for production)
+   */
+  timeoutMs?: number;
 }
 
 export interface ParkOptions extends NameOption {
@@ -122,12 +128,14 @@ export class StreamBuilder<T> {
       throw new TopologyError(`agentStep '${name}'`, `agentStep '${name}': schema must be a Standard Schema (zod, valibot, arktype, ...)`);
     }
     const limit = options.limit && checkLimit(name, options.limit);
+    const timeoutMs = options.timeoutMs === undefined ? undefined : requireInteger(`agentStep '${name}'`, 'timeoutMs', options.timeoutMs, 1);
     return this.with({
       kind: 'agentStep',
       name,
       decide: decide as DecideFn<unknown, unknown>,
       ...(options.schema ? { schema: options.schema } : {}),
       ...(limit ? { limit } : {}),
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     });
   }
 

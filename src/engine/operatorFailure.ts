@@ -1,5 +1,6 @@
 import type { ProcessorNode } from '../graph/nodes.js';
 import type { AttemptError, AttemptsRecord } from './agentStepRunner.js';
+import { CallTimeoutError } from './callTimeout.js';
 import type { EngineContext } from './engineContext.js';
 import { messageOf, type EngineEvent } from './events.js';
 
@@ -17,6 +18,7 @@ export class OperatorFailedError extends Error {
 
 /** How a user function's error reads in a park record and a log line. */
 export function operatorError(node: ProcessorNode, error: unknown): string {
+  if (error instanceof CallTimeoutError) return error.message;
   return `${node.kind} '${node.name}' threw: ${messageOf(error)}`;
 }
 

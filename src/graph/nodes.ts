@@ -26,7 +26,7 @@ export interface DecideContext {
   readonly clock: Clock;
   /**
    * Aborted when the engine gives up this call: its partition was revoked or lost, or the engine
-   * stops. Pass it to `fetch` and to `sleep(ctx.clock, ms, ctx.signal)`. Whatever the call returns
+   * stops, or the call passed the step's `timeoutMs` (then it counts as a failed attempt). Pass it to `fetch` and to `sleep(ctx.clock, ms, ctx.signal)`. Whatever the call returns
    * after the abort is dropped: the event is unfinished, so not committed, and the partition's
    * next owner (or this worker, restarted) decides it again.
    */
@@ -86,6 +86,8 @@ export interface AgentStepNode {
   readonly decide: DecideFn<unknown, unknown>;
   readonly schema?: StandardSchemaV1;
   readonly limit?: RateLimit;
+  /** A call still unsettled after this long is aborted through its signal and counts as a failed attempt. */
+  readonly timeoutMs?: number;
 }
 
 export interface ParkNode {
