@@ -9,6 +9,7 @@ import type { EngineContext } from './engineContext.js';
 import { messageOf, metaOf, offsetEffectId, toEngineEvent, where, type EngineEvent } from './events.js';
 import { failedAttempts, operatorError } from './operatorFailure.js';
 import { Outcome } from './outcomes.js';
+import { deadLetterRecord } from './deadLetters.js';
 import { EFFECT_ID_HEADER, loadOutput, storeOutput, type EffectRecord } from './outputs.js';
 import { StagedTable } from './stagedTable.js';
 
@@ -88,15 +89,8 @@ export class EventPipeline {
   }
 
   /** Sends an undecodable record to the dead-letter topic with its error. */
-  async deadLetter(record: LogRecord, event: EngineEvent, error: string): Promise<Outcome> {
-    await this.ctx.log.produce([
-      {
-        topic: this.ctx.topology.source.deadLetterTopic,
-        key: record.key,
-        value: record.value,
-        headers: { ...record.headers, 'orderly-error': error, 'orderly-source': event.effectId },
-      },
-    ]);
+  async deadLetter(event: EngineEvent, error: string): Promise<Outcome> {
+    await this.ctx.log.produce([deadLetterRecord(this.ctx.topology.source.deadLetterTopic, event, error)]);
     this.ctx.report(Outcome.DEAD_LETTERED, event, { error });
     return Outcome.DEAD_LETTERED;
   }

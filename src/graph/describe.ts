@@ -37,7 +37,12 @@ function details(node: GraphNode): string[] {
     case 'applyOnce':
       return node.effect.timeoutMs !== undefined ? [`timeoutMs: ${node.effect.timeoutMs}`] : [];
     case 'park':
-      return [`attempts: ${node.attempts}`, `retryDelayMs: ${node.retryDelayMs}`, `topic: ${node.topic}`];
+      return [
+        `attempts: ${node.attempts}`,
+        `retryDelayMs: ${node.retryDelayMs}`,
+        `topic: ${node.topic}`,
+        ...(node.onExhausted !== 'park' ? [`onExhausted: ${node.onExhausted}`] : []),
+      ];
     default:
       return [];
   }

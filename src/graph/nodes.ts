@@ -98,7 +98,15 @@ export interface ParkNode {
   /** Spread each retry delay by up to this share of it, drawn from the Random port. */
   readonly retryJitter: number;
   readonly topic: string;
+  /** What becomes of an event whose attempts ran out. */
+  readonly onExhausted: Disposition;
 }
+
+/**
+ * What becomes of an event whose attempts ran out: `park` it and hold its key; send it to the
+ * `dlq` and let its key go on; `skip` it; or `fail`: stop the worker, committing nothing past it.
+ */
+export type Disposition = 'park' | 'dlq' | 'skip' | 'fail';
 
 export interface ApplyOnceNode {
   readonly kind: 'applyOnce';
