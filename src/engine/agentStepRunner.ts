@@ -132,6 +132,7 @@ function callOnce(
   // Answered at once (a rule, a cache): no promise, no abort listener to add and remove.
   if (!isThenable(answer)) {
     call.end();
+    ctx.gate!.answered(admission);
     if (signal.aborted) throw signal.reason;
     return validateDecision(step, answer);
   }
@@ -160,6 +161,7 @@ async function answerOf(
   } finally {
     call.end();
   }
+  ctx.gate!.answered(admission);
   return validateDecision(step, raw);
 }
 
@@ -174,14 +176,16 @@ function callFailed(
   call: TimedCall,
   error: unknown,
 ): CallOutcome {
-  // Given up, not failed: no attempt is counted, the event stays unfinished.
-  if (signal.aborted) throw signal.reason;
-  if (call.timedOut()) return { kind: 'failed', error: messageOf(call.signal.reason) };
-  if (isRateLimited(error)) {
+  if (isRateLimited(error) && !signal.aborted) {
     ctx.gate!.rateLimited(error.retryAfterMs, admission);
     ctx.report(Outcome.RATE_LIMITED, event, { attempt });
     return { kind: 'refused' };
   }
+  ctx.gate!.answered(admission);
+  // Given up, not failed: no attempt is counted, the event stays unfinished.
+  if (signal.aborted) throw signal.reason;
+  // Past its timeout: a failed attempt, whatever the call does later.
+  if (call.timedOut()) return { kind: 'failed', error: messageOf(call.signal.reason) };
   return { kind: 'failed', error: `agentStep '${step.name}' threw: ${messageOf(error)}` };
 }
 
