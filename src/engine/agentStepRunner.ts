@@ -127,7 +127,7 @@ function callOnce(
     });
   } catch (error) {
     call.end();
-    return callFailed(ctx, step, event, attempt, admission, signal, call, error);
+    return callFailed({ ctx, step, event, attempt, admission, signal, timed: call }, error);
   }
   // Answered at once (a rule, a cache): no promise, no abort listener to add and remove.
   if (!isThenable(answer)) {
@@ -136,46 +136,41 @@ function callOnce(
     if (signal.aborted) throw signal.reason;
     return validateDecision(step, answer);
   }
-  return answerOf(ctx, step, event, attempt, admission, signal, call, answer);
+  return answerOf({ ctx, step, event, attempt, admission, signal, timed: call }, answer);
+}
+
+/** One call of decide, as its answer is waited for and judged. */
+interface Call {
+  readonly ctx: EngineContext;
+  readonly step: AgentStepNode;
+  readonly event: EngineEvent;
+  readonly attempt: number;
+  readonly admission: Admission;
+  /** The engine's signal: aborted when it gives the event up. */
+  readonly signal: AbortSignal;
+  /** The call's own signal and timeout. */
+  readonly timed: TimedCall;
 }
 
 /**
  * Waits for a decide's promised answer; the call ends at the abort (the engine's, or its timeout)
  * even if decide ignores the signal, and its late answer is dropped.
  */
-async function answerOf(
-  ctx: EngineContext,
-  step: AgentStepNode,
-  event: EngineEvent,
-  attempt: number,
-  admission: Admission,
-  signal: AbortSignal,
-  call: TimedCall,
-  answer: PromiseLike<unknown>,
-): Promise<CallOutcome> {
+async function answerOf(call: Call, answer: PromiseLike<unknown>): Promise<CallOutcome> {
   let raw: unknown;
   try {
-    raw = await abortable(Promise.resolve(answer), call.signal);
+    raw = await abortable(Promise.resolve(answer), call.timed.signal);
   } catch (error) {
-    return callFailed(ctx, step, event, attempt, admission, signal, call, error);
+    return callFailed(call, error);
   } finally {
-    call.end();
+    call.timed.end();
   }
-  ctx.gate!.answered(admission);
-  return validateDecision(step, raw);
+  call.ctx.gate!.answered(call.admission);
+  return validateDecision(call.step, raw);
 }
 
 /** A decide that threw, rejected or timed out: given up, refused (a 429: no attempt counted) or failed. */
-function callFailed(
-  ctx: EngineContext,
-  step: AgentStepNode,
-  event: EngineEvent,
-  attempt: number,
-  admission: Admission,
-  signal: AbortSignal,
-  call: TimedCall,
-  error: unknown,
-): CallOutcome {
+function callFailed({ ctx, step, event, attempt, admission, signal, timed: call }: Call, error: unknown): CallOutcome {
   if (isRateLimited(error) && !signal.aborted) {
     ctx.gate!.rateLimited(error.retryAfterMs, admission);
     ctx.report(Outcome.RATE_LIMITED, event, { attempt });
