@@ -18,8 +18,8 @@ afterEach(async () => {
 /** Answers a decision that fails the schema for events marked bad. */
 const decide = async (e: Ev) => (e.bad ? { action: 'maybe' } : { action: 'refund' });
 
-async function run(onExhausted: Disposition) {
-  const d = new TopologyTestDriver(decisionTopology(decide, { maxInFlight: 2, attempts: 2, retryDelayMs: 1_000, onExhausted }), { commit: 'each' });
+async function run(onExhausted: Disposition, exactlyOnce = false) {
+  const d = new TopologyTestDriver(decisionTopology(decide, { maxInFlight: 2, attempts: 2, retryDelayMs: 1_000, onExhausted }), { commit: 'each', exactlyOnce });
   driver = d;
   const input = d.createInputTopic<Ev>('events');
   input.pipeInput('a', { id: 'a1', bad: true }, { partition: 0, headers: { trace: 't-1' } });
@@ -29,8 +29,8 @@ async function run(onExhausted: Disposition) {
 }
 
 describe("onExhausted: 'dlq'", () => {
-  it('sends the event to <topic>.dlq with its errors and attempts, and its key goes on', async () => {
-    const { d, settled, out, dlq } = await run('dlq');
+  it.each([false, true])('sends the event to <topic>.dlq with its errors and attempts, and its key goes on (exactly-once: %s)', async (exactlyOnce) => {
+    const { d, settled, out, dlq } = await run('dlq', exactlyOnce);
     await settled;
 
     const dead = dlq.readRecordsToList();
