@@ -12,11 +12,9 @@
  * `dispute-decisions`: key = account, value = `{ disputeId, account, action, rationale }`, header
  * `orderly-effect-id`. Settings: ORDERLY_MODEL_LATENCY_MS (stand-in latency), ORDERLY_MODEL_URL
  * (a real model, see model.ts), ORDERLY_MAX_IN_FLIGHT (default 8), ORDERLY_RETRY_DELAY_MS (default
- * 1000), ORDERLY_ON_EXHAUSTED (park, dlq, skip or fail: what becomes of an event whose attempts
- * ran out; default park), ORDERLY_TOPIC_PREFIX (put before every topic name, so tests on one
- * broker do not meet).
+ * 1000), ORDERLY_TOPIC_PREFIX (put before every topic name, so tests on one broker do not meet).
  */
-import { stream, type Disposition, type Serde } from '../../src/index.js';
+import { stream, type Serde } from '../../src/index.js';
 import { applyDecision, Decision, type Dispute } from '../../testkit/scenarios/disputes.js';
 import { disputeModel } from './model.js';
 
@@ -50,12 +48,7 @@ export function disputesTopology() {
   return stream<Dispute>(`${prefix}disputes`, { value: disputeSerde })
     .keyedSerial({ maxInFlight: Math.max(1, numberFromEnv('ORDERLY_MAX_IN_FLIGHT', 8)) })
     .agentStep('decide', disputeModel(), { schema: Decision })
-    .park({
-      attempts: 3,
-      retryDelayMs: numberFromEnv('ORDERLY_RETRY_DELAY_MS', 1_000),
-      // The DSL refuses any other value, naming the four.
-      onExhausted: (process.env.ORDERLY_ON_EXHAUSTED ?? 'park') as Disposition,
-    })
+    .park({ attempts: 3, retryDelayMs: numberFromEnv('ORDERLY_RETRY_DELAY_MS', 1_000) })
     .applyOnce(applyDecision)
     .to(`${prefix}dispute-decisions`)
     .build();

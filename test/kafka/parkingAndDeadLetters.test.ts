@@ -11,10 +11,10 @@ afterEach(async () => {
   await Promise.all(workers.splice(0).map((w) => w.kill()));
 });
 
-async function start(name: string, partitions = 2, env: Record<string, string> = {}) {
+async function start(name: string, partitions = 2, sourceModule?: string) {
   const { prefix, group, stateDir } = await scenario(name);
   await createTopic(bootstrap, `${prefix}disputes`, partitions);
-  const worker = new Worker({ bootstrap, group, stateDir, topicPrefix: prefix, env });
+  const worker = new Worker({ bootstrap, group, stateDir, topicPrefix: prefix, ...(sourceModule ? { sourceModule } : {}) });
   workers.push(worker);
   return { prefix, worker };
 }
@@ -95,7 +95,7 @@ describe('orderly run: bad payloads and poison events on Kafka', () => {
   });
 
   it("onExhausted 'dlq': a poison event goes to disputes.dlq with its attempts and errors, and its account goes on", async () => {
-    const { prefix, worker } = await start('exhausted-dlq', 2, { ORDERLY_ON_EXHAUSTED: 'dlq' });
+    const { prefix, worker } = await start('exhausted-dlq', 2, 'test/kafka/disputesDeadLettering.ts');
     const inputs = disputes(40, 5, (i) => (i === 12 ? 'unparseable' : 'not-received'));
     const poison = inputs[12]!;
     const good = inputs.filter((d) => d !== poison);
