@@ -211,7 +211,7 @@ class PartitionObservations {
 }
 
 // Outcomes that end an event for good without an effect: later events of its key may go on.
-const endsWithoutEffect: ReadonlySet<Outcome> = new Set<Outcome>([Outcome.FILTERED, Outcome.DEAD_LETTERED, Outcome.FORWARDED]);
+const endsWithoutEffect: ReadonlySet<Outcome> = new Set<Outcome>([Outcome.FILTERED, Outcome.DEAD_LETTERED, Outcome.SKIPPED, Outcome.FORWARDED]);
 
 /** The offsets of one key in the order they arrived, and which of them are settled. */
 class LaneOrder {

@@ -1,5 +1,5 @@
 import type { RecordMeta } from '../graph/nodes.js';
-import { requireFunction, requireName } from './options.js';
+import { requireFunction, requireInteger, requireName } from './options.js';
 
 /** Marks what {@link effect} made: `applyOnce` takes nothing else (every function has an `apply`). */
 /** @internal */
@@ -22,6 +22,20 @@ export interface EffectContext {
   readonly effectId: string;
   readonly record: RecordMeta;
   readonly state: StateTable;
+  /**
+   * Aborted when the engine gives the event up (revoked, lost, stopping) or the call passes the
+   * effect's `timeoutMs`. Pass it to outside calls; a result that comes after it is dropped.
+   */
+  readonly signal: AbortSignal;
+}
+
+/** Options of {@link effect}. */
+export interface EffectOptions {
+  /**
+   * A call still unsettled after this long is aborted through `ctx.signal` and counts as a failed
+   * attempt (retried, then parked, like a throw). @defaultValue no timeout
+   */
+  timeoutMs?: number;
 }
 
 /**
@@ -32,6 +46,8 @@ export interface Effect<T, R = T> {
   /** Names the effect's store: keep it stable, it keys the state across versions. */
   readonly name: string;
   apply(value: T, ctx: EffectContext): R | Promise<R>;
+  /** See {@link EffectOptions.timeoutMs}. */
+  readonly timeoutMs?: number;
   /** Set by {@link effect} only. */
   readonly [madeByEffect]: true;
 }
@@ -45,10 +61,12 @@ export interface Effect<T, R = T> {
  *   return { disputeId: event.disputeId, ...decision };
  * });
  */
-export function effect<T, R = T>(name: string, apply: (value: T, ctx: EffectContext) => R | Promise<R>): Effect<T, R> {
+export function effect<T, R = T>(name: string, apply: (value: T, ctx: EffectContext) => R | Promise<R>, options: EffectOptions = {}): Effect<T, R> {
   requireName('effect', 'its name', name);
   requireFunction(`effect '${name}'`, 'apply', apply);
-  return Object.freeze({ name, apply, [madeByEffect]: true as const });
+  if (options.timeoutMs === undefined) return Object.freeze({ name, apply, [madeByEffect]: true as const });
+  const timeoutMs = requireInteger(`effect '${name}'`, 'timeoutMs', options.timeoutMs, 1);
+  return Object.freeze({ name, apply, timeoutMs, [madeByEffect]: true as const });
 }
 
 /** True for what {@link effect} made, and for nothing else. */

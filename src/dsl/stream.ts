@@ -2,6 +2,7 @@ import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type {
   Decided,
   DecideFn,
+  Disposition,
   EffectIdContext,
   GraphNode,
   ProcessorNode,
@@ -43,6 +44,12 @@ export interface AgentStepOptions<S extends StandardSchemaV1 | undefined> {
   schema?: S;
   /** The provider's limit, if known: the engine then paces calls so that none is refused. */
   limit?: RateLimit;
+  /**
+   * A call still unsettled after this long is aborted through `ctx.signal` and counts as a failed
+   * attempt: a hung call releases its slot and its key. @defaultValue no timeout (a model call's
+   * time varies too much by model and prompt for one default to fit; set one for production)
+   */
+  timeoutMs?: number;
 }
 
 export interface ParkOptions extends NameOption {
@@ -54,7 +61,17 @@ export interface ParkOptions extends NameOption {
   retryJitter?: number;
   /** Where park records go. @defaultValue `<source topic>.parked` */
   topic?: string;
+  /**
+   * What becomes of an event whose attempts ran out. `'park'`: parked, its key held behind it.
+   * `'dlq'`: written to the stream's dead-letter topic with its errors, and the later events of its
+   * key go on, so per-key order is broken. `'skip'`: committed past with no effect, counted as
+   * SKIPPED and logged. `'fail'`: the worker stops with an error naming the operator and the event,
+   * committing nothing past it. @defaultValue `'park'`
+   */
+  onExhausted?: Disposition;
 }
+
+const dispositions: readonly Disposition[] = ['park', 'dlq', 'skip', 'fail'];
 
 export interface ToOptions<T> extends NameOption {
   /** How values are encoded. @defaultValue `json()` */
@@ -122,12 +139,14 @@ export class StreamBuilder<T> {
       throw new TopologyError(`agentStep '${name}'`, `agentStep '${name}': schema must be a Standard Schema (zod, valibot, arktype, ...)`);
     }
     const limit = options.limit && checkLimit(name, options.limit);
+    const timeoutMs = options.timeoutMs === undefined ? undefined : requireInteger(`agentStep '${name}'`, 'timeoutMs', options.timeoutMs, 1);
     return this.with({
       kind: 'agentStep',
       name,
       decide: decide as DecideFn<unknown, unknown>,
       ...(options.schema ? { schema: options.schema } : {}),
       ...(limit ? { limit } : {}),
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     });
   }
 
@@ -135,6 +154,8 @@ export class StreamBuilder<T> {
    * After `attempts` failed attempts of the step before it, parks the event: a park record goes
    * to the parking topic and its key is held, so every later event of that key is parked behind
    * it, in order, while other keys go on. A resolved key replays in order. Stateful.
+   * `onExhausted` chooses another end for such an event: dead-lettered, skipped, or the worker
+   * stopped.
    */
   park(options: ParkOptions): StreamBuilder<T> {
     const step = this.lastAgentStep();
@@ -144,7 +165,11 @@ export class StreamBuilder<T> {
     const retryJitter = requireNumber(operator, 'retryJitter', options.retryJitter ?? 0, 0, 1);
     const topic = requireName(operator, 'topic', options.topic ?? `${this.source.topic}.parked`);
     const name = options.name ?? `${step ?? this.source.topic}-park`;
-    return this.with({ kind: 'park', name, attempts, retryDelayMs, retryJitter, topic });
+    const onExhausted = options.onExhausted ?? 'park';
+    if (!dispositions.includes(onExhausted)) {
+      throw new TopologyError(operator, `${operator}: onExhausted must be one of ${dispositions.map((d) => `'${d}'`).join(', ')}, got ${JSON.stringify(onExhausted)}`);
+    }
+    return this.with({ kind: 'park', name, attempts, retryDelayMs, retryJitter, topic, onExhausted });
   }
 
   /**

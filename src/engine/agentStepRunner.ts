@@ -3,6 +3,7 @@ import { isRateLimited } from '../dsl/rateLimited.js';
 import type { AgentStepNode, ParkNode } from '../graph/nodes.js';
 import { abortable, sleep } from '../ports/clock.js';
 import { stateKeys } from '../state/stateKeys.js';
+import { timedCall, type TimedCall } from './callTimeout.js';
 import type { EngineContext } from './engineContext.js';
 import type { Admission } from './rateGate.js';
 import { messageOf, metaOf, type EngineEvent } from './events.js';
@@ -112,6 +113,7 @@ function callOnce(
   const atMs = ctx.clock.now();
   ctx.metrics.modelCall();
   ctx.observer.modelCall?.({ step: step.name, effectId: event.effectId, atMs, attempt });
+  const call = timedCall(ctx.clock, signal, step.timeoutMs, `agentStep '${step.name}'`);
   let answer: unknown;
   try {
     answer = step.decide(value, {
@@ -121,42 +123,54 @@ function callOnce(
       record: metaOf(event),
       previousErrors: previous.length === 0 ? NO_ERRORS : previous.map((e) => e.error),
       clock: ctx.clock,
-      signal,
+      signal: call.signal,
     });
   } catch (error) {
-    return callFailed(ctx, step, event, attempt, admission, signal, error);
+    call.end();
+    return callFailed({ ctx, step, event, attempt, admission, signal, timed: call }, error);
   }
   // Answered at once (a rule, a cache): no promise, no abort listener to add and remove.
   if (!isThenable(answer)) {
+    call.end();
     ctx.gate!.answered(admission);
     if (signal.aborted) throw signal.reason;
     return validateDecision(step, answer);
   }
-  return answerOf(ctx, step, event, attempt, admission, signal, answer);
+  return answerOf({ ctx, step, event, attempt, admission, signal, timed: call }, answer);
 }
 
-/** Waits for a decide's promised answer; the call ends at the abort even if decide ignores the signal, and its late answer is dropped. */
-async function answerOf(
-  ctx: EngineContext,
-  step: AgentStepNode,
-  event: EngineEvent,
-  attempt: number,
-  admission: Admission,
-  signal: AbortSignal,
-  answer: PromiseLike<unknown>,
-): Promise<CallOutcome> {
+/** One call of decide, as its answer is waited for and judged. */
+interface Call {
+  readonly ctx: EngineContext;
+  readonly step: AgentStepNode;
+  readonly event: EngineEvent;
+  readonly attempt: number;
+  readonly admission: Admission;
+  /** The engine's signal: aborted when it gives the event up. */
+  readonly signal: AbortSignal;
+  /** The call's own signal and timeout. */
+  readonly timed: TimedCall;
+}
+
+/**
+ * Waits for a decide's promised answer; the call ends at the abort (the engine's, or its timeout)
+ * even if decide ignores the signal, and its late answer is dropped.
+ */
+async function answerOf(call: Call, answer: PromiseLike<unknown>): Promise<CallOutcome> {
   let raw: unknown;
   try {
-    raw = await abortable(Promise.resolve(answer), signal);
+    raw = await abortable(Promise.resolve(answer), call.timed.signal);
   } catch (error) {
-    return callFailed(ctx, step, event, attempt, admission, signal, error);
+    return callFailed(call, error);
+  } finally {
+    call.timed.end();
   }
-  ctx.gate!.answered(admission);
-  return validateDecision(step, raw);
+  call.ctx.gate!.answered(call.admission);
+  return validateDecision(call.step, raw);
 }
 
-/** A decide that threw or rejected: given up, refused (a 429: no attempt counted) or failed. */
-function callFailed(ctx: EngineContext, step: AgentStepNode, event: EngineEvent, attempt: number, admission: Admission, signal: AbortSignal, error: unknown): CallOutcome {
+/** A decide that threw, rejected or timed out: given up, refused (a 429: no attempt counted) or failed. */
+function callFailed({ ctx, step, event, attempt, admission, signal, timed: call }: Call, error: unknown): CallOutcome {
   if (isRateLimited(error) && !signal.aborted) {
     ctx.gate!.rateLimited(error.retryAfterMs, admission);
     ctx.report(Outcome.RATE_LIMITED, event, { attempt });
@@ -165,6 +179,8 @@ function callFailed(ctx: EngineContext, step: AgentStepNode, event: EngineEvent,
   ctx.gate!.answered(admission);
   // Given up, not failed: no attempt is counted, the event stays unfinished.
   if (signal.aborted) throw signal.reason;
+  // Past its timeout: a failed attempt, whatever the call does later.
+  if (call.timedOut()) return { kind: 'failed', error: messageOf(call.signal.reason) };
   return { kind: 'failed', error: `agentStep '${step.name}' threw: ${messageOf(error)}` };
 }
 

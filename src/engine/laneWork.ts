@@ -1,8 +1,11 @@
 import type { LogRecord, TopicPartition } from '../ports/log.js';
+import type { StoreOp } from '../ports/store.js';
 import { attemptsKeyOf, validateDecision, type AttemptsRecord } from './agentStepRunner.js';
 import type { EffectHorizon } from './effectHorizon.js';
+import { deadLetterRecord } from './deadLetters.js';
 import type { EngineContext } from './engineContext.js';
 import { fromStoredEvent, toStoredEvent, type EngineEvent } from './events.js';
+import { exhaustedFailure } from './operatorFailure.js';
 import { Outcome } from './outcomes.js';
 import type { ParkedEvent, ParkedKeys, Resolution } from './parkedKeys.js';
 import { parkRecord } from './parkRecords.js';
@@ -39,7 +42,7 @@ export class LaneWork {
   async processRecord(record: LogRecord, signal: AbortSignal): Promise<Landed | undefined> {
     const admission = this.pipeline.admit(record);
     if (!admission.ok) {
-      await this.pipeline.deadLetter(record, admission.event, admission.error);
+      await this.pipeline.deadLetter(admission.event, admission.error);
       return undefined;
     }
     const { event, value } = admission;
@@ -51,7 +54,7 @@ export class LaneWork {
     const result = await this.pipeline.run(event, value, { signal, unrecorded, untilLanded: true });
     if (result.kind === 'parked') {
       signal.throwIfAborted();
-      await this.park(event, result.attempts);
+      await this.exhausted(event, result.attempts);
       return undefined;
     }
     // Wrapped: an async function returning the promise itself would wait for it.
@@ -117,6 +120,36 @@ export class LaneWork {
       await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, held)]);
     });
     this.ctx.report(Outcome.HELD, event);
+  }
+
+  /** An event from the log whose attempts ran out: ends as its park() disposes. */
+  private async exhausted(event: EngineEvent, attempts: AttemptsRecord): Promise<void> {
+    const park = this.ctx.topology.park!;
+    const last = attempts.errors[attempts.errors.length - 1];
+    const details = last ? { error: last.error, attempt: last.attempt } : undefined;
+    switch (park.onExhausted) {
+      case 'park':
+        return this.park(event, attempts);
+      case 'dlq':
+        // The record goes out first: a crash before the write runs the event's attempts again and
+        // may dead-letter it twice (one effect id), never lose it.
+        await this.ctx.atomically(async () => {
+          await this.ctx.log.produce([deadLetterRecord(this.ctx.topology.source.deadLetterTopic, event, last?.error ?? 'attempts ran out', attempts.errors)]);
+          await this.ctx.writer.write([this.attemptsDelete(event)]);
+        });
+        this.ctx.report(Outcome.DEAD_LETTERED, event, details);
+        return;
+      case 'skip':
+        await this.ctx.writer.write([this.attemptsDelete(event)]);
+        this.ctx.report(Outcome.SKIPPED, event, details);
+        return;
+      case 'fail':
+        throw exhaustedFailure(event, attempts);
+    }
+  }
+
+  private attemptsDelete(event: EngineEvent): StoreOp {
+    return { type: 'del', key: attemptsKeyOf(this.ctx.topology.agentStep!, event) };
   }
 
   private async park(event: EngineEvent, attempts: AttemptsRecord): Promise<void> {

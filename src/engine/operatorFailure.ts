@@ -1,5 +1,6 @@
 import type { ProcessorNode } from '../graph/nodes.js';
 import type { AttemptError, AttemptsRecord } from './agentStepRunner.js';
+import { CallTimeoutError } from './callTimeout.js';
 import type { EngineContext } from './engineContext.js';
 import { messageOf, type EngineEvent } from './events.js';
 
@@ -17,7 +18,24 @@ export class OperatorFailedError extends Error {
 
 /** How a user function's error reads in a park record and a log line. */
 export function operatorError(node: ProcessorNode, error: unknown): string {
+  if (error instanceof CallTimeoutError) return error.message;
   return `${node.kind} '${node.name}' threw: ${messageOf(error)}`;
+}
+
+/** Where an event is, for an error: `topic/partition@offset (key "k")`. */
+function placeOf(event: EngineEvent): string {
+  return `${event.topic}/${event.partition}@${event.offset} (key ${JSON.stringify(event.key)})`;
+}
+
+/**
+ * The error that stops the worker when an event's attempts ran out under `park({ onExhausted:
+ * 'fail' })`: it names the operator (in the last error), the event and the fix.
+ */
+export function exhaustedFailure(event: EngineEvent, attempts: AttemptsRecord): OperatorFailedError {
+  const last = attempts.errors[attempts.errors.length - 1]?.error ?? 'its attempts ran out';
+  return new OperatorFailedError(
+    `${last}, on ${placeOf(event)}, after ${attempts.count} attempt(s); the park() says onExhausted: 'fail', so the worker stops and commits nothing past the event (it runs again at the next start): fix the cause, or choose onExhausted 'park', 'dlq' or 'skip'`,
+  );
 }
 
 /**
@@ -31,7 +49,7 @@ export function failedAttempts(ctx: EngineContext, node: ProcessorNode, event: E
   if (!ctx.topology.park) {
     const last = errors[errors.length - 1]?.error ?? `${node.kind} '${node.name}' failed`;
     throw new OperatorFailedError(
-      `${last}, on ${event.topic}/${event.partition}@${event.offset} (key ${JSON.stringify(event.key)}); this topology has no park(), so the event cannot be set aside and the worker stops (it runs again at the next start): fix the function, or catch the error in it, or add park() after an agentStep`,
+      `${last}, on ${placeOf(event)}; this topology has no park(), so the event cannot be set aside and the worker stops (it runs again at the next start): fix the function, or catch the error in it, or add park() after an agentStep`,
     );
   }
   return { count: errors.length, errors };

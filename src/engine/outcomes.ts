@@ -17,8 +17,13 @@ export const Outcome = {
   PARKED: 'PARKED',
   /** Its key is parked: it waits behind the parked event, durably. Finished. */
   HELD: 'HELD',
-  /** It could not be decoded: written to the dead-letter topic with its error. Finished. */
+  /**
+   * Written to the dead-letter topic with its error: it could not be decoded, or its attempts ran
+   * out under `park({ onExhausted: 'dlq' })`. Finished.
+   */
   DEAD_LETTERED: 'DEAD_LETTERED',
+  /** Its attempts ran out under `park({ onExhausted: 'skip' })`: no effect, committed past. Finished. */
+  SKIPPED: 'SKIPPED',
   /** A person resolved its parked key by discarding it. Finished. */
   DISCARDED: 'DISCARDED',
   /** Its outputs went out with no effect to apply (a topology without applyOnce). Finished. */
@@ -34,15 +39,16 @@ export const finishedOutcomes: ReadonlySet<Outcome> = new Set<Outcome>([
   Outcome.PARKED,
   Outcome.HELD,
   Outcome.DEAD_LETTERED,
+  Outcome.SKIPPED,
   Outcome.DISCARDED,
   Outcome.FORWARDED,
 ]);
 
 /** What an outcome may add about its event. */
 export interface OutcomeDetails {
-  /** The error of a RETRY, PARKED or DEAD_LETTERED event. */
+  /** The error of a RETRY, PARKED, DEAD_LETTERED or SKIPPED event. */
   readonly error?: string;
-  /** The attempt that failed, for RETRY and PARKED. */
+  /** The attempt that failed, for RETRY, PARKED, and DEAD_LETTERED or SKIPPED after attempts. */
   readonly attempt?: number;
   /** True when the event came from a parked key's replay, not from the log. */
   readonly replayed?: boolean;

@@ -1,13 +1,15 @@
 import type { ProcessorNode } from '../graph/nodes.js';
-import { sleep } from '../ports/clock.js';
 import type { LogRecord, OutRecord } from '../ports/log.js';
 import type { StoreOp } from '../ports/store.js';
 import { stateKeys } from '../state/stateKeys.js';
+import { abortable, sleep } from '../ports/clock.js';
+import { timedCall } from './callTimeout.js';
 import { attemptsKeyOf, retryDelayMs, runAgentStep, type AttemptError, type AttemptsRecord } from './agentStepRunner.js';
 import type { EngineContext } from './engineContext.js';
 import { messageOf, metaOf, offsetEffectId, toEngineEvent, where, type EngineEvent } from './events.js';
 import { failedAttempts, operatorError } from './operatorFailure.js';
 import { Outcome } from './outcomes.js';
+import { deadLetterRecord } from './deadLetters.js';
 import { EFFECT_ID_HEADER, loadOutput, storeOutput, type EffectRecord } from './outputs.js';
 import { StagedTable } from './stagedTable.js';
 
@@ -87,15 +89,8 @@ export class EventPipeline {
   }
 
   /** Sends an undecodable record to the dead-letter topic with its error. */
-  async deadLetter(record: LogRecord, event: EngineEvent, error: string): Promise<Outcome> {
-    await this.ctx.log.produce([
-      {
-        topic: this.ctx.topology.source.deadLetterTopic,
-        key: record.key,
-        value: record.value,
-        headers: { ...record.headers, 'orderly-error': error, 'orderly-source': event.effectId },
-      },
-    ]);
+  async deadLetter(event: EngineEvent, error: string): Promise<Outcome> {
+    await this.ctx.log.produce([deadLetterRecord(this.ctx.topology.source.deadLetterTopic, event, error)]);
     this.ctx.report(Outcome.DEAD_LETTERED, event, { error });
     return Outcome.DEAD_LETTERED;
   }
@@ -191,7 +186,7 @@ export class EventPipeline {
     const table = new StagedTable(this.ctx.store, node.name, event);
     let applied: unknown;
     try {
-      applied = this.callEffect(node, event, value, table);
+      applied = this.callEffect(node, event, value, table, options);
     } catch (error) {
       return this.retryEffect(node, event, value, staged, options, error);
     }
@@ -200,8 +195,24 @@ export class EventPipeline {
     return { kind: 'applied', value: applied };
   }
 
-  private callEffect(node: ApplyNode, event: EngineEvent, value: unknown, table: StagedTable): unknown {
-    return node.effect.apply(value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table });
+  /** Calls the effect once; with a timeout, a call that passes it rejects (its late result is dropped) and counts as a failed attempt. */
+  private callEffect(node: ApplyNode, event: EngineEvent, value: unknown, table: StagedTable, options: RunOptions): unknown {
+    const signal = options.signal ?? NEVER_ABORTED;
+    const timeoutMs = node.effect.timeoutMs;
+    if (timeoutMs === undefined) return node.effect.apply(value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table, signal });
+    const call = timedCall(this.ctx.clock, signal, timeoutMs, `applyOnce '${node.name}'`);
+    let applied: unknown;
+    try {
+      applied = node.effect.apply(value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table, signal: call.signal });
+    } catch (error) {
+      call.end();
+      throw error;
+    }
+    if (!isThenable(applied)) {
+      call.end();
+      return applied;
+    }
+    return abortable(Promise.resolve(applied), call.signal).finally(() => call.end());
   }
 
   /** Waits for an effect's promised result; a rejection goes on as a failed attempt. */
@@ -224,7 +235,7 @@ export class EventPipeline {
       if (attempt > 1) {
         const table = new StagedTable(this.ctx.store, node.name, event);
         try {
-          const applied = this.callEffect(node, event, value, table);
+          const applied = this.callEffect(node, event, value, table, options);
           const result = isThenable(applied) ? await applied : applied;
           table.stageInto(staged);
           return { kind: 'applied', value: result };

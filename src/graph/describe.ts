@@ -30,9 +30,19 @@ function details(node: GraphNode): string[] {
     case 'keyedSerial':
       return [`maxInFlight: ${node.maxInFlight}`];
     case 'agentStep':
-      return node.limit ? [`limit: ${node.limit.calls} calls per ${node.limit.windowMs} ms`] : [];
+      return [
+        ...(node.limit ? [`limit: ${node.limit.calls} calls per ${node.limit.windowMs} ms`] : []),
+        ...(node.timeoutMs !== undefined ? [`timeoutMs: ${node.timeoutMs}`] : []),
+      ];
+    case 'applyOnce':
+      return node.effect.timeoutMs !== undefined ? [`timeoutMs: ${node.effect.timeoutMs}`] : [];
     case 'park':
-      return [`attempts: ${node.attempts}`, `retryDelayMs: ${node.retryDelayMs}`, `topic: ${node.topic}`];
+      return [
+        `attempts: ${node.attempts}`,
+        `retryDelayMs: ${node.retryDelayMs}`,
+        `topic: ${node.topic}`,
+        ...(node.onExhausted !== 'park' ? [`onExhausted: ${node.onExhausted}`] : []),
+      ];
     default:
       return [];
   }

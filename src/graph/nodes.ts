@@ -26,7 +26,7 @@ export interface DecideContext {
   readonly clock: Clock;
   /**
    * Aborted when the engine gives up this call: its partition was revoked or lost, or the engine
-   * stops. Pass it to `fetch` and to `sleep(ctx.clock, ms, ctx.signal)`. Whatever the call returns
+   * stops, or the call passed the step's `timeoutMs` (then it counts as a failed attempt). Pass it to `fetch` and to `sleep(ctx.clock, ms, ctx.signal)`. Whatever the call returns
    * after the abort is dropped: the event is unfinished, so not committed, and the partition's
    * next owner (or this worker, restarted) decides it again.
    */
@@ -86,6 +86,8 @@ export interface AgentStepNode {
   readonly decide: DecideFn<unknown, unknown>;
   readonly schema?: StandardSchemaV1;
   readonly limit?: RateLimit;
+  /** A call still unsettled after this long is aborted through its signal and counts as a failed attempt. */
+  readonly timeoutMs?: number;
 }
 
 export interface ParkNode {
@@ -96,7 +98,15 @@ export interface ParkNode {
   /** Spread each retry delay by up to this share of it, drawn from the Random port. */
   readonly retryJitter: number;
   readonly topic: string;
+  /** What becomes of an event whose attempts ran out. */
+  readonly onExhausted: Disposition;
 }
+
+/**
+ * What becomes of an event whose attempts ran out: `park` it and hold its key; send it to the
+ * `dlq` and let its key go on; `skip` it; or `fail`: stop the worker, committing nothing past it.
+ */
+export type Disposition = 'park' | 'dlq' | 'skip' | 'fail';
 
 export interface ApplyOnceNode {
   readonly kind: 'applyOnce';

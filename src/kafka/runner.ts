@@ -253,9 +253,9 @@ function rateLimitWatch(topology: Topology, logger: Logger, options: RateLimitWa
   return { warnings, stop: () => clearInterval(timer) };
 }
 
-const loud: ReadonlySet<Outcome> = new Set<Outcome>([Outcome.PARKED, Outcome.DEAD_LETTERED]);
+const loud: ReadonlySet<Outcome> = new Set<Outcome>([Outcome.PARKED, Outcome.DEAD_LETTERED, Outcome.SKIPPED]);
 
-/** Logs outcomes (debug; PARKED and DEAD_LETTERED at warn), commits (debug) and fatal errors, then tells `user`. */
+/** Logs outcomes (debug; PARKED, DEAD_LETTERED and SKIPPED at warn), commits (debug) and fatal errors, then tells `user`. */
 function loggingObserver(logger: Logger, user: EngineObserver | undefined, onFatal: (error: Error) => void, rateLimits: RateLimitWatch | undefined): EngineObserver {
   return {
     outcome(event: OutcomeEvent) {

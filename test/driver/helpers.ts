@@ -4,7 +4,7 @@ import { string } from '../../src/dsl/serde.js';
 import { stream } from '../../src/dsl/stream.js';
 import type { Topology } from '../../src/dsl/topology.js';
 import type { OutcomeEvent } from '../../src/engine/outcomes.js';
-import type { DecideFn } from '../../src/graph/nodes.js';
+import type { DecideFn, Disposition } from '../../src/graph/nodes.js';
 import type { Headers } from '../../src/ports/log.js';
 import type { TopologyTestDriver } from '../../testkit/driver.js';
 
@@ -30,6 +30,7 @@ export interface TopologyOptions {
   readonly attempts?: number;
   readonly retryDelayMs?: number;
   readonly retryJitter?: number;
+  readonly onExhausted?: Disposition;
   readonly limit?: { calls: number; windowMs: number };
   readonly effectId?: (ctx: { value: Ev }) => string;
   /** Called by the effect, each time it runs. */
@@ -45,6 +46,7 @@ export function decisionTopology(decide: DecideFn<Ev, unknown>, options: Topolog
       attempts: options.attempts ?? 3,
       retryDelayMs: options.retryDelayMs ?? 1_000,
       ...(options.retryJitter !== undefined ? { retryJitter: options.retryJitter } : {}),
+      ...(options.onExhausted !== undefined ? { onExhausted: options.onExhausted } : {}),
     })
     .applyOnce(
       effect('fx', (value: { event: Ev; decision: Decision }, ctx) => {

@@ -11,10 +11,10 @@ afterEach(async () => {
   await Promise.all(workers.splice(0).map((w) => w.kill()));
 });
 
-async function start(name: string, partitions = 2) {
+async function start(name: string, partitions = 2, sourceModule?: string) {
   const { prefix, group, stateDir } = await scenario(name);
   await createTopic(bootstrap, `${prefix}disputes`, partitions);
-  const worker = new Worker({ bootstrap, group, stateDir, topicPrefix: prefix });
+  const worker = new Worker({ bootstrap, group, stateDir, topicPrefix: prefix, ...(sourceModule ? { sourceModule } : {}) });
   workers.push(worker);
   return { prefix, worker };
 }
@@ -93,5 +93,36 @@ describe('orderly run: bad payloads and poison events on Kafka', () => {
     expect(worker.outcomes('HELD')).toHaveLength(held.length);
     expect(await worker.stop()).toBe(0);
   });
-});
 
+  it("onExhausted 'dlq': a poison event goes to disputes.dlq with its attempts and errors, and its account goes on", async () => {
+    const { prefix, worker } = await start('exhausted-dlq', 2, 'test/kafka/disputesDeadLettering.ts');
+    const inputs = disputes(40, 5, (i) => (i === 12 ? 'unparseable' : 'not-received'));
+    const poison = inputs[12]!;
+    const good = inputs.filter((d) => d !== poison);
+    const after = inputs.slice(13).filter((d) => d.account === poison.account);
+    expect(after.length).toBeGreaterThan(0);
+    await produce(bootstrap, `${prefix}disputes`, inputs.map(asInput));
+
+    const dlq = await readUntil(bootstrap, `${prefix}disputes.dlq`, (r) => r.length >= 1, {
+      timeoutMs: 90_000,
+      describe: (r) => `${r.length} dead letters\n${worker.tail()}`,
+    });
+    expect(dlq).toHaveLength(1);
+    expect(dlq[0]!.key).toBe(poison.account);
+    expect(JSON.parse(dlq[0]!.value!)).toEqual(poison);
+    expect(dlq[0]!.headers['orderly-attempts']).toBe('3');
+    expect(dlq[0]!.headers['orderly-error']).toMatch(/^agentStep 'decide': decision failed its schema/);
+    expect((JSON.parse(dlq[0]!.headers['orderly-errors']!) as unknown[]).length).toBe(3);
+
+    // Every other event is decided, the poison's account's later ones included: not held.
+    const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= good.length, {
+      timeoutMs: 90_000,
+      describe: (r) => `${decided(r)} of ${good.length} decided\n${worker.tail()}`,
+    });
+    expect(checkDecisions(good, output)).toEqual([]);
+    expect(await readAll(bootstrap, `${prefix}disputes.parked`)).toEqual([]);
+    expect(worker.outcomes('DEAD_LETTERED')).toHaveLength(1);
+    expect(worker.outcomes('PARKED')).toHaveLength(0);
+    expect(await worker.stop()).toBe(0);
+  });
+});

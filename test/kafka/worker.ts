@@ -24,6 +24,8 @@ export interface WorkerOptions {
   readonly topicPrefix: string;
   readonly env?: Record<string, string>;
   readonly args?: readonly string[];
+  /** A topology module run from source (through tsx) instead of the compiled disputes example. */
+  readonly sourceModule?: string;
 }
 
 /** One parsed pino line of the worker. */
@@ -37,9 +39,10 @@ export class Worker {
 
   constructor(options: WorkerOptions) {
     const args = [
+      ...(options.sourceModule ? ['--import', 'tsx'] : []),
       'bin/orderly',
       'run',
-      DISPUTES_MODULE,
+      options.sourceModule ?? DISPUTES_MODULE,
       '--bootstrap',
       options.bootstrap,
       '--group',

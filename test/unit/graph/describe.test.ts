@@ -66,6 +66,19 @@ describe('Topology.describe()', () => {
     expect(text).toContain('Processor: hold (stores: [hold], attempts: 1, retryDelayMs: 0, topic: orders-held)');
     expect(text.endsWith('      <-- hold\n')).toBe(true);
   });
+
+  it('shows a disposition other than park, and the timeouts of a step and an effect', () => {
+    const text = stream<Dispute>('orders')
+      .keyedSerial()
+      .agentStep('classify', async () => 'x', { timeoutMs: 30_000 })
+      .park({ attempts: 2, onExhausted: 'dlq' })
+      .applyOnce(effect('apply', (v: unknown) => v, { timeoutMs: 5_000 }))
+      .build()
+      .describe();
+    expect(text).toContain('Processor: classify (stores: [classify-attempts], timeoutMs: 30000)\n');
+    expect(text).toContain('Processor: classify-park (stores: [classify-park], attempts: 2, retryDelayMs: 1000, topic: orders.parked, onExhausted: dlq)\n');
+    expect(text).toContain('Processor: apply (stores: [apply], timeoutMs: 5000)\n');
+  });
 });
 
 describe('Topology.toMermaid()', () => {
