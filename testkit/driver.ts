@@ -3,7 +3,7 @@ import { json, type Serde } from '../src/dsl/serde.js';
 import { Engine, type CommitPolicy, type ParkedKeyInfo } from '../src/engine/engine.js';
 import type { OutcomeEvent } from '../src/engine/outcomes.js';
 import type { ParkedEvent, Resolution } from '../src/engine/parkedKeys.js';
-import type { CommitOffset } from '../src/ports/log.js';
+import type { CommitOffset, TopicPartition } from '../src/ports/log.js';
 import { openLevelStore, openMemoryStore } from '../src/state/levelStore.js';
 import { crashPhase, type CrashPoint, type IoRequest } from './crashPoints.js';
 import { DriverIo, type PendingIo } from './driverIo.js';
@@ -236,6 +236,16 @@ export class TopologyTestDriver {
     return this.observations.history;
   }
 
+  /** Records delivered again after a crash, with the virtual time of each delivery. */
+  redeliveries(): readonly (TopicPartition & { offset: number; key: string | null; atMs: number })[] {
+    return this.observations.redeliveries;
+  }
+
+  /** Commits that moved a partition of any topic forward, with the offset committed and when. */
+  commits(): readonly (TopicPartition & { offset: number; atMs: number })[] {
+    return this.observations.commits;
+  }
+
   /** Every effect recorded, in the order the store received them. */
   effects(): readonly AppliedEffect[] {
     return this.observations.effects;
@@ -312,7 +322,7 @@ export class TopologyTestDriver {
   private startInstance(): void {
     const id = `engine-${++this.generation}`;
     const transaction = this.options.exactlyOnce ? new DriverTransaction() : undefined;
-    const consumer = new DriverConsumer(id, this.io, this.log, () => this.clock.now(), (record) => this.observations.delivered(record), this.options.faults?.commitAheadBy ?? 0, this.refuseCommits(), transaction);
+    const consumer = new DriverConsumer(id, this.io, this.log, () => this.clock.now(), (record) => this.observations.delivered(record, this.clock.now()), this.options.faults?.commitAheadBy ?? 0, this.refuseCommits(), transaction);
     const engine = new Engine({
       topology: this.topology,
       log: consumer,
@@ -347,7 +357,7 @@ export class TopologyTestDriver {
     }
     if (request.kind === 'commit') {
       // Check what the log holds now, not what was asked: a faulty log may have committed more.
-      this.observations.committed(request.offsets.map((tp, i) => ({ ...tp, from: before[i]!, to: this.log.committed(tp) })));
+      this.observations.committed(request.offsets.map((tp, i) => ({ ...tp, from: before[i]!, to: this.log.committed(tp) })), this.clock.now());
     }
     if (outcome.ok && pending.request.kind === 'batch') this.observations.written(pending.request.ops, this.generation, this.clock.now());
     if (phase === 'after') return this.crashNow();
