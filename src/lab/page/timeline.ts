@@ -28,7 +28,7 @@ export function timelineHtml(timeline: WorkedExampleTimeline): string {
   return (
     `<h2>Timeline (virtual time; shaded bands are the model's ${timeline.windowMs / 1000} s windows)</h2>` +
     legendHtml() +
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${LEFT + PLOT_WIDTH + 40}" height="${height}" font-family="system-ui, sans-serif" role="img" aria-label="timeline of the run">${parts.join('')}</svg>`
+    `<svg class="plot" xmlns="http://www.w3.org/2000/svg" width="${LEFT + PLOT_WIDTH + 40}" height="${height}" font-family="system-ui, sans-serif" role="img" aria-label="timeline of the run">${parts.join('')}</svg>`
   );
 }
 
