@@ -2,7 +2,7 @@ import type { TimelineMark, WorkedExampleTimeline } from '../../../testkit/scena
 import { escapeXml, glyph, legendHtml, type GlyphKind } from './glyphs.js';
 
 const LEFT = 110;
-const PLOT_WIDTH = 1000;
+const PLOT_WIDTH = 960;
 const AXIS_HEIGHT = 34;
 const PARTITION_ROW = 20;
 const KEY_ROW = 18;
@@ -24,7 +24,19 @@ export function timelineHtml(timeline: WorkedExampleTimeline): string {
     parts.push(`<line x1="${LEFT}" x2="${LEFT + PLOT_WIDTH}" y1="${y + PARTITION_ROW - 1}" y2="${y + PARTITION_ROW - 1}" stroke="#c9ced8"/>`);
     keys.forEach((key, k) => parts.push(`<text x="14" y="${rows.keyY(p, key) + 4}" font-size="11" fill="#4a5160">${escapeXml(key)}</text>`, k % 2 ? '' : `<rect x="${LEFT}" y="${rows.keyY(p, key) - KEY_ROW / 2}" width="${PLOT_WIDTH}" height="${KEY_ROW}" fill="#000" fill-opacity="0.025"/>`));
   }
-  for (const mark of drawOrder(timeline.marks)) parts.push(drawMark(mark, x, rows, crashAtMs ?? spanMs, height));
+  // Outcomes at the same moment of one key (a park and the events it holds) side by side, not on top of each other.
+  const atSameSpot = new Map<string, number>();
+  const spread = (mark: TimelineMark) => {
+    if (mark.kind !== 'outcome' || !outcomeGlyph(mark.outcome, mark.replayed === true)) return 0;
+    const spot = `${mark.partition}/${mark.key}/${Math.round(x(mark.atMs) / 4)}`;
+    const before = atSameSpot.get(spot) ?? 0;
+    atSameSpot.set(spot, before + 1);
+    return before * 10;
+  };
+  for (const mark of drawOrder(timeline.marks)) {
+    const dx = spread(mark);
+    parts.push(drawMark(mark, (ms) => x(ms) + dx, rows, crashAtMs ?? spanMs, height));
+  }
   return (
     `<h2>Timeline (virtual time; shaded bands are the model's ${timeline.windowMs / 1000} s windows)</h2>` +
     legendHtml() +
