@@ -8,7 +8,7 @@ import { TopologyTestDriver } from '../driver.js';
 import { fakeModel, type FakeModel } from '../fakeModel.js';
 import { applyDecision, Decision, standInDecision, type Dispute } from './disputes.js';
 import { runRetryTopicBaseline } from './retryTopicBaseline.js';
-import { defaultWorkedExampleSettings, workedExampleEvents, workedExampleFixture, workedExampleLowerBoundMs, type WorkedExampleSettings, type WorkedExampleVariant } from './workedExampleSettings.js';
+import { defaultWorkedExampleSettings, workedExampleEvents, workedExampleFixture, workedExampleLowerBoundMs, variantCommit, type WorkedExampleSettings, type WorkedExampleVariant } from './workedExampleSettings.js';
 import { keysByPartition, pausesAfterRateLimits, recordingModel, type TimelineMark, type WorkedExampleTimeline } from './workedExampleTimeline.js';
 
 export { defaultWorkedExampleSettings, parseWorkedExampleSettings, workedExampleEvents, workedExampleFixture, workedExampleLowerBoundMs, workedExampleQuery, workedExampleVariants } from './workedExampleSettings.js';
@@ -98,7 +98,7 @@ async function runRecorded(s: WorkedExampleSettings, stateDir: string | undefine
 }
 
 function commitPolicy(s: WorkedExampleSettings): CommitPolicy {
-  const commit = s.commit ?? (s.variant === 'crash-commit-each' ? 'each' : workedExampleFixture.commitEveryMs);
+  const commit = s.commit ?? variantCommit(s.variant);
   return commit === 'each' ? 'each' : { everyMs: commit };
 }
 

@@ -77,6 +77,11 @@ export function defaultWorkedExampleSettings(variant: WorkedExampleVariant = 're
   };
 }
 
+/** The commit a variant makes when the settings name none: `each` for crash-commit-each, else every 5,000 ms. */
+export function variantCommit(variant: WorkedExampleVariant): 'each' | number {
+  return variant === 'crash-commit-each' ? 'each' : workedExampleFixture.commitEveryMs;
+}
+
 type NumericSetting = Exclude<keyof WorkedExampleSettings, 'variant' | 'commit'>;
 
 /** The whole-number settings and the range each must lie in (inclusive), with a short label. */

@@ -12,7 +12,7 @@ export interface EventPlace {
 /** One thing the timeline draws, on the virtual clock (ms). */
 export type TimelineMark =
   /** A call of the model: answered (a decision, valid or not), refused with a 429, or lost to a crash (`endMs` undefined). */
-  | (EventPlace & { kind: 'call'; startMs: number; endMs: number | undefined; result: 'answered' | 'rate-limited' | 'lost' })
+  | (EventPlace & { kind: 'call'; startMs: number; endMs: number | undefined; result: 'answered' | 'rate-limited' | 'lost'; attempt: number })
   /** The event waited between a 429 and its next call. */
   | (EventPlace & { kind: 'pause'; startMs: number; endMs: number })
   /** An outcome the engine reported (an attempt that failed is RETRY; PARKED, HELD, APPLIED, DUPLICATE, ...). */
@@ -45,7 +45,7 @@ export function recordingModel<T, D>(model: FakeModel<T, D>): { model: FakeModel
     model: {
       stats: () => model.stats(),
       decide: async (event, ctx) => {
-        const call: CallMark = { kind: 'call', partition: ctx.record.partition, offset: ctx.record.offset, key: ctx.key ?? '', startMs: ctx.clock.now(), endMs: undefined, result: 'lost' };
+        const call: CallMark = { kind: 'call', partition: ctx.record.partition, offset: ctx.record.offset, key: ctx.key ?? '', startMs: ctx.clock.now(), endMs: undefined, result: 'lost', attempt: ctx.attempt };
         calls.push(call);
         try {
           const decision = await model.decide(event, ctx);

@@ -1,4 +1,4 @@
-import { defaultWorkedExampleSettings, numericSettingRanges, workedExampleVariants, type WorkedExampleSettings } from '../../../testkit/scenarios/workedExampleSettings.js';
+import { numericSettingRanges, variantCommit, workedExampleVariants, type WorkedExampleSettings, type WorkedExampleVariant } from '../../../testkit/scenarios/workedExampleSettings.js';
 import { escapeXml } from './glyphs.js';
 
 // The order the controls appear in: the fixture, the model, the step, the commit and the crash.
@@ -10,13 +10,17 @@ export function controlsHtml(settings: WorkedExampleSettings): string {
   const fields = order.map((name) => {
     if (name === 'commit') {
       const value = settings.commit === undefined ? '' : String(settings.commit);
-      const placeholder = defaultWorkedExampleSettings(settings.variant).variant === 'crash-commit-each' ? 'each' : '5000';
-      return `<label>commit: each, or every N ms<input name="commit" list="commit-choices" value="${escapeXml(value)}" placeholder="${placeholder} (variant's)"/><datalist id="commit-choices"><option>each</option><option>1000</option><option>5000</option></datalist></label>`;
+      return `<label>commit: each, or every N ms<input name="commit" list="commit-choices" value="${escapeXml(value)}" placeholder="${commitPlaceholder(settings.variant)}"/><datalist id="commit-choices"><option>each</option><option>1000</option><option>5000</option></datalist></label>`;
     }
     const range = numericSettingRanges[name];
     return `<label>${escapeXml(range.label)}<input name="${name}" type="number" min="${range.min}" max="${range.max}" step="1" value="${settings[name]}"/></label>`;
   });
   return [variant, ...fields].join('');
+}
+
+/** What the commit control shows when empty: the variant's own commit. */
+export function commitPlaceholder(variant: WorkedExampleVariant): string {
+  return `${variantCommit(variant)} (the variant's)`;
 }
 
 /** The form's values as a URL query, to be read by parseWorkedExampleSettings. */

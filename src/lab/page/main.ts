@@ -1,7 +1,7 @@
 import './shims/setImmediate.js';
 import { runWorkedExampleTimeline } from '../../../testkit/scenarios/workedExample.js';
 import { parseWorkedExampleSettings, workedExampleQuery, type WorkedExampleSettings } from '../../../testkit/scenarios/workedExampleSettings.js';
-import { controlsHtml, formQuery } from './controls.js';
+import { commitPlaceholder, controlsHtml, formQuery } from './controls.js';
 import { figuresHtml } from './figures.js';
 import { timelineHtml } from './timeline.js';
 
@@ -44,6 +44,7 @@ form.addEventListener('change', () => {
   } catch (error) {
     return fail(error);
   }
+  form.querySelector<HTMLInputElement>('input[name="commit"]')!.placeholder = commitPlaceholder(settings.variant);
   history.replaceState(null, '', `?${workedExampleQuery(settings)}`);
   void run(settings);
 });

@@ -91,7 +91,7 @@ function drawMark(mark: TimelineMark, x: (ms: number) => number, rows: Rows, los
       const y = rows.keyY(mark.partition, mark.key);
       const endMs = mark.endMs ?? lostEndMs;
       const kind: GlyphKind = mark.result === 'rate-limited' ? 'rate-limited' : mark.result === 'lost' ? 'lost-call' : 'call';
-      const title = `partition ${mark.partition}, ${mark.key}, offset ${mark.offset}: ${mark.result === 'rate-limited' ? '429' : mark.result === 'lost' ? 'call lost to the crash' : 'model call'} ${formatSeconds(mark.startMs)}–${formatSeconds(endMs)}`;
+      const title = `partition ${mark.partition}, ${mark.key}, offset ${mark.offset}, attempt ${mark.attempt}: ${mark.result === 'rate-limited' ? '429' : mark.result === 'lost' ? 'call lost to the crash' : 'model call'} ${formatSeconds(mark.startMs)}–${formatSeconds(endMs)}`;
       const width = Math.max(mark.result === 'rate-limited' ? 2 : 1, x(endMs) - x(mark.startMs));
       const label = kind === 'call' && width > 16 ? `<text x="${x(mark.startMs) + 3}" y="${y + 3.5}" font-size="9" fill="#fff" pointer-events="none">#${mark.offset}</text>` : '';
       return glyph(kind, x(mark.startMs), y, width, title) + label;
