@@ -19,7 +19,7 @@ export type GlyphKind =
 const legend: ReadonlyArray<[GlyphKind, string]> = [
   ['call', 'model call'],
   ['rate-limited', '429'],
-  ['pause', 'paused (Retry-After)'],
+  ['pause', 'waiting after a 429'],
   ['attempt-failed', 'attempt failed'],
   ['parked', 'parked'],
   ['held', 'held'],

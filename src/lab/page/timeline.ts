@@ -33,9 +33,10 @@ export function timelineHtml(timeline: WorkedExampleTimeline): string {
     atSameSpot.set(spot, before + 1);
     return before * 10;
   };
+  const unlabelled = crowdedCommits(timeline.marks, x);
   for (const mark of drawOrder(timeline.marks)) {
     const dx = spread(mark);
-    parts.push(drawMark(mark, (ms) => x(ms) + dx, rows, crashAtMs ?? spanMs, height));
+    parts.push(drawMark(mark, (ms) => x(ms) + dx, rows, crashAtMs ?? spanMs, height, !unlabelled.has(mark)));
   }
   return (
     `<h2>Timeline (virtual time; shaded bands are the model's ${timeline.windowMs / 1000} s windows)</h2>` +
@@ -85,7 +86,20 @@ function drawOrder(marks: readonly TimelineMark[]): TimelineMark[] {
   return [...marks].sort((a, b) => rank(a) - rank(b));
 }
 
-function drawMark(mark: TimelineMark, x: (ms: number) => number, rows: Rows, lostEndMs: number, height: number): string {
+/** Commits whose offset label the partition's next commit, drawn within a label's width, would overwrite: only the later label shows. */
+function crowdedCommits(marks: readonly TimelineMark[], x: (ms: number) => number): Set<TimelineMark> {
+  const crowded = new Set<TimelineMark>();
+  const last = new Map<number, Extract<TimelineMark, { kind: 'commit' }>>();
+  for (const mark of [...marks].sort((a, b) => ('atMs' in a ? a.atMs : a.startMs) - ('atMs' in b ? b.atMs : b.startMs))) {
+    if (mark.kind !== 'commit') continue;
+    const before = last.get(mark.partition);
+    if (before && x(mark.atMs) - x(before.atMs) < 16) crowded.add(before);
+    last.set(mark.partition, mark);
+  }
+  return crowded;
+}
+
+function drawMark(mark: TimelineMark, x: (ms: number) => number, rows: Rows, lostEndMs: number, height: number, labelled: boolean): string {
   switch (mark.kind) {
     case 'call': {
       const y = rows.keyY(mark.partition, mark.key);
@@ -97,7 +111,7 @@ function drawMark(mark: TimelineMark, x: (ms: number) => number, rows: Rows, los
       return glyph(kind, x(mark.startMs), y, width, title) + label;
     }
     case 'pause':
-      return glyph('pause', x(mark.startMs), rows.keyY(mark.partition, mark.key), x(mark.endMs) - x(mark.startMs), `partition ${mark.partition}, ${mark.key}, offset ${mark.offset}: paused by the 429's Retry-After ${formatSeconds(mark.startMs)}–${formatSeconds(mark.endMs)}`);
+      return glyph('pause', x(mark.startMs), rows.keyY(mark.partition, mark.key), x(mark.endMs) - x(mark.startMs), `partition ${mark.partition}, ${mark.key}, offset ${mark.offset}: waiting after a 429 for its next call ${formatSeconds(mark.startMs)}–${formatSeconds(mark.endMs)}`);
     case 'outcome': {
       const kind = outcomeGlyph(mark.outcome, mark.replayed === true);
       if (!kind) return '';
@@ -108,11 +122,16 @@ function drawMark(mark: TimelineMark, x: (ms: number) => number, rows: Rows, los
       return glyph('redelivery', x(mark.atMs), rows.keyY(mark.partition, mark.key), 0, `partition ${mark.partition}, ${mark.key}, offset ${mark.offset}: redelivered at ${formatSeconds(mark.atMs)}`);
     case 'commit': {
       const y = rows.partitionY[mark.partition]! + PARTITION_ROW / 2;
-      return glyph('commit', x(mark.atMs), y, 0, `partition ${mark.partition}: committed offset ${mark.offset} at ${formatSeconds(mark.atMs)}`) + `<text x="${x(mark.atMs) + 4}" y="${y + 4}" font-size="9" fill="#1f6f43">${mark.offset}</text>`;
+      const label = labelled ? `<text x="${x(mark.atMs) + 4}" y="${y + 4}" font-size="9" fill="#1f6f43">${mark.offset}</text>` : '';
+      return glyph('commit', x(mark.atMs), y, 0, `partition ${mark.partition}: committed offset ${mark.offset} at ${formatSeconds(mark.atMs)}`) + label;
     }
     case 'crash':
     case 'restart':
-      return glyph(mark.kind, x(mark.atMs), AXIS_HEIGHT - 6, height - AXIS_HEIGHT, `${mark.kind} at ${formatSeconds(mark.atMs)}`) + `<text x="${x(mark.atMs) + 3}" y="${AXIS_HEIGHT - 8}" font-size="10" font-weight="600" fill="${mark.kind === 'crash' ? '#b3261e' : '#1f6f43'}">${mark.kind}</text>`;
+      // The crash's label left of its line, the restart's right of it: they stay apart however close the two are.
+      return (
+        glyph(mark.kind, x(mark.atMs), AXIS_HEIGHT - 6, height - AXIS_HEIGHT, `${mark.kind} at ${formatSeconds(mark.atMs)}`) +
+        `<text x="${x(mark.atMs) + (mark.kind === 'crash' ? -3 : 3)}" y="${AXIS_HEIGHT - 8}" text-anchor="${mark.kind === 'crash' ? 'end' : 'start'}" font-size="10" font-weight="600" fill="${mark.kind === 'crash' ? '#b3261e' : '#1f6f43'}">${mark.kind}</text>`
+      );
   }
 }
 
