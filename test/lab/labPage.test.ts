@@ -49,8 +49,14 @@ function asText(row: VariantResult): Record<string, string> {
   return Object.fromEntries(Object.entries(row).map(([field, value]) => [field, String(value)]));
 }
 
+/** Every address the page asked for, by page: the page must need nothing but its own server. */
+const requested = new WeakMap<Page, string[]>();
+
 async function openDone(query: string): Promise<Page> {
   const page = await browser.newPage({ viewport: { width: 1420, height: 900 } });
+  const urls: string[] = [];
+  requested.set(page, urls);
+  page.on('request', (request) => urls.push(request.url()));
   await page.goto(`${url}?${query}`);
   await page.waitForSelector('main[data-state="done"]', { timeout: 60_000 });
   return page;
@@ -63,6 +69,8 @@ describe('orderly lab page', () => {
       try {
         const row = cliRows.find((r) => r.variant === variant)!;
         expect(await figures(page)).toEqual(asText(row));
+        expect(requested.get(page)).toContain(`${url}lab.js`);
+        expect(requested.get(page)!.filter((address) => !address.startsWith(url))).toEqual([]);
         // The timeline has a row per key of every partition, and the run's calls on it.
         expect(await page.locator('#timeline svg.plot rect[fill="#3b6fd0"]').count()).toBe(row.modelCalls);
         if (variant.startsWith('crash-')) expect(await page.locator('#timeline svg.plot text', { hasText: /^crash$/ }).count()).toBe(1);
