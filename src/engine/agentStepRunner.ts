@@ -128,6 +128,7 @@ function callOnce(
   }
   // Answered at once (a rule, a cache): no promise, no abort listener to add and remove.
   if (!isThenable(answer)) {
+    ctx.gate!.answered(admission);
     if (signal.aborted) throw signal.reason;
     return validateDecision(step, answer);
   }
@@ -150,18 +151,20 @@ async function answerOf(
   } catch (error) {
     return callFailed(ctx, step, event, attempt, admission, signal, error);
   }
+  ctx.gate!.answered(admission);
   return validateDecision(step, raw);
 }
 
 /** A decide that threw or rejected: given up, refused (a 429: no attempt counted) or failed. */
 function callFailed(ctx: EngineContext, step: AgentStepNode, event: EngineEvent, attempt: number, admission: Admission, signal: AbortSignal, error: unknown): CallOutcome {
-  // Given up, not failed: no attempt is counted, the event stays unfinished.
-  if (signal.aborted) throw signal.reason;
-  if (isRateLimited(error)) {
+  if (isRateLimited(error) && !signal.aborted) {
     ctx.gate!.rateLimited(error.retryAfterMs, admission);
     ctx.report(Outcome.RATE_LIMITED, event, { attempt });
     return { kind: 'refused' };
   }
+  ctx.gate!.answered(admission);
+  // Given up, not failed: no attempt is counted, the event stays unfinished.
+  if (signal.aborted) throw signal.reason;
   return { kind: 'failed', error: `agentStep '${step.name}' threw: ${messageOf(error)}` };
 }
 
