@@ -5,8 +5,9 @@
 #
 # 1. Installs the Debian packages that @confluentinc/kafka-javascript needs to
 #    build its bundled librdkafka against the system libraries, plus Java and
-#    Maven for the local Kafka broker (tools/kafka/broker.ts). apt-get runs
-#    only when something is missing.
+#    Maven for the local Kafka broker (tools/kafka/broker.ts), and chromium for
+#    the lab page's browser tests (test/lab). apt-get runs only when something
+#    is missing.
 # 2. Runs `CKJS_LINKING=dynamic npm ci` in the repository root, unless
 #    node_modules was already installed from the same package-lock.json with
 #    the same Node.js.
@@ -40,6 +41,8 @@ wanted_debs() {
   command -v python3 >/dev/null || echo python3
   command -v java >/dev/null || echo openjdk-17-jre-headless
   command -v mvn >/dev/null || echo maven
+  # The lab tests launch this very path (playwright-core, no browser download).
+  [ -x /usr/bin/chromium ] || echo chromium
 }
 
 # Runs a command as root: directly, or through sudo.

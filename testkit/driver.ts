@@ -3,7 +3,7 @@ import { json, type Serde } from '../src/dsl/serde.js';
 import { Engine, type CommitPolicy, type ParkedKeyInfo } from '../src/engine/engine.js';
 import type { OutcomeEvent } from '../src/engine/outcomes.js';
 import type { ParkedEvent, Resolution } from '../src/engine/parkedKeys.js';
-import type { CommitOffset } from '../src/ports/log.js';
+import type { CommitOffset, TopicPartition } from '../src/ports/log.js';
 import type { StoreOp } from '../src/ports/store.js';
 import { openLevelStore, openMemoryStore } from '../src/state/levelStore.js';
 import { crashPhase, type CrashPoint, type IoRequest } from './crashPoints.js';
@@ -298,6 +298,16 @@ export class TopologyTestDriver {
     return this.observations.history;
   }
 
+  /** Records delivered again after a crash, with the virtual time of each delivery. */
+  redeliveries(): readonly (TopicPartition & { offset: number; key: string | null; atMs: number })[] {
+    return this.observations.redeliveries;
+  }
+
+  /** Commits that moved a partition of any topic forward, with the offset committed and when. */
+  commits(): readonly (TopicPartition & { offset: number; atMs: number })[] {
+    return this.observations.commits;
+  }
+
   /** Every effect recorded, in the order the store received them. */
   effects(): readonly AppliedEffect[] {
     return this.observations.effects;
@@ -397,7 +407,7 @@ export class TopologyTestDriver {
     let consumer: DriverConsumer | undefined;
     const transaction =
       this.mode === 'exactlyOnce' ? new DriverTransaction(overlay!, state, this.log, () => this.clock.now(), madeDurable, () => consumer?.transactionOpened()) : undefined;
-    consumer = new DriverConsumer(id, this.io, this.log, () => this.clock.now(), (record) => this.observations.delivered(record), {
+    consumer = new DriverConsumer(id, this.io, this.log, () => this.clock.now(), (record) => this.observations.delivered(record, this.clock.now()), {
       ...(transaction ? { transaction, clock } : {}),
       ...(faults.commitAheadBy ? { commitAheadBy: faults.commitAheadBy } : {}),
       refuseCommits: this.refuseCommits(),
@@ -448,7 +458,7 @@ export class TopologyTestDriver {
     }
     if (request.kind === 'commit') {
       // Check what the log holds now, not what was asked: a faulty log may have committed more.
-      this.observations.committed(request.offsets.map((tp, i) => ({ ...tp, from: before[i]!, to: this.log.committed(tp) })));
+      this.observations.committed(request.offsets.map((tp, i) => ({ ...tp, from: before[i]!, to: this.log.committed(tp) })), this.clock.now());
     }
     if (phase === 'after') return this.crashNow();
     pending.settle(outcome);

@@ -56,6 +56,10 @@ export class DriverObservations {
   readonly modelCalls: ObservedModelCall[] = [];
   /** Effect ids of the parked events a person discarded, as the store received them. */
   readonly discarded = new Set<string>();
+  /** Records delivered again after a crash, when they were delivered. */
+  readonly redeliveries: Array<TopicPartition & { offset: number; key: string | null; atMs: number }> = [];
+  /** Commits that moved a partition's committed offset, when they reached the log. */
+  readonly commits: Array<TopicPartition & { offset: number; atMs: number }> = [];
   private readonly effectIds = new Set<string>();
   // By partition number: only the source topic's partitions are observed.
   private readonly partitions: PartitionObservations[] = [];
@@ -94,10 +98,11 @@ export class DriverObservations {
     };
   }
 
-  delivered(record: TopicPartition & { offset: number; key: string | null }): void {
+  delivered(record: TopicPartition & { offset: number; key: string | null }, atMs: number): void {
     const partition = this.partition(record.partition);
     if (record.offset <= partition.highestDelivered) {
       this.counts.redeliveries += 1;
+      this.redeliveries.push({ topic: record.topic, partition: record.partition, offset: record.offset, key: record.key, atMs });
     } else {
       partition.highestDelivered = record.offset;
       partition.arrived(record);
@@ -138,8 +143,9 @@ export class DriverObservations {
   }
 
   /** A commit reached the log: every offset below it must have finished. */
-  committed(commits: ReadonlyArray<TopicPartition & { from: number; to: number }>): void {
+  committed(commits: ReadonlyArray<TopicPartition & { from: number; to: number }>, atMs: number): void {
     for (const c of commits) {
+      if (c.to !== c.from) this.commits.push({ topic: c.topic, partition: c.partition, offset: c.to, atMs });
       const finished = this.partition(c.partition).finished;
       for (let o = c.from; o < c.to; o++) {
         if (!finished.has(o)) {

@@ -18,6 +18,12 @@ export function createProgram(): Command {
   registerRunCommand(program);
   registerParkedCommand(program);
   registerStaticCommands(program);
+  program
+    .command('lab')
+    .description('serve the lab page: the worked example run in the browser, drawn as a timeline, a control for every setting')
+    .option('--port <n>', 'the port to listen on (0: any free port)', '8080')
+    .option('--host <address>', 'the address to listen on', '127.0.0.1')
+    .action(async (options: { port: string; host: string }) => (await import('../lab/labCommand.js')).runLabCommand(options));
   return program;
 }
 

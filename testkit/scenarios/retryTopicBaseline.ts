@@ -3,14 +3,11 @@ import { sleep, type Clock } from '../../src/ports/clock.js';
 import type { FakeModel } from '../fakeModel.js';
 import { VirtualClock } from '../virtualClock.js';
 import { decisionProblems, type Dispute } from './disputes.js';
-import { workedExampleEvents, workedExampleFixture, workedExampleLowerBoundMs, type VariantResult, type WorkedExampleVariant } from './workedExample.js';
+import type { VariantResult } from './workedExample.js';
+import { workedExampleFixture, workedExampleLowerBoundMs, type WorkedExampleEvent, type WorkedExampleSettings } from './workedExampleSettings.js';
+import type { TimelineMark } from './workedExampleTimeline.js';
 
-interface BaselineEvent {
-  readonly partition: number;
-  readonly offset: number;
-  readonly key: string;
-  readonly dispute: Dispute;
-}
+type BaselineEvent = WorkedExampleEvent;
 
 /**
  * The other usual mistake, for comparison: a hand-written worker (not orderly's engine) that, on a
@@ -19,9 +16,14 @@ interface BaselineEvent {
  * doubling up to 16 s, so an event refused twice falls behind a later event of its key refused
  * once. It runs the same fake model on the same virtual clock, with the same in-flight window.
  */
-export async function runRetryTopicBaseline(model: FakeModel<Dispute, unknown>, variant: WorkedExampleVariant): Promise<VariantResult> {
+export async function runRetryTopicBaseline(
+  model: FakeModel<Dispute, unknown>,
+  settings: WorkedExampleSettings,
+  events: readonly WorkedExampleEvent[],
+  onOutcome: (mark: TimelineMark) => void = () => {},
+): Promise<VariantResult> {
   const clock = new VirtualClock();
-  const worker = new RetryTopicWorker(clock.view('baseline'), model);
+  const worker = new RetryTopicWorker(clock.view('baseline'), model, settings, events, onOutcome);
   worker.start();
   for (;;) {
     await new Promise<void>((resolve) => setImmediate(resolve));
@@ -29,14 +31,14 @@ export async function runRetryTopicBaseline(model: FakeModel<Dispute, unknown>, 
   }
   const stats = model.stats();
   return {
-    variant,
-    events: workedExampleEvents().length,
+    variant: settings.variant,
+    events: events.length,
     held: 0,
     modelCalls: stats.accepted,
     rateLimitedResponses: stats.refused,
     wastedModelCalls: 0,
     endMs: worker.endMs,
-    lowerBoundMs: workedExampleLowerBoundMs(),
+    lowerBoundMs: workedExampleLowerBoundMs(settings),
     redelivered: 0,
     redeliveredAlreadyApplied: 0,
     doubleEffects: 0,
@@ -50,16 +52,18 @@ class RetryTopicWorker {
   orderViolations = 0;
   parked = 0;
   private readonly applied = new Set<string>();
-  private readonly events = workedExampleEvents();
 
   constructor(
     private readonly clock: Clock,
     private readonly model: FakeModel<Dispute, unknown>,
+    private readonly settings: WorkedExampleSettings,
+    private readonly events: readonly BaselineEvent[],
+    private readonly onOutcome: (mark: TimelineMark) => void,
   ) {}
 
   start(): void {
     const events = this.events;
-    for (let p = 0; p < workedExampleFixture.partitions; p++) {
+    for (let p = 0; p < this.settings.partitions; p++) {
       this.consumePartition(events.filter((e) => e.partition === p));
     }
   }
@@ -69,7 +73,7 @@ class RetryTopicWorker {
     const busyKeys = new Set<string>();
     let next = 0;
     const pump = () => {
-      while (next < events.length && busyKeys.size < workedExampleFixture.maxInFlight && !busyKeys.has(events[next]!.key)) {
+      while (next < events.length && busyKeys.size < this.settings.maxInFlight && !busyKeys.has(events[next]!.key)) {
         const event = events[next++]!;
         busyKeys.add(event.key);
         void this.process(event).then(() => {
@@ -83,7 +87,7 @@ class RetryTopicWorker {
 
   /** Resolves when the event is applied, parked or diverted to the retry topic. */
   private async process(event: BaselineEvent, retries = 0): Promise<void> {
-    const f = workedExampleFixture;
+    const f = { ...this.settings, topic: workedExampleFixture.topic };
     for (let attempt = 1; attempt <= f.attempts; attempt++) {
       let decision: unknown;
       try {
@@ -103,8 +107,12 @@ class RetryTopicWorker {
         return;
       }
       if (decisionProblems(decision).length === 0) return this.apply(event);
-      if (attempt < f.attempts) await sleep(this.clock, f.retryDelayMs);
+      if (attempt < f.attempts) {
+        this.outcome(event, 'RETRY', attempt);
+        await sleep(this.clock, f.retryDelayMs);
+      }
     }
+    this.outcome(event, 'PARKED', f.attempts);
     this.parked += 1;
     this.endMs = Math.max(this.endMs, this.clock.now());
   }
@@ -114,7 +122,14 @@ class RetryTopicWorker {
     const earlier = this.events.filter((e) => e.partition === event.partition && e.key === event.key && e.offset < event.offset);
     if (earlier.some((e) => !this.applied.has(e.dispute.disputeId))) this.orderViolations += 1;
     this.applied.add(event.dispute.disputeId);
+    this.outcome(event, 'APPLIED');
     this.endMs = Math.max(this.endMs, this.clock.now());
+  }
+
+  /** Tells the timeline what happened to an event, in the engine's words. */
+  private outcome(event: BaselineEvent, outcome: 'RETRY' | 'PARKED' | 'APPLIED', attempt?: number): void {
+    const { partition, offset, key } = event;
+    this.onOutcome({ kind: 'outcome', partition, offset, key, atMs: this.clock.now(), outcome, ...(attempt !== undefined ? { attempt } : {}) });
   }
 }
 

@@ -8,30 +8,11 @@ import { TopologyTestDriver } from '../driver.js';
 import { fakeModel, type FakeModel } from '../fakeModel.js';
 import { applyDecision, Decision, standInDecision, type Dispute } from './disputes.js';
 import { runRetryTopicBaseline } from './retryTopicBaseline.js';
+import { defaultWorkedExampleSettings, workedExampleEvents, workedExampleFixture, workedExampleLowerBoundMs, variantCommit, type WorkedExampleSettings, type WorkedExampleVariant } from './workedExampleSettings.js';
+import { keysByPartition, pausesAfterRateLimits, recordingModel, type TimelineMark, type WorkedExampleTimeline } from './workedExampleTimeline.js';
 
-/** The worked example's fixed numbers: 3 partitions of 8 events, a model of 6 calls per 10 s at 4 s each. */
-export const workedExampleFixture = {
-  topic: 'disputes',
-  partitions: 3,
-  limit: { calls: 6, windowMs: 10_000 },
-  latencyMs: 4_000,
-  maxInFlight: 3,
-  attempts: 3,
-  retryDelayMs: 1_000,
-  crashAtMs: 25_000,
-  restartAfterMs: 5_000,
-  commitEveryMs: 5_000,
-  /** The accounts of each partition's events, in offset order. Event 2 of partition 1 is poison. */
-  keys: [
-    ['acct-01', 'acct-02', 'acct-03', 'acct-01', 'acct-04', 'acct-02', 'acct-05', 'acct-03'],
-    ['acct-11', 'acct-12', 'acct-13', 'acct-11', 'acct-13', 'acct-14', 'acct-13', 'acct-12'],
-    ['acct-21', 'acct-22', 'acct-23', 'acct-24', 'acct-21', 'acct-25', 'acct-22', 'acct-26'],
-  ],
-  poison: { partition: 1, offset: 2 },
-} as const;
-
-export const workedExampleVariants = ['retry-after', 'crash-interval-commit', 'crash-commit-each', 'immediate-retry', 'retry-topic', 'declared-limit'] as const;
-export type WorkedExampleVariant = (typeof workedExampleVariants)[number];
+export { defaultWorkedExampleSettings, parseWorkedExampleSettings, workedExampleEvents, workedExampleFixture, workedExampleLowerBoundMs, workedExampleQuery, workedExampleVariants } from './workedExampleSettings.js';
+export type { WorkedExampleSettings, WorkedExampleVariant } from './workedExampleSettings.js';
 
 /** One variant's figures. */
 export interface VariantResult {
@@ -53,81 +34,92 @@ export interface VariantResult {
   readonly parked: number;
 }
 
-/** The fixture's events, as piped: partition, offset, key and dispute. */
-export function workedExampleEvents(): Array<{ partition: number; offset: number; key: string; dispute: Dispute }> {
-  const { keys, poison } = workedExampleFixture;
-  return keys.flatMap((partitionKeys, partition) =>
-    partitionKeys.map((account, offset) => ({
-      partition,
-      offset,
-      key: account,
-      dispute: {
-        disputeId: `d-${partition}-${offset}`,
-        account,
-        amount: 20 + 15 * offset,
-        reason: partition === poison.partition && offset === poison.offset ? 'unparseable' : offset % 3 === 0 ? 'fraud' : 'not-received',
-      },
-    })),
-  );
-}
-
-/**
- * The least virtual time any schedule can finish in: every call that must be accepted (one per
- * event that is neither poison nor held, plus the poison's attempts) fits in windows of
- * `calls`, and the last window's calls take `latencyMs`.
- */
-export function workedExampleLowerBoundMs(): number {
-  const f = workedExampleFixture;
-  const events = f.keys.flat().length;
-  const poisonKey = f.keys[f.poison.partition]![f.poison.offset]!;
-  const held = f.keys[f.poison.partition]!.filter((k, offset) => k === poisonKey && offset > f.poison.offset).length;
-  const calls = events - 1 - held + f.attempts;
-  return (Math.ceil(calls / f.limit.calls) - 1) * f.limit.windowMs + f.latencyMs;
+/** Options of {@link runWorkedExample}. */
+export interface WorkedExampleOptions {
+  /** Keep the state in LevelDB here; without it, in memory-level. */
+  readonly stateDir?: string;
+  /** Settings other than the variant's defaults (see {@link WorkedExampleSettings}). */
+  readonly settings?: Partial<Omit<WorkedExampleSettings, 'variant'>>;
 }
 
 /** Runs one variant on the test driver (or, for `retry-topic`, on the naive baseline) and measures it. */
-export async function runWorkedExample(variant: WorkedExampleVariant, options: { stateDir?: string } = {}): Promise<VariantResult> {
-  const model = disputesModel();
-  if (variant === 'retry-topic') return runRetryTopicBaseline(model, variant);
-  const f = workedExampleFixture;
-  const commit: CommitPolicy = variant === 'crash-commit-each' ? 'each' : { everyMs: f.commitEveryMs };
-  const driver = new TopologyTestDriver(workedExampleTopology(model, variant), {
-    partitions: f.partitions,
-    commit,
-    ...(options.stateDir ? { stateDir: options.stateDir } : {}),
+export async function runWorkedExample(variant: WorkedExampleVariant, options: WorkedExampleOptions = {}): Promise<VariantResult> {
+  return (await runRecorded({ ...defaultWorkedExampleSettings(variant), ...options.settings, variant }, options.stateDir)).result;
+}
+
+/** Runs the worked example with these settings, in memory, and returns its figures and its timeline. */
+export async function runWorkedExampleTimeline(settings: WorkedExampleSettings): Promise<{ result: VariantResult; timeline: WorkedExampleTimeline }> {
+  return runRecorded(settings, undefined);
+}
+
+async function runRecorded(s: WorkedExampleSettings, stateDir: string | undefined): Promise<{ result: VariantResult; timeline: WorkedExampleTimeline }> {
+  const events = workedExampleEvents(s);
+  const recorded = recordingModel(disputesModel(s));
+  const model = recorded.model;
+  const timeline = (marks: TimelineMark[]): WorkedExampleTimeline => ({
+    keysByPartition: keysByPartition(events, s.partitions),
+    marks: [...recorded.calls, ...pausesAfterRateLimits(recorded.calls), ...marks],
+    windowMs: s.windowMs,
+  });
+  if (s.variant === 'retry-topic') {
+    const outcomes: TimelineMark[] = [];
+    const result = await runRetryTopicBaseline(model, s, events, (mark) => outcomes.push(mark));
+    return { result, timeline: timeline(outcomes) };
+  }
+  const driver = new TopologyTestDriver(workedExampleTopology(model, s), {
+    partitions: s.partitions,
+    commit: commitPolicy(s),
+    seed: s.seed,
+    ...(stateDir ? { stateDir } : {}),
   });
   try {
-    const input = driver.createInputTopic<Dispute>(f.topic);
-    for (const e of workedExampleEvents()) input.pipeInput(e.key, e.dispute, { partition: e.partition });
-    if (variant.startsWith('crash-')) {
-      driver.crash({ at: f.crashAtMs });
-      driver.restart({ after: f.crashAtMs + f.restartAfterMs });
+    const input = driver.createInputTopic<Dispute>(workedExampleFixture.topic);
+    for (const e of events) input.pipeInput(e.key, e.dispute, { partition: e.partition });
+    const crashes = s.variant.startsWith('crash-');
+    if (crashes) {
+      driver.crash({ at: s.crashAtMs });
+      driver.restart({ after: s.crashAtMs + s.restartAfterMs });
     }
     await driver.runUntilIdle();
-    return measure(variant, driver, model);
+    const marks: TimelineMark[] = [
+      ...driver.history().map((h): TimelineMark => ({
+        kind: 'outcome', partition: h.partition, offset: h.offset, key: h.key ?? '', atMs: h.atMs, outcome: h.outcome,
+        ...(h.attempt !== undefined ? { attempt: h.attempt } : {}),
+        ...(h.replayed ? { replayed: true } : {}),
+      })),
+      ...driver.redeliveries().map((r): TimelineMark => ({ kind: 'redelivery', partition: r.partition, offset: r.offset, key: r.key ?? '', atMs: r.atMs })),
+      ...driver.commits().filter((c) => c.topic === workedExampleFixture.topic).map((c): TimelineMark => ({ kind: 'commit', partition: c.partition, offset: c.offset, atMs: c.atMs })),
+      ...(crashes && driver.metrics().crashes > 0 ? [{ kind: 'crash', atMs: s.crashAtMs } as const, { kind: 'restart', atMs: s.crashAtMs + s.restartAfterMs } as const] : []),
+    ];
+    return { result: measure(s, driver, model), timeline: timeline(marks) };
   } finally {
     await driver.close();
   }
 }
 
-function disputesModel(): FakeModel<Dispute, unknown> {
-  const f = workedExampleFixture;
+function commitPolicy(s: WorkedExampleSettings): CommitPolicy {
+  const commit = s.commit ?? variantCommit(s.variant);
+  return commit === 'each' ? 'each' : { everyMs: commit };
+}
+
+function disputesModel(s: WorkedExampleSettings): FakeModel<Dispute, unknown> {
   return fakeModel<Dispute, unknown>({
-    latencyMs: f.latencyMs,
-    limit: f.limit,
+    latencyMs: s.latencyMs,
+    limit: { calls: s.callsPerWindow, windowMs: s.windowMs },
     poison: (d) => d.reason === 'unparseable',
     decide: (d) => standInDecision(d),
+    seed: s.seed,
   });
 }
 
 /** The topology every driver variant runs; the variants differ in how the step meets a 429. */
-export function workedExampleTopology(model: FakeModel<Dispute, unknown>, variant: WorkedExampleVariant): Topology {
-  const f = workedExampleFixture;
-  const decide = variant === 'immediate-retry' ? retryAtOnce(model.decide) : model.decide;
-  return stream<Dispute>(f.topic)
-    .keyedSerial({ maxInFlight: f.maxInFlight })
-    .agentStep('decide', decide, { schema: Decision, ...(variant === 'declared-limit' ? { limit: f.limit } : {}) })
-    .park({ attempts: f.attempts, retryDelayMs: f.retryDelayMs })
+export function workedExampleTopology(model: FakeModel<Dispute, unknown>, settings: WorkedExampleSettings): Topology {
+  const s = settings;
+  const decide = s.variant === 'immediate-retry' ? retryAtOnce(model.decide) : model.decide;
+  return stream<Dispute>(workedExampleFixture.topic)
+    .keyedSerial({ maxInFlight: s.maxInFlight })
+    .agentStep('decide', decide, { schema: Decision, ...(s.variant === 'declared-limit' ? { limit: { calls: s.callsPerWindow, windowMs: s.windowMs } } : {}) })
+    .park({ attempts: s.attempts, retryDelayMs: s.retryDelayMs })
     .applyOnce(applyDecision)
     .to('dispute-decisions')
     .build();
@@ -146,21 +138,21 @@ function retryAtOnce(decide: DecideFn<Dispute, unknown>): DecideFn<Dispute, unkn
   };
 }
 
-function measure(variant: WorkedExampleVariant, driver: TopologyTestDriver, model: FakeModel<Dispute, unknown>): VariantResult {
+function measure(s: WorkedExampleSettings, driver: TopologyTestDriver, model: FakeModel<Dispute, unknown>): VariantResult {
   const history = driver.history();
   const metrics = driver.metrics();
   const distinct = (outcome: Outcome) => new Set(history.filter((h) => h.outcome === outcome).map((h) => h.effectId)).size;
   const finished = history.filter((h) => h.outcome !== Outcome.RETRY && h.outcome !== Outcome.RATE_LIMITED);
   const stats = model.stats();
   return {
-    variant,
-    events: workedExampleEvents().length,
+    variant: s.variant,
+    events: workedExampleEvents(s).length,
     held: distinct(Outcome.HELD),
     modelCalls: stats.accepted,
     rateLimitedResponses: stats.refused,
     wastedModelCalls: metrics.wastedModelCalls,
     endMs: Math.max(0, ...finished.map((h) => h.atMs)),
-    lowerBoundMs: workedExampleLowerBoundMs(),
+    lowerBoundMs: workedExampleLowerBoundMs(s),
     redelivered: metrics.redeliveries,
     redeliveredAlreadyApplied: metrics.duplicatesPrevented,
     doubleEffects: metrics.doubleEffects,
