@@ -6,7 +6,7 @@ import { stateKeys } from '../state/stateKeys.js';
 import type { EngineContext } from './engineContext.js';
 import type { Admission } from './rateGate.js';
 import { messageOf, metaOf, type EngineEvent } from './events.js';
-import { Outcome } from './outcomes.js';
+import { Outcome, type ModelCallResult } from './outcomes.js';
 
 /** One failed attempt, as it is stored and parked. */
 export interface AttemptError {
@@ -124,14 +124,25 @@ function callOnce(
       signal,
     });
   } catch (error) {
-    return callFailed(ctx, step, event, attempt, admission, signal, error);
+    return callFailed(ctx, step, event, attempt, admission, signal, error, atMs);
   }
   // Answered at once (a rule, a cache): no promise, no abort listener to add and remove.
   if (!isThenable(answer)) {
-    if (signal.aborted) throw signal.reason;
+    if (signal.aborted) {
+      callEnded(ctx, step, event, atMs, 'aborted');
+      throw signal.reason;
+    }
+    callEnded(ctx, step, event, atMs, 'answered');
     return validateDecision(step, answer);
   }
-  return answerOf(ctx, step, event, attempt, admission, signal, answer);
+  return answerOf(ctx, step, event, attempt, admission, signal, answer, atMs);
+}
+
+/** Tells the observer how a call ended and how long it took. */
+function callEnded(ctx: EngineContext, step: AgentStepNode, event: EngineEvent, startedAtMs: number, result: ModelCallResult): void {
+  if (!ctx.observer.modelCallEnded) return;
+  const atMs = ctx.clock.now();
+  ctx.observer.modelCallEnded({ step: step.name, effectId: event.effectId, atMs, durationMs: atMs - startedAtMs, result });
 }
 
 /** Waits for a decide's promised answer; the call ends at the abort even if decide ignores the signal, and its late answer is dropped. */
@@ -143,25 +154,41 @@ async function answerOf(
   admission: Admission,
   signal: AbortSignal,
   answer: PromiseLike<unknown>,
+  startedAtMs: number,
 ): Promise<CallOutcome> {
   let raw: unknown;
   try {
     raw = await abortable(Promise.resolve(answer), signal);
   } catch (error) {
-    return callFailed(ctx, step, event, attempt, admission, signal, error);
+    return callFailed(ctx, step, event, attempt, admission, signal, error, startedAtMs);
   }
+  callEnded(ctx, step, event, startedAtMs, 'answered');
   return validateDecision(step, raw);
 }
 
 /** A decide that threw or rejected: given up, refused (a 429: no attempt counted) or failed. */
-function callFailed(ctx: EngineContext, step: AgentStepNode, event: EngineEvent, attempt: number, admission: Admission, signal: AbortSignal, error: unknown): CallOutcome {
+function callFailed(
+  ctx: EngineContext,
+  step: AgentStepNode,
+  event: EngineEvent,
+  attempt: number,
+  admission: Admission,
+  signal: AbortSignal,
+  error: unknown,
+  startedAtMs: number,
+): CallOutcome {
   // Given up, not failed: no attempt is counted, the event stays unfinished.
-  if (signal.aborted) throw signal.reason;
+  if (signal.aborted) {
+    callEnded(ctx, step, event, startedAtMs, 'aborted');
+    throw signal.reason;
+  }
   if (isRateLimited(error)) {
+    callEnded(ctx, step, event, startedAtMs, 'rate_limited');
     ctx.gate!.rateLimited(error.retryAfterMs, admission);
     ctx.report(Outcome.RATE_LIMITED, event, { attempt });
     return { kind: 'refused' };
   }
+  callEnded(ctx, step, event, startedAtMs, 'failed');
   return { kind: 'failed', error: `agentStep '${step.name}' threw: ${messageOf(error)}` };
 }
 
