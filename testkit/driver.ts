@@ -1,7 +1,9 @@
 import type { Topology } from '../src/dsl/topology.js';
 import { json, type Serde } from '../src/dsl/serde.js';
 import { Engine, type CommitPolicy, type ParkedKeyInfo } from '../src/engine/engine.js';
-import type { OutcomeEvent } from '../src/engine/outcomes.js';
+import { combineObservers } from '../src/engine/combineObservers.js';
+import type { EngineStatus } from '../src/engine/engineStatus.js';
+import type { EngineObserver, OutcomeEvent } from '../src/engine/outcomes.js';
 import type { ParkedEvent, Resolution } from '../src/engine/parkedKeys.js';
 import type { CommitOffset } from '../src/ports/log.js';
 import { openLevelStore, openMemoryStore } from '../src/state/levelStore.js';
@@ -47,6 +49,8 @@ export interface DriverOptions {
    * `revoke(..., { lost: true })` is not offered with it. @defaultValue false
    */
   exactlyOnce?: boolean;
+  /** Hears every engine instance's outcomes, model calls and commits too (a metrics exporter, say). */
+  observer?: EngineObserver;
 }
 
 /** Where and when to crash. With neither, the engine crashes now. */
@@ -261,6 +265,11 @@ export class TopologyTestDriver {
     return this.observations.metrics();
   }
 
+  /** What the running engine holds now (see {@link Engine.status}). */
+  status(): EngineStatus {
+    return this.requireLive('status').engine.status();
+  }
+
   /** Stops the engine where it is and closes the state. */
   async close(): Promise<void> {
     if (this.instance?.alive) this.crashNow();
@@ -319,7 +328,7 @@ export class TopologyTestDriver {
       clock: this.clock.view(id),
       store: new GatedStore(id, this.io, () => this.state!, transaction),
       random: this.random.derive(id),
-      observer: this.observations.observer(this.generation, (error) => (this.failure ??= error)),
+      observer: combineObservers(this.observations.observer(this.generation, (error) => (this.failure ??= error)), this.options.observer),
       ...(this.options.commit ? { commit: this.options.commit } : {}),
       ...(this.options.maxBufferedPerPartition ? { maxBufferedPerPartition: this.options.maxBufferedPerPartition } : {}),
     });

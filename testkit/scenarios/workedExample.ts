@@ -2,7 +2,8 @@ import { stream } from '../../src/dsl/stream.js';
 import { isRateLimited } from '../../src/dsl/rateLimited.js';
 import type { Topology } from '../../src/dsl/topology.js';
 import type { CommitPolicy } from '../../src/engine/engine.js';
-import { Outcome } from '../../src/engine/outcomes.js';
+import type { EngineStatus } from '../../src/engine/engineStatus.js';
+import { Outcome, type EngineObserver } from '../../src/engine/outcomes.js';
 import type { DecideFn } from '../../src/graph/nodes.js';
 import { TopologyTestDriver } from '../driver.js';
 import { fakeModel, type FakeModel } from '../fakeModel.js';
@@ -85,8 +86,18 @@ export function workedExampleLowerBoundMs(): number {
   return (Math.ceil(calls / f.limit.calls) - 1) * f.limit.windowMs + f.latencyMs;
 }
 
+/** Options of {@link runWorkedExample}. */
+export interface WorkedExampleOptions {
+  /** Keep the LevelDB state here (default: memory). */
+  readonly stateDir?: string;
+  /** Hears the engine of a driver variant (a metrics exporter, say); `retry-topic` runs no engine. */
+  readonly observer?: EngineObserver;
+  /** Gets the engine's status once the variant is idle, before the driver closes. */
+  readonly onIdle?: (status: EngineStatus) => void;
+}
+
 /** Runs one variant on the test driver (or, for `retry-topic`, on the naive baseline) and measures it. */
-export async function runWorkedExample(variant: WorkedExampleVariant, options: { stateDir?: string } = {}): Promise<VariantResult> {
+export async function runWorkedExample(variant: WorkedExampleVariant, options: WorkedExampleOptions = {}): Promise<VariantResult> {
   const model = disputesModel();
   if (variant === 'retry-topic') return runRetryTopicBaseline(model, variant);
   const f = workedExampleFixture;
@@ -95,6 +106,7 @@ export async function runWorkedExample(variant: WorkedExampleVariant, options: {
     partitions: f.partitions,
     commit,
     ...(options.stateDir ? { stateDir: options.stateDir } : {}),
+    ...(options.observer ? { observer: options.observer } : {}),
   });
   try {
     const input = driver.createInputTopic<Dispute>(f.topic);
@@ -104,6 +116,7 @@ export async function runWorkedExample(variant: WorkedExampleVariant, options: {
       driver.restart({ after: f.crashAtMs + f.restartAfterMs });
     }
     await driver.runUntilIdle();
+    options.onIdle?.(driver.status());
     return measure(variant, driver, model);
   } finally {
     await driver.close();
