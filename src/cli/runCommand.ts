@@ -3,8 +3,10 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { pino, type Logger } from 'pino';
 import type { Topology } from '../dsl/topology.js';
+import type { EngineObserver } from '../engine/outcomes.js';
 import type { LibrdkafkaConfig } from '../kafka/kafkaConfig.js';
 import { runTopology, type RunningTopology } from '../kafka/runner.js';
+import type { RunMetrics } from './runMetrics.js';
 
 interface RunOptions {
   bootstrap: string;
@@ -23,6 +25,8 @@ interface RunOptions {
   consumerConfig: string[];
   producerConfig: string[];
   logLevel: string;
+  metricsPort?: number;
+  metricsHost: string;
 }
 
 /**
@@ -49,6 +53,8 @@ export function registerRunCommand(program: Command): void {
     .option('-X, --kafka-config <key=value>', 'a librdkafka property for every client, e.g. security.protocol=SSL (repeatable)', collect, [])
     .option('--consumer-config <key=value>', 'a librdkafka property of the consumer only, e.g. max.poll.interval.ms=600000 (repeatable)', collect, [])
     .option('--producer-config <key=value>', 'a librdkafka property of the producer only, e.g. linger.ms=20 (repeatable)', collect, [])
+    .option('--metrics-port <port>', 'serve Prometheus metrics at http://HOST:PORT/metrics (0: any free port, logged at start)', toPort)
+    .option('--metrics-host <host>', 'the address the metrics are served on', '127.0.0.1')
     .option('--log-level <level>', 'pino level: trace, debug, info, warn, error', process.env.ORDERLY_LOG_LEVEL ?? 'info')
     .action(async (module: string, options: RunOptions) => {
       if (!options.exactlyOnce && (options.transactionalId || options.transactionTimeoutMs)) {
@@ -59,9 +65,14 @@ export function registerRunCommand(program: Command): void {
       }
       const logger = pino({ level: options.logLevel }, pino.destination({ dest: 1, sync: true }));
       let worker: RunningTopology;
+      let metrics: RunMetrics | undefined;
       try {
-        worker = await startWorker(module, options, logger, program);
+        // Loaded only when asked for: prom-client is the exporter's alone.
+        if (options.metricsPort !== undefined) metrics = await (await import('./runMetrics.js')).startRunMetrics({ port: options.metricsPort, host: options.metricsHost }, logger);
+        worker = await startWorker(module, options, logger, program, metrics?.observer);
+        metrics?.watch(worker);
       } catch (error) {
+        await metrics?.close();
         // A missing topic, a locked state directory, an unreachable cluster, a module that is no topology.
         logger.error({ err: error }, 'orderly run: could not start');
         process.stderr.write(`orderly run: ${(error as Error).message.replace(/^orderly run: /, '')}\n`);
@@ -89,14 +100,16 @@ export function registerRunCommand(program: Command): void {
       } finally {
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
+        await metrics?.close();
       }
     });
 }
 
-async function startWorker(module: string, options: RunOptions, logger: Logger, program: Command): Promise<RunningTopology> {
+async function startWorker(module: string, options: RunOptions, logger: Logger, program: Command, observer: EngineObserver | undefined): Promise<RunningTopology> {
   const topology = await loadTopology(module);
   return runTopology({
     topology,
+    ...(observer ? { observer } : {}),
     bootstrap: options.bootstrap,
     group: options.group,
     stateDir: options.stateDir,
@@ -168,6 +181,12 @@ function toInteger(value: string): number {
 function toMilliseconds(value: string): number {
   const number = Number(value);
   if (!Number.isInteger(number) || number < 0) throw new InvalidArgumentError(`expected a whole number of milliseconds, 0 or more, got '${value}'`);
+  return number;
+}
+
+function toPort(value: string): number {
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 0 || number > 65_535) throw new InvalidArgumentError(`expected a port from 0 to 65535, got '${value}'`);
   return number;
 }
 
