@@ -225,8 +225,14 @@ function loggingObserver(logger: Logger, user: EngineObserver | undefined, onFat
       else logger.debug(event, `event ${event.outcome}`);
       user?.outcome?.(event);
     },
+    received(record) {
+      user?.received?.(record);
+    },
     modelCall(call) {
       user?.modelCall?.(call);
+    },
+    modelCallEnded(call) {
+      user?.modelCallEnded?.(call);
     },
     committed(commit) {
       logger.debug(commit, 'committed');
