@@ -112,6 +112,7 @@ function callOnce(
   const atMs = ctx.clock.now();
   ctx.metrics.modelCall();
   ctx.observer.modelCall?.({ step: step.name, effectId: event.effectId, atMs, attempt });
+  const call: Call = { ctx, step, event, attempt, admission, signal, startedAtMs: atMs };
   let answer: unknown;
   try {
     answer = step.decide(value, {
@@ -124,71 +125,66 @@ function callOnce(
       signal,
     });
   } catch (error) {
-    return callFailed(ctx, step, event, attempt, admission, signal, error, atMs);
+    return callFailed(call, error);
   }
   // Answered at once (a rule, a cache): no promise, no abort listener to add and remove.
   if (!isThenable(answer)) {
     if (signal.aborted) {
-      callEnded(ctx, step, event, atMs, 'aborted');
+      callEnded(call, 'aborted');
       throw signal.reason;
     }
-    callEnded(ctx, step, event, atMs, 'answered');
+    callEnded(call, 'answered');
     return validateDecision(step, answer);
   }
-  return answerOf(ctx, step, event, attempt, admission, signal, answer, atMs);
+  return answerOf(call, answer);
+}
+
+/** One call of the agent step, as its end needs it. */
+interface Call {
+  readonly ctx: EngineContext;
+  readonly step: AgentStepNode;
+  readonly event: EngineEvent;
+  readonly attempt: number;
+  readonly admission: Admission;
+  readonly signal: AbortSignal;
+  /** Clock port time the call started. */
+  readonly startedAtMs: number;
 }
 
 /** Tells the observer how a call ended and how long it took. */
-function callEnded(ctx: EngineContext, step: AgentStepNode, event: EngineEvent, startedAtMs: number, result: ModelCallResult): void {
+function callEnded({ ctx, step, event, startedAtMs }: Call, result: ModelCallResult): void {
   if (!ctx.observer.modelCallEnded) return;
   const atMs = ctx.clock.now();
   ctx.observer.modelCallEnded({ step: step.name, effectId: event.effectId, atMs, durationMs: atMs - startedAtMs, result });
 }
 
 /** Waits for a decide's promised answer; the call ends at the abort even if decide ignores the signal, and its late answer is dropped. */
-async function answerOf(
-  ctx: EngineContext,
-  step: AgentStepNode,
-  event: EngineEvent,
-  attempt: number,
-  admission: Admission,
-  signal: AbortSignal,
-  answer: PromiseLike<unknown>,
-  startedAtMs: number,
-): Promise<CallOutcome> {
+async function answerOf(call: Call, answer: PromiseLike<unknown>): Promise<CallOutcome> {
   let raw: unknown;
   try {
-    raw = await abortable(Promise.resolve(answer), signal);
+    raw = await abortable(Promise.resolve(answer), call.signal);
   } catch (error) {
-    return callFailed(ctx, step, event, attempt, admission, signal, error, startedAtMs);
+    return callFailed(call, error);
   }
-  callEnded(ctx, step, event, startedAtMs, 'answered');
-  return validateDecision(step, raw);
+  callEnded(call, 'answered');
+  return validateDecision(call.step, raw);
 }
 
 /** A decide that threw or rejected: given up, refused (a 429: no attempt counted) or failed. */
-function callFailed(
-  ctx: EngineContext,
-  step: AgentStepNode,
-  event: EngineEvent,
-  attempt: number,
-  admission: Admission,
-  signal: AbortSignal,
-  error: unknown,
-  startedAtMs: number,
-): CallOutcome {
+function callFailed(call: Call, error: unknown): CallOutcome {
+  const { ctx, step, event, attempt, admission, signal } = call;
   // Given up, not failed: no attempt is counted, the event stays unfinished.
   if (signal.aborted) {
-    callEnded(ctx, step, event, startedAtMs, 'aborted');
+    callEnded(call, 'aborted');
     throw signal.reason;
   }
   if (isRateLimited(error)) {
-    callEnded(ctx, step, event, startedAtMs, 'rate_limited');
+    callEnded(call, 'rate_limited');
     ctx.gate!.rateLimited(error.retryAfterMs, admission);
     ctx.report(Outcome.RATE_LIMITED, event, { attempt });
     return { kind: 'refused' };
   }
-  callEnded(ctx, step, event, startedAtMs, 'failed');
+  callEnded(call, 'failed');
   return { kind: 'failed', error: `agentStep '${step.name}' threw: ${messageOf(error)}` };
 }
 
