@@ -129,6 +129,7 @@ function callOnce(
   }
   // Answered at once (a rule, a cache): no promise, no abort listener to add and remove.
   if (!isThenable(answer)) {
+    ctx.gate!.answered(admission);
     if (signal.aborted) {
       callEnded(call, 'aborted');
       throw signal.reason;
@@ -166,6 +167,7 @@ async function answerOf(call: Call, answer: PromiseLike<unknown>): Promise<CallO
   } catch (error) {
     return callFailed(call, error);
   }
+  call.ctx.gate!.answered(call.admission);
   callEnded(call, 'answered');
   return validateDecision(call.step, raw);
 }
@@ -173,16 +175,17 @@ async function answerOf(call: Call, answer: PromiseLike<unknown>): Promise<CallO
 /** A decide that threw or rejected: given up, refused (a 429: no attempt counted) or failed. */
 function callFailed(call: Call, error: unknown): CallOutcome {
   const { ctx, step, event, attempt, admission, signal } = call;
-  // Given up, not failed: no attempt is counted, the event stays unfinished.
-  if (signal.aborted) {
-    callEnded(call, 'aborted');
-    throw signal.reason;
-  }
-  if (isRateLimited(error)) {
+  if (isRateLimited(error) && !signal.aborted) {
     callEnded(call, 'rate_limited');
     ctx.gate!.rateLimited(error.retryAfterMs, admission);
     ctx.report(Outcome.RATE_LIMITED, event, { attempt });
     return { kind: 'refused' };
+  }
+  ctx.gate!.answered(admission);
+  // Given up, not failed: no attempt is counted, the event stays unfinished.
+  if (signal.aborted) {
+    callEnded(call, 'aborted');
+    throw signal.reason;
   }
   callEnded(call, 'failed');
   return { kind: 'failed', error: `agentStep '${step.name}' threw: ${messageOf(error)}` };

@@ -39,15 +39,15 @@ describe('RateLimited (a 429)', () => {
     await driver.runUntilIdle();
 
     // a1 and b1 started together; a1's 429 came back at 100 and blocked every call until 2100,
-    // b2 (another partition) included; a1, refused, went first. The gate learned a budget of one
-    // call per 2100 ms window from that 429 and probes one more per window, so a2 waits for the
-    // next window.
+    // b2 (another partition) included; a1, refused, went first. From that 429 the gate learned a
+    // budget of one call and where a window ends, not how long windows are: the window at 2100
+    // admits the budget plus one (a1, b2), and as many again once both were answered (a2, at 2200).
     expect(calls.map((c) => [c.id, c.atMs, c.attempt])).toEqual([
       ['a1', 0, 1],
       ['b1', 0, 1],
       ['a1', 2_100, 1],
       ['b2', 2_100, 1],
-      ['a2', 4_200, 1],
+      ['a2', 2_200, 1],
     ]);
     expect(calls.filter((c) => c.atMs > 100 && c.atMs < 2_100)).toEqual([]);
 
@@ -101,5 +101,42 @@ describe('RateLimited (a 429)', () => {
     expect(stats.accepted).toBe(12);
     expect(stats.calls.map((c) => c.atMs)).toEqual([0, 0, 1_000, 1_000, 2_000, 2_000, 3_000, 3_000, 4_000, 4_000, 5_000, 5_000]);
     expect(outcomesAt(driver, 0, 5)).toEqual(['APPLIED']);
+  });
+
+  it('learns the budget of one provider window when quiet windows came before the first 429', async () => {
+    // The provider allows 5 calls per 10 s; the step declares no limit. Three calls land in the
+    // first window, then 37 events arrive at 12 s: the first 429 comes in the second window.
+    const windowMs = 10_000;
+    const model = fakeModel<Ev, unknown>({ limit: { calls: 5, windowMs }, decide: () => ({ action: 'reject' }) });
+    driver = new TopologyTestDriver(decisionTopology(model.decide, { maxInFlight: 20, attempts: 1 }), { partitions: 1 });
+    const input = driver.createInputTopic<Ev>('events');
+    for (const [n, atMs] of [1_000, 4_000, 7_000].entries()) {
+      await driver.advanceWallClockTime(atMs - driver.now());
+      input.pipeInput(`quiet-${n}`, { id: `quiet-${n}` });
+    }
+    await driver.advanceWallClockTime(12_000 - driver.now());
+    for (let i = 0; i < 37; i++) input.pipeInput(`k${i}`, { id: `e${i}` });
+    await driver.runUntilIdle();
+
+    const stats = model.stats();
+    expect(stats.accepted).toBe(40);
+    const refusedPerWindow: number[] = [];
+    for (const call of stats.calls) {
+      const w = Math.floor(call.atMs / windowMs);
+      refusedPerWindow[w] = (refusedPerWindow[w] ?? 0) + (call.accepted ? 0 : 1);
+    }
+    const perWindow = Array.from(refusedPerWindow, (n) => n ?? 0);
+    // [10 s, 20 s) is the learning burst: every call sent before the first 429 came back.
+    expect(perWindow[0]).toBe(0);
+    expect(perWindow[1]).toBeGreaterThan(1);
+    // From the next window on, at most one refusal a window; and every window is used in full.
+    expect(perWindow.slice(2).every((n) => n <= 1)).toBe(true);
+    const acceptedPerWindow = stats.calls.reduce<number[]>((acc, c) => {
+      const w = Math.floor(c.atMs / windowMs);
+      acc[w] = (acc[w] ?? 0) + (c.accepted ? 1 : 0);
+      return acc;
+    }, []);
+    expect(acceptedPerWindow.slice(1, -1)).toEqual(Array(acceptedPerWindow.length - 2).fill(5));
+    expect(driver.metrics().outcomes.APPLIED).toBe(40);
   });
 });

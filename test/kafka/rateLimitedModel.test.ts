@@ -54,7 +54,8 @@ describe('orderly run: a model that answers 429 for longer than max.poll.interva
   it(`stays in its group through a ${RETRY_AFTER_S} s Retry-After (max.poll.interval.ms ${MAX_POLL_INTERVAL_MS}) and loses nothing`, async () => {
     const { prefix, group, stateDir, inputs } = await prefilledScenario(bootstrap, '429', { count: 60, accounts: 6, partitions: 2 });
     // 40 answers, then 429s for 11 s: the calls refused wait the 12 s Retry-After, once. (The
-    // gate then admits the budget it learned, 40 calls a window, so the last 20 go at once.)
+    // gate then admits the budget it learned plus one, and more in rounds of 1, 2, 4, ... as they
+    // are answered: the window's length is not known yet, docs/rate-limits.md.)
     const model = await standInModel(40, 11_000);
     const worker = new Worker({
       bootstrap,

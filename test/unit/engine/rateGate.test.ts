@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RateGate } from '../../../src/engine/rateGate.js';
+import { RateGate, type Admission } from '../../../src/engine/rateGate.js';
 import type { RateLimit } from '../../../src/graph/nodes.js';
 import { SeededRandom } from '../../../testkit/seededRandom.js';
 import { VirtualClock } from '../../../testkit/virtualClock.js';
@@ -11,9 +11,11 @@ function setup(limit?: RateLimit) {
   const clock = new VirtualClock();
   const gate = new RateGate(clock.view('engine'), limit);
   const admitted: Array<{ id: string; atMs: number }> = [];
+  const admissions = new Map<string, Admission>();
   const admit = (id: string, options: { front?: boolean } = {}) =>
-    gate.admit(options).then(() => {
+    gate.admit(options).then((admission) => {
       admitted.push({ id, atMs: clock.now() });
+      admissions.set(id, admission);
     });
   /** Fires every timer due by `ms`, letting admissions settle after each, then moves time to `ms`. */
   const runTo = async (ms: number) => {
@@ -22,7 +24,7 @@ function setup(limit?: RateLimit) {
     clock.advanceTo(ms);
     await flush();
   };
-  return { clock, gate, admitted, admit, runTo };
+  return { clock, gate, admitted, admissions, admit, runTo };
 }
 
 describe('RateGate', () => {
@@ -161,28 +163,123 @@ describe('RateGate', () => {
 });
 
 describe('RateGate learning a budget from 429s', () => {
-  it('after a 429 admits the budget it learned plus one probe per window, and grows it when the probe is accepted', async () => {
-    const { gate, admitted, admit, runTo } = setup();
-    const admissions: Array<Promise<{ windowStartMs: number; index: number }>> = [];
-    for (let i = 0; i < 4; i++) admissions.push(gate.admit());
+  it('learns the budget from the first 429, the window length from the second, then admits the budget plus one probe per window', async () => {
+    const { gate, admitted, admissions, admit, runTo } = setup();
+    const first: Array<Promise<Admission>> = [];
+    for (let i = 0; i < 4; i++) first.push(gate.admit());
     await runTo(100);
-    // Three calls went through; the provider refused the third (index 2): the budget is 2 calls
-    // in a window that ends at Retry-After, 10 000 ms after it began.
-    const third = await admissions[2]!;
-    gate.rateLimited(9_900, third);
+    // Three calls went through; the provider refused the third (index 2): the budget is 2 calls,
+    // and a window ends at Retry-After (10 000). The gate's start is no window end: no length yet.
+    gate.rateLimited(9_900, await first[2]!);
+    expect(gate.learnedBudget).toBe(2);
+    expect(gate.learnedLimit).toBeUndefined();
+    const second: Array<Promise<Admission>> = [];
+    for (let i = 0; i < 5; i++) second.push(gate.admit());
+    await runTo(9_999);
+    expect(gate.queued).toBe(5);
+    // The window that opens at 10 000 takes the budget plus one probe, then waits for their answers.
+    await runTo(10_000);
+    expect(gate.queued).toBe(2);
+    const probe = await second[2]!;
+    expect(probe).toEqual({ windowStartMs: 10_000, index: 2, atMs: 10_000 });
+    // The probe is refused, ending the provider's window at 20 000: one window is 10 000 long.
+    await runTo(10_100);
+    gate.rateLimited(9_900, probe);
     expect(gate.learnedLimit).toEqual({ calls: 2, windowMs: 10_000 });
     for (const id of ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']) void admit(id);
-    await runTo(9_999);
-    expect(admitted).toEqual([]);
-    // The window that opens at 10 000 takes the budget plus one probe.
-    await runTo(10_000);
-    expect(admitted.map((a) => a.id)).toEqual(['a', 'b', 'c']);
     await runTo(19_999);
-    expect(admitted).toHaveLength(3);
-    // No call of that window was refused: the budget grows to 3, so 3 + 1 go through at 20 000.
+    expect(admitted).toEqual([]);
+    // At 20 000: the 2 left from before, then the budget plus one (the probe) in all.
     await runTo(20_000);
+    expect(admitted.map((a) => a.id)).toEqual(['a']);
+    await runTo(29_999);
+    expect(admitted).toHaveLength(1);
+    // Its probe was answered and no call of that window was refused: the budget grows to 3, so 3 + 1 go through at 30 000.
+    gate.answered(admissions.get('a')!);
+    await runTo(30_000);
     expect(gate.learnedLimit).toEqual({ calls: 3, windowMs: 10_000 });
-    expect(admitted.filter((a) => a.atMs === 20_000).map((a) => a.id)).toEqual(['d', 'e', 'f', 'g']);
+    expect(admitted.filter((a) => a.atMs === 30_000).map((a) => a.id)).toEqual(['b', 'c', 'd', 'e']);
+  });
+
+  it('does not count the calls of quiet windows before a burst into the budget', () => {
+    // Provider windows of 10 s from 0, 5 calls each. Three quiet calls in [0, 10 s), a burst at 12 s:
+    // calls 3..7 are accepted, call 8 is refused with Retry-After to 20 s.
+    const { clock, gate } = setup();
+    const admissions: Admission[] = [];
+    for (const atMs of [1_000, 4_000, 7_000]) {
+      clock.advanceTo(atMs);
+      admissions.push(gate.tryAdmit()!);
+    }
+    clock.advanceTo(12_000);
+    for (let i = 0; i < 6; i++) admissions.push(gate.tryAdmit()!);
+    clock.advanceTo(12_100);
+    gate.rateLimited(7_900, admissions[8]);
+    expect(gate.learnedBudget).toBe(5);
+    // The window that opens at 20 s admits the budget plus one; its refusal ends at 30 s: one window.
+    clock.advanceTo(20_000);
+    const next = Array.from({ length: 7 }, () => gate.tryAdmit());
+    expect(next.map((a) => a?.index)).toEqual([0, 1, 2, 3, 4, 5, undefined]);
+    clock.advanceTo(20_100);
+    gate.rateLimited(9_900, next[5]);
+    expect(gate.learnedLimit).toEqual({ calls: 5, windowMs: 10_000 });
+  });
+
+  it('learns the length from two window ends, and counts only the refused call\'s own window when quiet windows came between', () => {
+    const { clock, gate } = setup();
+    // A first 429 at 5 s: a window ends at 10 s.
+    clock.advanceTo(5_000);
+    gate.rateLimited(5_000, gate.tryAdmit()!);
+    // Quiet windows: one call at 15 s and one at 25 s, then a burst at 32 s.
+    const calls: Admission[] = [];
+    for (const atMs of [15_000, 25_000, 32_000, 32_000]) {
+      clock.advanceTo(atMs);
+      calls.push(gate.tryAdmit()!);
+      // Answered at once: the window, whose length is not known yet, admits 1, 2, ... more each time.
+      if (calls.length < 4) gate.answered(calls.at(-1)!);
+    }
+    expect(calls.map((c) => c.windowStartMs)).toEqual([10_000, 10_000, 10_000, 10_000]);
+    // The call at 32 s (index 3) is refused until 40 s: 30 s after the window opened, three provider
+    // windows of 10 s (or one of 30 s, or two of 15 s); the shortest that holds the refusal is 10 s,
+    // so only the call at 32 s before it counts.
+    clock.advanceTo(32_100);
+    gate.rateLimited(7_900, calls[3]);
+    expect(gate.learnedLimit).toEqual({ calls: 1, windowMs: 30_000 });
+  });
+
+  it('learns nothing from a 429 that came back after its window ended (a Retry-After of 0)', () => {
+    const { clock, gate } = setup();
+    const calls = [gate.tryAdmit()!, gate.tryAdmit()!];
+    clock.advanceTo(10_050);
+    gate.rateLimited(0, calls[1]);
+    expect(gate.learnedBudget).toBeUndefined();
+    // No window end, so no window opened there: the gate still admits every call.
+    expect(Array.from({ length: 5 }, () => gate.tryAdmit()).every((a) => a?.windowStartMs === 0)).toBe(true);
+  });
+
+  it('grows the budget only when the extra call was answered, not when its 429 is still on its way', () => {
+    const { clock, gate } = setup();
+    const first = [gate.tryAdmit()!, gate.tryAdmit()!];
+    clock.advanceTo(100);
+    gate.rateLimited(9_900, first[1]);
+    clock.advanceTo(10_000);
+    const second = [gate.tryAdmit()!, gate.tryAdmit()!];
+    clock.advanceTo(10_100);
+    gate.rateLimited(9_900, second[1]);
+    expect(gate.learnedLimit).toEqual({ calls: 1, windowMs: 10_000 });
+    // The window at 20 000: the budget and the extra call; the extra call is not answered by 30 000.
+    clock.advanceTo(20_000);
+    const third = [gate.tryAdmit()!, gate.tryAdmit()!];
+    gate.answered(third[0]!);
+    clock.advanceTo(30_000);
+    expect(gate.tryAdmit()).toBeDefined();
+    expect(gate.learnedLimit).toEqual({ calls: 1, windowMs: 10_000 });
+    // This window's extra call is answered: the next window grows the budget to 2.
+    const fourth = gate.tryAdmit()!;
+    expect(fourth.index).toBe(1);
+    gate.answered(fourth);
+    clock.advanceTo(40_000);
+    gate.tryAdmit();
+    expect(gate.learnedLimit).toEqual({ calls: 2, windowMs: 10_000 });
   });
 
   it('lets an aborted call leave the queue uncounted, and drops its wake-up when no call is left', async () => {
@@ -220,8 +317,8 @@ describe('RateGate learning a budget from 429s', () => {
   });
   it('tryAdmit admits at once only when admit would, and counts the call the same way', async () => {
     const { clock, gate, admitted, admit, runTo } = setup({ calls: 2, windowMs: 1_000 });
-    expect(gate.tryAdmit()).toEqual({ windowStartMs: 0, index: 0 });
-    expect(gate.tryAdmit()).toEqual({ windowStartMs: 0, index: 1 });
+    expect(gate.tryAdmit()).toEqual({ windowStartMs: 0, index: 0, atMs: 0 });
+    expect(gate.tryAdmit()).toEqual({ windowStartMs: 0, index: 1, atMs: 0 });
     // The declared window is full: no call now, and a waiter queues.
     expect(gate.tryAdmit()).toBeUndefined();
     void admit('waiter');
@@ -232,7 +329,7 @@ describe('RateGate learning a budget from 429s', () => {
     expect(gate.tryAdmit()).toBeUndefined();
     await runTo(1_000);
     expect(admitted).toEqual([{ id: 'waiter', atMs: 1_000 }]);
-    expect(gate.tryAdmit()).toEqual({ windowStartMs: 0, index: 3 });
+    expect(gate.tryAdmit()).toEqual({ windowStartMs: 0, index: 3, atMs: 1_000 });
     gate.rateLimited(500);
     await runTo(1_200);
     expect(gate.tryAdmit()).toBeUndefined();
