@@ -135,11 +135,11 @@ export class Engine {
   /** What the engine holds now: events in flight, the step's budget, and per partition its offsets and parked keys. */
   status(): EngineStatus {
     const step = this.ctx.topology.agentStep;
-    const learned = this.ctx.gate?.learnedLimit;
+    const learned = this.ctx.gate?.learnedBudget;
     const budget: BudgetStatus | undefined = step?.limit
       ? { step: step.name, source: 'declared', calls: step.limit.calls, windowMs: step.limit.windowMs }
-      : step && learned
-        ? { step: step.name, source: 'learned', calls: learned.calls, windowMs: learned.windowMs }
+      : step && learned !== undefined
+        ? { step: step.name, source: 'learned', calls: learned, windowMs: this.ctx.gate?.learnedLimit?.windowMs }
         : undefined;
     const partitions = [...this.tasks.values()].map((task) => {
       const parked = task.parkedKeys();

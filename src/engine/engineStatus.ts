@@ -1,5 +1,3 @@
-import type { RateLimit } from '../graph/nodes.js';
-
 /** One source partition as the engine holds it now. */
 export interface PartitionStatus {
   readonly topic: string;
@@ -15,9 +13,13 @@ export interface PartitionStatus {
 }
 
 /** The rate budget an agent step spends: the one it declares, or the one the engine learned from 429s. */
-export interface BudgetStatus extends RateLimit {
+export interface BudgetStatus {
   readonly step: string;
   readonly source: 'declared' | 'learned';
+  /** Calls per window. */
+  readonly calls: number;
+  /** The window's length; undefined while a learned budget's window is not known yet (it takes a second window of 429s). */
+  readonly windowMs: number | undefined;
 }
 
 /** What an engine holds at one moment; read at every metrics scrape, so it is cheap to build. */

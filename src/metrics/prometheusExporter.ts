@@ -80,7 +80,7 @@ export class PrometheusExporter {
     this.committedOffset = gauge('orderly_committed_offset', 'The offset this worker last committed (the next one to read).', ['topic', 'partition']);
     this.highWatermark = gauge('orderly_high_watermark', "The partition's high watermark as the consumer last heard it.", ['topic', 'partition']);
     this.budgetCalls = gauge('orderly_rate_budget_calls', "Calls of the agent step allowed per window: its declared limit, or the budget learned from 429s (label source).", ['step', 'source']);
-    this.budgetWindow = gauge('orderly_rate_budget_window_seconds', 'The window of that budget, in seconds.', ['step', 'source']);
+    this.budgetWindow = gauge('orderly_rate_budget_window_seconds', 'The window of that budget, in seconds; absent while a learned window is not known yet.', ['step', 'source']);
     // Every outcome shows, at 0 until it happens, so that rate() and absent() work from the first scrape.
     for (const outcome of Object.values(Outcome)) this.events.inc({ ...this.labels, outcome }, 0);
   }
@@ -123,7 +123,7 @@ export class PrometheusExporter {
     for (const b of status.budgets) {
       const labels = { ...this.labels, step: b.step, source: b.source };
       set(this.budgetCalls, labels, b.calls);
-      set(this.budgetWindow, labels, b.windowMs / 1000);
+      if (b.windowMs !== undefined) set(this.budgetWindow, labels, b.windowMs / 1000);
     }
     for (const p of status.partitions) {
       const labels = { ...this.labels, topic: p.topic, partition: p.partition };

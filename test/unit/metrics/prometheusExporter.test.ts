@@ -79,6 +79,12 @@ describe('PrometheusExporter over an observer stream', () => {
     expect(m.sum('orderly_rate_budget_calls', { step: 'decide', source: 'learned' })).toBe(6);
     expect(m.sum('orderly_rate_budget_window_seconds', { step: 'decide', source: 'learned' })).toBe(10);
 
+    // A learned budget whose window is not known yet: the calls show, the window does not.
+    current = { ...status, budgets: [{ step: 'decide', source: 'learned', calls: 4, windowMs: undefined }] };
+    m = exposition(await exporter.metrics());
+    expect(m.sum('orderly_rate_budget_calls', { step: 'decide', source: 'learned' })).toBe(4);
+    expect(m.samples('orderly_rate_budget_window_seconds')).toHaveLength(0);
+
     current = { inFlight: 0, budgets: [], partitions: [status.partitions[1]!] };
     m = exposition(await exporter.metrics());
     expect(m.samples('orderly_parked_keys', { partition: 0 })).toHaveLength(0);
