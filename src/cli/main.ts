@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { registerParkedCommand } from './parkedCommand.js';
 import { registerRunCommand } from './runCommand.js';
 import { registerScenarioCommand } from './scenarioCommand.js';
+import { registerStaticCommands } from './staticCommands.js';
 
 /** Builds the `orderly` command line. */
 export function createProgram(): Command {
@@ -11,6 +12,7 @@ export function createProgram(): Command {
   registerScenarioCommand(program);
   registerRunCommand(program);
   registerParkedCommand(program);
+  registerStaticCommands(program);
   return program;
 }
 

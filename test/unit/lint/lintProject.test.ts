@@ -1,0 +1,78 @@
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { lintProject, type LintResult } from '../../../src/lint/lintProject.js';
+import { rules } from '../../../src/lint/rules.js';
+import { loadProject } from '../../../src/static/project.js';
+
+const root = resolve(import.meta.dirname, '../../..');
+const fixtures = 'test/fixtures/lint';
+
+// Opening a project costs seconds: each input is linted once.
+const results = new Map<string, LintResult>();
+function run(input: string): LintResult {
+  if (!results.has(input)) results.set(input, lintProject(loadProject([input], root), root));
+  return results.get(input)!;
+}
+
+function lint(input: string) {
+  return run(input).findings;
+}
+
+function checked(input: string): string[] {
+  return run(input).checked.map((c) => `${c.name} ${c.file}:${c.line}`);
+}
+
+// Each case opens a TypeScript project (the compiler parses and binds it): seconds, more on a busy machine.
+describe('orderly lint', { timeout: 180_000 }, () => {
+  it('finds nothing in a clean project: a decide that calls a model through a helper, a context used as documented', () => {
+    expect(lint(`${fixtures}/clean`)).toEqual([]);
+    expect(checked(`${fixtures}/clean`)).toEqual([
+      `agentStep 'route' ${fixtures}/clean/topology.ts:5`,
+      `effect 'ticket-routes' ${fixtures}/clean/topology.ts:13`,
+    ]);
+  });
+
+  it('finds nothing in examples/, having checked its decide function and its effect (in testkit/)', () => {
+    expect(lint('examples')).toEqual([]);
+    expect(checked('examples')).toEqual([
+      "agentStep 'decide' examples/disputes/topology.ts:50",
+      "effect 'dispute-decisions' testkit/scenarios/disputes.ts:28",
+    ]);
+  });
+
+  it('gives each rule its finding, at the offending line, from the step or effect that reaches it', () => {
+    const findings = lint(`${fixtures}/violations`);
+    expect(findings.map((f) => `${f.file.replace(`${fixtures}/violations/`, '')}:${f.line} ${f.rule} from ${f.from}`)).toEqual([
+      "allowed.ts:8 allow-needs-reason from agentStep 'decide'",
+      "commitOrProduce.ts:8 decide-no-commit-or-produce from agentStep 'decide'",
+      "context.ts:7 decide-context from agentStep 'decide'",
+      "context.ts:8 decide-context from agentStep 'decide'",
+      "effectModelCall.ts:8 effect-no-model-call from effect 'summaries'",
+      "effectModelCall.ts:18 effect-no-model-call from effect 'second-opinions'",
+      "factory.ts:10 decide-no-process-exit from agentStep 'decide-from-factory'",
+      "kafkaClient.ts:8 decide-no-kafka-client from agentStep 'decide'",
+      "processExit.ts:7 decide-no-process-exit from agentStep 'decide'",
+      "stateStore.ts:9 decide-no-state-store from agentStep 'decide'",
+    ]);
+    // Every rule has its fixture.
+    expect(new Set(findings.map((f) => f.rule))).toEqual(new Set(Object.keys(rules)));
+  });
+
+  it('suppresses a finding with an orderly-allow comment only when it gives a reason', () => {
+    const allowed = lint(`${fixtures}/violations/allowed.ts`);
+    expect(allowed.map((f) => [f.line, f.rule])).toEqual([[8, 'allow-needs-reason']]);
+  });
+
+  it('names the chain of calls through three levels of helpers in three files', () => {
+    const [finding, ...others] = lint(`${fixtures}/deep`);
+    expect(others).toEqual([]);
+    expect(finding!.rule).toBe('decide-no-process-exit');
+    expect(finding!.chain.map((link) => `${link.name} ${link.file.replace(`${fixtures}/deep/`, '')}:${link.line}`)).toEqual([
+      "agentStep 'decide' topology.ts:6",
+      'levelOne topology.ts:6',
+      'levelTwo levelOne.ts:4',
+      'levelThree levelTwo.ts:3',
+      'process.exit levelThree.ts:3',
+    ]);
+  });
+});
