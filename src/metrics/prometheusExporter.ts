@@ -27,6 +27,7 @@ type Labels = Record<string, string | number>;
  * const server = await serveMetrics(exporter, { port: 9464 });
  */
 export class PrometheusExporter {
+  /** The prom-client registry holding the metrics; serve it yourself with `registry.metrics()` if you like. */
   readonly registry: Registry;
   private readonly labels: Labels;
   private readonly events: Counter;
