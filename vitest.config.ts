@@ -10,7 +10,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/kafka/**', '**/node_modules/**'],
+          exclude: ['test/kafka/**', 'test/package/packInstall.test.ts', '**/node_modules/**'],
           // The property files are long and CPU-bound; two cores run two files at a time.
           maxWorkers: 2,
         },
@@ -28,6 +28,18 @@ export default defineConfig({
           sequence: { groupOrder: 1 },
           testTimeout: 240_000,
           hookTimeout: 120_000,
+        },
+      },
+      {
+        // The packed package installed in an empty folder: the install builds the native Kafka
+        // client from source (minutes on a busy machine). Runs last, alone.
+        extends: true,
+        test: {
+          name: 'package',
+          include: ['test/package/packInstall.test.ts'],
+          maxWorkers: 1,
+          sequence: { groupOrder: 2 },
+          hookTimeout: 1_800_000,
         },
       },
     ],

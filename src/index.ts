@@ -1,4 +1,5 @@
 // orderly: the public API. The DSL builds a Topology; the Engine runs it over the ports.
+// The Kafka runner and log are orderly/kafka (src/kafka/index.ts): importing orderly loads no native client.
 export { stream, StreamBuilder } from './dsl/stream.js';
 export type { StreamOptions, KeyedSerialOptions, AgentStepOptions, ParkOptions, ToOptions, NameOption } from './dsl/stream.js';
 export { Topology } from './dsl/topology.js';
@@ -26,4 +27,3 @@ export type { KeyKind, ParsedKey } from './state/stateKeys.js';
 export { topologyStores } from './graph/stores.js';
 export type { StateStore, StoreKind } from './graph/stores.js';
 export * from './ports/index.js';
-export * from './kafka/index.js';

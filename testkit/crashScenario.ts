@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { effect } from '../src/dsl/effect.js';
 import { stream } from '../src/dsl/stream.js';
 import type { CommitPolicy } from '../src/engine/engine.js';
@@ -6,6 +5,7 @@ import type { Resolution } from '../src/engine/parkedKeys.js';
 import type { CrashPoint } from './crashPoints.js';
 import { TopologyTestDriver } from './driver.js';
 import { fakeModel } from './fakeModel.js';
+import { asObject, checkedSchema } from './scenarios/checkedSchema.js';
 
 /** One event of a generated stream. */
 export interface ScenarioEvent {
@@ -47,7 +47,10 @@ export interface ScenarioRun {
   readonly beforeResolutions: number;
 }
 
-const ScenarioDecision = z.object({ ok: z.literal(true), n: z.number() });
+const ScenarioDecision = checkedSchema<{ ok: true; n: number }>('orderly-crash-scenario', (value) => {
+  const decision = asObject(value);
+  return decision?.ok === true && typeof decision.n === 'number' ? [] : [`a decision is { ok: true, n: number }, got ${JSON.stringify(value)}`];
+});
 
 /**
  * Runs a scenario on the test driver: pipes the stream, applies each crash and its restart, lets

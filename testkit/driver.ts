@@ -265,7 +265,7 @@ export class TopologyTestDriver {
     return this.observations.metrics();
   }
 
-  /** What the running engine holds now (see {@link Engine.status}). */
+  /** What the running engine holds now (its `Engine.status()`). */
   status(): EngineStatus {
     return this.requireLive('status').engine.status();
   }

@@ -13,6 +13,6 @@ export { SeededRandom } from './seededRandom.js';
 export * from './arbitraries.js';
 export * from './invariants.js';
 export { runWorkedExample, workedExampleVariants, workedExampleFixture, workedExampleLowerBoundMs } from './scenarios/workedExample.js';
-export type { VariantResult, WorkedExampleVariant } from './scenarios/workedExample.js';
+export type { VariantResult, WorkedExampleVariant, WorkedExampleOptions } from './scenarios/workedExample.js';
 export { runCrashScenario } from './crashScenario.js';
 export type { CrashScenario, ScenarioCrash, ScenarioEvent, ScenarioRun } from './crashScenario.js';

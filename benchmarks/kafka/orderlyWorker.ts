@@ -1,6 +1,7 @@
 import { pino } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { finishedOutcomes, runTopology } from '../../src/index.js';
+import { finishedOutcomes } from '../../src/index.js';
+import { runTopology } from '../../src/kafka/index.js';
 import { Meter } from './meter.js';
 import type { VariantResult, VariantSpec } from './spec.js';
 import { benchTopology } from './topology.js';

@@ -1,7 +1,7 @@
 import rdkafka, { type Message } from '@confluentinc/kafka-javascript';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { disputeSerde } from '../../examples/disputes/topology.js';
-import { Decision, standInDecision } from '../../testkit/scenarios/disputes.js';
+import { decisionProblems, standInDecision } from '../../testkit/scenarios/disputes.js';
 import { Meter } from './meter.js';
 import type { VariantResult, VariantSpec } from './spec.js';
 
@@ -29,7 +29,8 @@ export async function runSerialWorker(spec: VariantSpec): Promise<VariantResult>
   const handle = async (message: Message): Promise<void> => {
     const dispute = disputeSerde.deserialize(message.value!);
     if (spec.decideMs > 0) await sleep(spec.decideMs);
-    Decision.parse(standInDecision(dispute));
+    const problems = decisionProblems(standInDecision(dispute));
+    if (problems.length > 0) throw new Error(`serial worker: an invalid decision: ${problems.join('; ')}`);
   };
   let done = 0;
   const meter = new Meter(() => done);

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
-import { effect, runTopology, stream, type RunningTopology } from '../../src/index.js';
+import { effect, stream } from '../../src/index.js';
+import { runTopology, type RunningTopology } from '../../src/kafka/index.js';
 import type { Dispute } from '../../testkit/scenarios/disputes.js';
 import { send } from '../kafka/meter.js';
 import type { ContenderSpec } from './spec.js';

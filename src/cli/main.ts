@@ -1,13 +1,18 @@
 import { Command } from 'commander';
+import { packageVersion } from './packageVersion.js';
 import { registerParkedCommand } from './parkedCommand.js';
 import { registerRunCommand } from './runCommand.js';
 import { registerScenarioCommand } from './scenarioCommand.js';
 import { registerStaticCommands } from './staticCommands.js';
 
-/** Builds the `orderly` command line. */
+/**
+ * Builds the `orderly` command line. Each command module declares only its options; its action
+ * imports the command's code when it runs, so `--help` and `scenario` load no native Kafka client.
+ */
 export function createProgram(): Command {
   const program = new Command('orderly')
     .description('per-key order, exactly-once effects and parking for agent steps in Kafka consumers')
+    .version(packageVersion(), '-V, --version', 'print the version of orderly')
     .showHelpAfterError();
   registerScenarioCommand(program);
   registerRunCommand(program);

@@ -1,32 +1,9 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { hostname, userInfo } from 'node:os';
-import type { Resolution } from '../engine/parkedKeys.js';
-import { describeResolution } from '../kafka/resolutionRecords.js';
-import { listParked, ParkedKeyError, resolveParked, showParked, type ParkedSource, type ResolveResult } from '../kafka/resolutionClient.js';
-import { formatList, formatShow, summaryOf } from './parkedFormat.js';
-import { loadTopology } from './runCommand.js';
+import type { ListOptions, CommonOptions, ResolveOptions } from './parkedActions.js';
 
-/** Options every `orderly parked` command takes. */
-interface CommonOptions {
-  bootstrap: string;
-  group: string;
-  topology?: string;
-  topic?: string;
-  park?: string;
-  kafkaConfig: Record<string, string>;
-  timeoutMs: number;
-  json?: boolean;
-}
-
-interface ResolveOptions extends CommonOptions {
-  decision?: string;
-  discard?: boolean;
-  wait: boolean;
-  by: string;
-}
-
-/** Exit codes of `parked resolve|replay`, documented in docs/parked.md. */
-export const ResolveExit = { released: 0, sent: 0, 'parked-again': 3, refused: 2, stale: 2, timeout: 4 } as const;
+/** What the commands do, loaded only when one runs (it loads the native Kafka client). */
+const actions = () => import('./parkedActions.js');
 
 /**
  * `orderly parked list|show|resolve|replay`: the parked keys of a topology running on a Kafka
@@ -41,25 +18,13 @@ export function registerParkedCommand(program: Command): void {
   withCommon(parked.command('list').description('list the parked keys: partition, key, status, head event, held count, parked time'))
     .option('--partition <n>', 'only this partition', toPartition)
     .option('--json', 'print a JSON array')
-    .action((options: CommonOptions & { partition?: number }) =>
-      run(async () => {
-        const views = await listParked(sourceOf(await scopeOf(options), options), options.timeoutMs, options.partition);
-        return options.json ? `${JSON.stringify(views.map(summaryOf), null, 2)}\n` : formatList(views, (await scopeOf(options)).scope.topic);
-      }),
-    );
+    .action((options: ListOptions) => run(async () => (await actions()).list(options)));
 
   withCommon(parked.command('show').description('show a parked key: its head event with attempts and errors, and the events held behind it, in order'))
     .argument('<partition>', 'the partition of the source topic', toPartition)
     .argument('<key>', 'the key (as `parked list` shows it)')
     .option('--json', 'print the key as JSON')
-    .action((partition: number, key: string, options: CommonOptions) =>
-      run(async () => {
-        const source = sourceOf(await scopeOf(options), options);
-        const view = await showParked(source, options.timeoutMs, partition, key);
-        if (!view) throw new ParkedKeyError(`key '${key}' of ${source.scope.topic}/${partition} is not parked; 'orderly parked list' shows the parked keys`);
-        return options.json ? `${JSON.stringify(view, null, 2)}\n` : formatShow(view);
-      }),
-    );
+    .action((partition: number, key: string, options: CommonOptions) => run(async () => (await actions()).show(partition, key, options)));
 
   withResolve(
     withCommon(
@@ -72,18 +37,12 @@ export function registerParkedCommand(program: Command): void {
     .argument('<key>', 'the key (as `parked list` shows it)')
     .option('--decision <json>', "the decision for the head event, as JSON; the engine validates it against the step's schema")
     .option('--discard', 'discard the head event (no effect); the held events replay')
-    .action((partition: number, key: string, options: ResolveOptions) =>
-      run(async () => {
-        if ((options.decision === undefined) === !options.discard) throw new InvalidArgumentError('give exactly one of --decision JSON and --discard');
-        const resolution: Resolution = options.discard ? { discard: true } : { decision: parseDecision(options.decision!) };
-        return resolve(options, partition, key, resolution);
-      }),
-    );
+    .action((partition: number, key: string, options: ResolveOptions) => run(async () => (await actions()).resolve(partition, key, options)));
 
   withResolve(withCommon(parked.command('replay').description("resolve a parked key by retrying its step for the head event, then replay the key's events in order")))
     .argument('<partition>', 'the partition of the source topic', toPartition)
     .argument('<key>', 'the key (as `parked list` shows it)')
-    .action((partition: number, key: string, options: ResolveOptions) => run(() => resolve(options, partition, key, { retry: true })));
+    .action((partition: number, key: string, options: ResolveOptions) => run(async () => (await actions()).replay(partition, key, options)));
 }
 
 function withCommon(command: Command): Command {
@@ -104,61 +63,6 @@ function withResolve(command: Command): Command {
     .option('--json', 'print the outcome as JSON');
 }
 
-async function resolve(options: ResolveOptions, partition: number, lane: string, resolution: Resolution): Promise<string> {
-  const source = sourceOf(await scopeOf(options), options);
-  const result = await resolveParked(source, { partition, lane, resolution, by: options.by, waitMs: options.wait ? options.timeoutMs : 0 });
-  process.exitCode = ResolveExit[result.kind];
-  return options.json ? `${JSON.stringify(jsonOf(result), null, 2)}\n` : `${describeResult(result)}\n`;
-}
-
-function describeResult(result: ResolveResult): string {
-  const t = result.request.target;
-  const what = `key '${t.lane}' of ${t.topic}/${t.partition} (${describeResolution(result.request.resolution)} for ${t.effectId})`;
-  switch (result.kind) {
-    case 'released':
-      return `released: ${what}; ${result.replayed} event${result.replayed === 1 ? '' : 's'} replayed in order`;
-    case 'parked-again': {
-      const head = result.view.head;
-      const error = head?.errors.at(-1)?.error;
-      return `parked again: ${what} was applied, and the key is parked again at ${head?.event.effectId ?? '?'}${error ? `: ${error}` : ''}`;
-    }
-    case 'refused':
-      return `refused: ${what}: ${result.message}`;
-    case 'stale':
-      return `stale, not applied: ${what}: ${result.message}`;
-    case 'sent':
-      return `sent: ${what} as resolution ${result.request.id}; not waiting (orderly parked list shows when it is released)`;
-    case 'timeout':
-      return `no outcome yet: ${what}: ${result.message}`;
-  }
-}
-
-function jsonOf(result: ResolveResult): Record<string, unknown> {
-  const { kind, request, ...rest } = result;
-  const extra = 'view' in rest ? { view: summaryOf(rest.view) } : rest;
-  return { outcome: kind, id: request.id, target: request.target, resolution: request.resolution, ...extra };
-}
-
-/** Where the parked keys are: from --topology, or from --topic and --park. */
-async function scopeOf(options: CommonOptions): Promise<{ scope: { topic: string; park: string } }> {
-  if (options.topology) {
-    const topology = await loadTopology(options.topology);
-    if (!topology.park) throw new ParkedKeyError(`'${options.topology}' has no park(): its keys are never parked`);
-    if (options.topic && options.topic !== topology.source.topic) {
-      throw new ParkedKeyError(`--topic '${options.topic}' is not the source topic of '${options.topology}' ('${topology.source.topic}'); give one or the other`);
-    }
-    return { scope: { topic: topology.source.topic, park: options.park ?? topology.park.name } };
-  }
-  if (!options.topic || !options.park) {
-    throw new ParkedKeyError('say which parked keys: --topology MODULE (the module `orderly run` runs), or --topic SOURCE_TOPIC with --park NAME (e.g. decide-park)');
-  }
-  return { scope: { topic: options.topic, park: options.park } };
-}
-
-function sourceOf({ scope }: { scope: { topic: string; park: string } }, options: CommonOptions): ParkedSource {
-  return { settings: { bootstrap: options.bootstrap, group: options.group, clientId: 'orderly-cli', librdkafka: options.kafkaConfig }, scope };
-}
-
 /** Runs one command: prints what it returns; prints an error naming the fix and exits 1. */
 async function run(action: () => Promise<string>): Promise<void> {
   try {
@@ -167,14 +71,6 @@ async function run(action: () => Promise<string>): Promise<void> {
     // A bad argument, a key that is not parked, a missing changelog, an unreachable cluster.
     process.stderr.write(`orderly parked: ${(error as Error).message}\n`);
     process.exitCode = 1;
-  }
-}
-
-function parseDecision(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    throw new InvalidArgumentError(`--decision must be JSON, e.g. '{"action":"refund","rationale":"..."}': ${(error as Error).message}`);
   }
 }
 

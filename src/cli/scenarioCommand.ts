@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runWorkedExample, workedExampleVariants, type VariantResult } from '../../testkit/scenarios/workedExample.js';
+import type { VariantResult } from '../../testkit/scenarios/workedExample.js';
 
 const scenarios = ['worked-example'] as const;
 
@@ -20,6 +20,8 @@ export function registerScenarioCommand(program: Command): void {
       if (!(scenarios as readonly string[]).includes(name)) {
         program.error(`orderly scenario: no scenario named '${name}'; the scenarios are: ${scenarios.join(', ')}`);
       }
+      // The scenario's code (the test driver, LevelDB) is loaded only when this command runs.
+      const { runWorkedExample, workedExampleVariants } = await import('../../testkit/scenarios/workedExample.js');
       const temporary = options.memory || options.stateDir ? undefined : await mkdtemp(join(tmpdir(), 'orderly-scenario-'));
       const root = options.stateDir ?? temporary;
       try {

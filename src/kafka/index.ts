@@ -1,4 +1,4 @@
-// The Kafka transport: the Log port over @confluentinc/kafka-javascript, and a worker that runs a topology on it.
+// orderly/kafka, the Kafka transport: the Log port over @confluentinc/kafka-javascript, and a worker that runs a topology on it.
 export { runTopology } from './runner.js';
 export type { RunTopologyOptions, RunningTopology } from './runner.js';
 export { KafkaLog } from './kafkaLog.js';

@@ -1,6 +1,6 @@
-import { z } from 'zod';
 import { effect } from '../../src/dsl/effect.js';
 import type { Decided } from '../../src/graph/nodes.js';
+import { asObject, checkedSchema } from './checkedSchema.js';
 
 /** A ChargeDisputed event: the worked example's and the disputes example's input. */
 export interface Dispute {
@@ -10,12 +10,26 @@ export interface Dispute {
   readonly reason: string;
 }
 
+const actions = ['refund', 'escalate', 'reject'] as const;
+
 /** What the agent step decides for a dispute. */
-export const Decision = z.object({
-  action: z.enum(['refund', 'escalate', 'reject']),
-  rationale: z.string().min(1),
-});
-export type Decision = z.infer<typeof Decision>;
+export interface Decision {
+  action: (typeof actions)[number];
+  rationale: string;
+}
+
+/** What is wrong with a value as a Decision; nothing when it is one. */
+export function decisionProblems(value: unknown): string[] {
+  const decision = asObject(value);
+  if (!decision) return [`a decision is an object { action, rationale }, got ${JSON.stringify(value) ?? String(value)}`];
+  const problems: string[] = [];
+  if (!(actions as readonly unknown[]).includes(decision.action)) problems.push(`action must be one of ${actions.join(', ')}, got ${JSON.stringify(decision.action) ?? 'nothing'}`);
+  if (typeof decision.rationale !== 'string' || decision.rationale.length === 0) problems.push('rationale must be a non-empty string');
+  return problems;
+}
+
+/** The Decision schema (a Standard Schema) that the agent step validates each decision against. */
+export const Decision = checkedSchema<Decision>('orderly-disputes', decisionProblems);
 
 /** A deterministic stand-in for the model: small amounts are refunded, fraud escalated, the rest rejected. */
 export function standInDecision(dispute: Dispute): Decision {

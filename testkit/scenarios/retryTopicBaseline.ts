@@ -2,7 +2,7 @@ import { isRateLimited } from '../../src/dsl/rateLimited.js';
 import { sleep, type Clock } from '../../src/ports/clock.js';
 import type { FakeModel } from '../fakeModel.js';
 import { VirtualClock } from '../virtualClock.js';
-import { Decision, type Dispute } from './disputes.js';
+import { decisionProblems, type Dispute } from './disputes.js';
 import { workedExampleEvents, workedExampleFixture, workedExampleLowerBoundMs, type VariantResult, type WorkedExampleVariant } from './workedExample.js';
 
 interface BaselineEvent {
@@ -102,7 +102,7 @@ class RetryTopicWorker {
         this.clock.setTimer(retryTopicDelayMs(retries), () => void this.process(event, retries + 1));
         return;
       }
-      if (Decision.safeParse(decision).success) return this.apply(event);
+      if (decisionProblems(decision).length === 0) return this.apply(event);
       if (attempt < f.attempts) await sleep(this.clock, f.retryDelayMs);
     }
     this.parked += 1;

@@ -4,8 +4,6 @@ import {
   Engine,
   finishedOutcomes,
   openMemoryStore,
-  systemClock,
-  systemRandom,
   type CommitOffset,
   type Log,
   type LogListener,
@@ -14,6 +12,7 @@ import {
   type OutcomeEvent,
   type Topology,
 } from '../../src/index.js';
+import { systemClock, systemRandom } from '../../src/kafka/index.js';
 
 export interface EngineRunEvent {
   readonly key: string;

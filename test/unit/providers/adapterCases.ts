@@ -1,6 +1,6 @@
 // The three adapters with what differs between their providers, so that one suite runs against every SDK.
 import type { DecideContext } from '../../../src/index.js';
-import { systemClock } from '../../../src/index.js';
+import { systemClock } from '../../../src/kafka/index.js';
 import { sdkAdapters, type SdkAdapter } from '../../../tools/providers/sdkAdapters.js';
 
 export interface AdapterCase extends SdkAdapter {

@@ -1,0 +1,52 @@
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Topology } from '../dsl/topology.js';
+
+/**
+ * Imports MODULE (a path, relative to the working directory) and returns its default export as a
+ * Topology. A TypeScript module is compiled on import by tsx, registered only then.
+ */
+export async function loadTopology(module: string): Promise<Topology> {
+  const url = pathToFileURL(resolve(module)).href;
+  if (isTypeScript(module)) await registerTypeScript(module);
+  let exported: unknown;
+  try {
+    exported = ((await import(url)) as { default?: unknown }).default;
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ERR_UNKNOWN_FILE_EXTENSION') {
+      throw new Error(`orderly run: cannot import '${module}': give a JavaScript (.js, .mjs) or TypeScript (.ts, .mts) module whose default export is a Topology`, { cause: error });
+    }
+    throw error;
+  }
+  // A .ts file that Node.js loads as CommonJS comes with its `export default` under module.exports.default.
+  if (!isTopology(exported) && typeof exported === 'object' && exported !== null && 'default' in exported) exported = exported.default;
+  const topology = typeof exported === 'function' ? await (exported as () => unknown)() : exported;
+  if (!isTopology(topology)) {
+    throw new Error(`orderly run: '${module}' must export a Topology by default (export default stream(...)...build()), or a function that returns one`);
+  }
+  return topology;
+}
+
+function isTopology(value: unknown): value is Topology {
+  const candidate = value as Partial<Topology> | undefined;
+  return typeof candidate === 'object' && candidate !== null && typeof candidate.source?.topic === 'string' && Array.isArray(candidate.processors);
+}
+
+function isTypeScript(module: string): boolean {
+  return /\.[mc]?tsx?$/.test(module);
+}
+
+/**
+ * Registers tsx's module hooks in this process, so that import() compiles TypeScript: the ESM
+ * hooks, and the CommonJS ones for a .ts file outside a `"type": "module"` package, which Node.js
+ * loads as CommonJS.
+ */
+async function registerTypeScript(module: string): Promise<void> {
+  try {
+    const [esm, cjs] = await Promise.all([import('tsx/esm/api'), import('tsx/cjs/api')]);
+    cjs.register();
+    esm.register();
+  } catch (error) {
+    throw new Error(`orderly run: cannot load tsx to import the TypeScript module '${module}': ${(error as Error).message}; reinstall orderly (tsx is one of its dependencies), or compile the module to .js (tsc) and give that`, { cause: error });
+  }
+}

@@ -1,0 +1,115 @@
+import type { Command } from 'commander';
+import { pino, type Logger } from 'pino';
+import type { LibrdkafkaConfig } from '../kafka/kafkaConfig.js';
+import { runTopology, type RunningTopology } from '../kafka/runner.js';
+import type { EngineObserver } from '../engine/outcomes.js';
+import { loadTopology } from './loadTopology.js';
+import type { RunMetrics } from './runMetrics.js';
+
+// What `orderly run` does once its options are checked; loaded only when that command runs (it loads the native Kafka client).
+
+/** The options of `orderly run`, as commander parses them. */
+export interface RunOptions {
+  bootstrap: string;
+  group: string;
+  stateDir: string;
+  groupProtocol: 'classic' | 'consumer';
+  sessionTimeoutMs?: number;
+  instanceId?: string;
+  commitEveryMs?: number;
+  maxBuffered?: number;
+  stopGraceMs?: number;
+  exactlyOnce?: boolean;
+  transactionalId?: string;
+  transactionTimeoutMs?: number;
+  kafkaConfig: string[];
+  consumerConfig: string[];
+  producerConfig: string[];
+  logLevel: string;
+  metricsPort?: number;
+  metricsHost: string;
+}
+
+/** Runs the topology that MODULE exports on Kafka until SIGINT or SIGTERM; a second signal exits at once. */
+export async function runWorker(module: string, options: RunOptions, program: Command): Promise<void> {
+  const logger = pino({ level: options.logLevel }, pino.destination({ dest: 1, sync: true }));
+  let worker: RunningTopology;
+  let metrics: RunMetrics | undefined;
+  try {
+    // Loaded only when asked for: prom-client is the exporter's alone.
+    if (options.metricsPort !== undefined) metrics = await (await import('./runMetrics.js')).startRunMetrics({ port: options.metricsPort, host: options.metricsHost }, logger);
+    worker = await startWorker(module, options, logger, program, metrics?.observer);
+    metrics?.watch(worker);
+  } catch (error) {
+    await metrics?.close();
+    // A missing topic, a locked state directory, an unreachable cluster, a module that is no topology.
+    logger.error({ err: error }, 'orderly run: could not start');
+    process.stderr.write(`orderly run: ${(error as Error).message.replace(/^orderly run: /, '')}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    signals += 1;
+    if (signals > 1) {
+      logger.warn({ signal }, 'second signal: exiting without finishing the work in flight');
+      process.exit(130);
+    }
+    const graceMs = options.stopGraceMs ?? 0;
+    logger.info({ signal, graceMs }, graceMs > 0 ? `stopping: the work in flight has ${graceMs} ms to finish, then what finished is committed and the group left` : 'stopping: giving up the work in flight, committing what finished, leaving the group');
+    void worker.stop({ graceMs });
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    await worker.done;
+  } catch (error) {
+    logger.error({ err: error }, 'orderly run: stopped by a fatal error');
+    process.exitCode = 1;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await metrics?.close();
+  }
+}
+
+async function startWorker(module: string, options: RunOptions, logger: Logger, program: Command, observer: EngineObserver | undefined): Promise<RunningTopology> {
+  const topology = await loadTopology(module);
+  return runTopology({
+    topology,
+    ...(observer ? { observer } : {}),
+    bootstrap: options.bootstrap,
+    group: options.group,
+    stateDir: options.stateDir,
+    logger,
+    ...(options.commitEveryMs ? { commit: { everyMs: options.commitEveryMs } } : {}),
+    ...(options.maxBuffered ? { maxBufferedPerPartition: options.maxBuffered } : {}),
+    ...(options.exactlyOnce
+      ? {
+          exactlyOnce: {
+            ...(options.transactionalId ? { transactionalId: options.transactionalId } : {}),
+            ...(options.transactionTimeoutMs ? { transactionTimeoutMs: options.transactionTimeoutMs } : {}),
+          },
+        }
+      : {}),
+    kafka: {
+      groupProtocol: options.groupProtocol,
+      ...(options.sessionTimeoutMs ? { sessionTimeoutMs: options.sessionTimeoutMs } : {}),
+      ...(options.instanceId ? { groupInstanceId: options.instanceId } : {}),
+      librdkafka: parseKafkaConfig(options.kafkaConfig, program),
+      consumerConfig: parseKafkaConfig(options.consumerConfig, program),
+      producerConfig: parseKafkaConfig(options.producerConfig, program),
+    },
+  });
+}
+
+function parseKafkaConfig(pairs: readonly string[], program: Command): LibrdkafkaConfig {
+  const config: Record<string, string> = {};
+  for (const pair of pairs) {
+    const at = pair.indexOf('=');
+    if (at <= 0) program.error(`orderly run: a librdkafka property needs key=value, got '${pair}'`);
+    config[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return config;
+}
+

@@ -1,0 +1,61 @@
+// The CLI from the checkout (./bin/orderly, compiled): --version, and the module loader of
+// `orderly run` and `orderly parked --topology` (tsx, registered only for .ts), in a process of its own.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { expect, test } from 'vitest';
+
+const root = resolve(import.meta.dirname, '../../..');
+
+function orderly(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const run = spawnSync(process.execPath, [join(root, 'bin/orderly'), ...args], { cwd: root, encoding: 'utf8' });
+  return { status: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+test('orderly --version prints the version of package.json', () => {
+  const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
+  expect(orderly('--version')).toMatchObject({ status: 0, stdout: `${version}\n` });
+});
+
+/** Loads MODULE with the compiled loadTopology in a fresh process; prints the topology's description. */
+function loadTopology(module: string): { status: number | null; stdout: string; stderr: string } {
+  const loader = pathToFileURL(join(root, 'dist/src/cli/loadTopology.js')).href;
+  const script = `const { loadTopology } = await import(${JSON.stringify(loader)});
+try { process.stdout.write((await loadTopology(process.argv[1])).describe()); }
+catch (error) { process.stderr.write(error.message); process.exitCode = 1; }`;
+  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script, module], { cwd: root, encoding: 'utf8' });
+  return { status: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+test('a .ts module is loaded through tsx, registered only for TypeScript', () => {
+  const loaded = loadTopology('examples/disputes/topology.ts');
+  expect(loaded.status, loaded.stderr).toBe(0);
+  expect(loaded.stdout).toContain('Source: disputes-source (topics: [disputes], dead letters: disputes.dlq)');
+});
+
+test('a .ts module that Node.js loads as CommonJS (no "type": "module" above it) loads too', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'orderly-cli-'));
+  try {
+    const dsl = pathToFileURL(join(root, 'dist/src/index.js')).href;
+    writeFileSync(join(dir, 'loans.ts'), `import { stream } from '${dsl}';\nconst topic: string = 'loan-applications';\nexport default stream(topic).to('loan-verdicts').build();\n`);
+    const loaded = loadTopology(join(dir, 'loans.ts'));
+    expect(loaded.status, loaded.stderr).toBe(0);
+    expect(loaded.stdout).toContain('Source: loan-applications-source (topics: [loan-applications]');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a module that exports no topology is refused, naming the module and what it must export', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'orderly-cli-'));
+  try {
+    writeFileSync(join(dir, 'notATopology.ts'), 'const n: number = 1;\nexport default n;\n');
+    const loaded = loadTopology(join(dir, 'notATopology.ts'));
+    expect(loaded.status).toBe(1);
+    expect(loaded.stderr).toContain(`'${join(dir, 'notATopology.ts')}' must export a Topology by default`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
