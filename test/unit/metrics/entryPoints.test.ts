@@ -25,8 +25,9 @@ function staticPackages(entry: string): Set<string> {
 }
 
 describe('entry points', () => {
-  it('orderly and orderly/testkit do not load prom-client; orderly/metrics does', () => {
+  it('orderly, orderly/kafka and orderly/testkit do not load prom-client; orderly/metrics does', () => {
     expect(staticPackages('src/index.ts')).not.toContain('prom-client');
+    expect(staticPackages('src/kafka/index.ts')).not.toContain('prom-client');
     expect(staticPackages('testkit/index.ts')).not.toContain('prom-client');
     expect(staticPackages('src/cli/main.ts')).not.toContain('prom-client');
     expect(staticPackages('src/metrics/index.ts')).toContain('prom-client');
