@@ -13,6 +13,7 @@ const entryPoints = [
   { report: 'orderly', types: 'dist/src/index.d.ts' },
   { report: 'orderly-kafka', types: 'dist/src/kafka/index.d.ts' },
   { report: 'orderly-testkit', types: 'dist/testkit/index.d.ts' },
+  { report: 'orderly-metrics', types: 'dist/src/metrics/index.d.ts' },
   { report: 'orderly-providers-openai', types: 'dist/src/providers/openai.d.ts' },
   { report: 'orderly-providers-anthropic', types: 'dist/src/providers/anthropic.d.ts' },
   { report: 'orderly-providers-ai-sdk', types: 'dist/src/providers/aiSdk.d.ts' },

@@ -13,7 +13,9 @@ export type { DecideContext, DecideFn, Decided, Disposition, RateLimit, RecordMe
 export { Engine } from './engine/engine.js';
 export type { EngineOptions, CommitPolicy, ParkedKeyInfo, StopOptions } from './engine/engine.js';
 export { Outcome, finishedOutcomes } from './engine/outcomes.js';
-export type { OutcomeEvent, EngineObserver } from './engine/outcomes.js';
+export type { OutcomeEvent, EngineObserver, ModelCallResult } from './engine/outcomes.js';
+export type { EngineStatus, PartitionStatus, BudgetStatus } from './engine/engineStatus.js';
+export { combineObservers } from './engine/combineObservers.js';
 export type { EngineMetrics } from './engine/metrics.js';
 export type { Resolution, ParkedEvent, ParkedKeyState } from './engine/parkedKeys.js';
 export { EFFECT_ID_HEADER } from './engine/outputs.js';

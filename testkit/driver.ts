@@ -1,7 +1,9 @@
 import type { Topology } from '../src/dsl/topology.js';
 import { json, type Serde } from '../src/dsl/serde.js';
 import { Engine, type CommitPolicy, type ParkedKeyInfo } from '../src/engine/engine.js';
-import type { OutcomeEvent } from '../src/engine/outcomes.js';
+import { combineObservers } from '../src/engine/combineObservers.js';
+import type { EngineStatus } from '../src/engine/engineStatus.js';
+import type { EngineObserver, OutcomeEvent } from '../src/engine/outcomes.js';
 import type { ParkedEvent, Resolution } from '../src/engine/parkedKeys.js';
 import type { CommitOffset, TopicPartition } from '../src/ports/log.js';
 import type { StoreOp } from '../src/ports/store.js';
@@ -55,6 +57,8 @@ export interface DriverOptions {
    * matches, as an engine that skipped them would.
    */
   faults?: DriverFaults;
+  /** Hears every engine instance's outcomes, model calls and commits too (a metrics exporter, say). */
+  observer?: EngineObserver;
 }
 
 /** See {@link DriverOptions.mode}. */
@@ -347,6 +351,11 @@ export class TopologyTestDriver {
     return this.observations.metrics();
   }
 
+  /** What the running engine holds now (its `Engine.status()`). */
+  status(): EngineStatus {
+    return this.requireLive('status').engine.status();
+  }
+
   /** Stops the engine where it is and closes the state. */
   async close(): Promise<void> {
     if (this.instance?.alive) this.crashNow();
@@ -429,7 +438,7 @@ export class TopologyTestDriver {
       store,
       random: this.random.derive(id),
       // A fenced instance stopping on its fenced producer is what fencing is for, not a failure.
-      observer: this.observations.observer(this.generation, (error) => (this.fencedOut.has(id) ? undefined : (this.failure ??= error))),
+      observer: combineObservers(this.observations.observer(this.generation, (error) => (this.fencedOut.has(id) ? undefined : (this.failure ??= error))), this.options.observer),
       ...(this.options.commit ? { commit: this.options.commit } : {}),
       ...(this.options.maxBufferedPerPartition ? { maxBufferedPerPartition: this.options.maxBufferedPerPartition } : {}),
     });

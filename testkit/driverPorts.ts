@@ -303,6 +303,10 @@ export class DriverConsumer implements Log {
     });
   }
 
+  highWatermark(tp: TopicPartition): number {
+    return this.log.endOffset(tp);
+  }
+
   async close(): Promise<void> {
     this.listener = undefined;
   }

@@ -26,6 +26,8 @@ export function registerRunCommand(program: Command): void {
     .option('-X, --kafka-config <key=value>', 'a librdkafka property for every client, e.g. security.protocol=SSL (repeatable)', collect, [])
     .option('--consumer-config <key=value>', 'a librdkafka property of the consumer only, e.g. max.poll.interval.ms=600000 (repeatable)', collect, [])
     .option('--producer-config <key=value>', 'a librdkafka property of the producer only, e.g. linger.ms=20 (repeatable)', collect, [])
+    .option('--metrics-port <port>', 'serve Prometheus metrics at http://HOST:PORT/metrics (0: any free port, logged at start)', toPort)
+    .option('--metrics-host <host>', 'the address the metrics are served on', '127.0.0.1')
     .option('--log-level <level>', 'pino level: trace, debug, info, warn, error', process.env.ORDERLY_LOG_LEVEL ?? 'info')
     .action(async (module: string, options: RunOptions) => {
       if (!options.exactlyOnce && (options.transactionalId || options.transactionTimeoutMs)) {
@@ -48,6 +50,12 @@ function toInteger(value: string): number {
 function toMilliseconds(value: string): number {
   const number = Number(value);
   if (!Number.isInteger(number) || number < 0) throw new InvalidArgumentError(`expected a whole number of milliseconds, 0 or more, got '${value}'`);
+  return number;
+}
+
+function toPort(value: string): number {
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 0 || number > 65_535) throw new InvalidArgumentError(`expected a port from 0 to 65535, got '${value}'`);
   return number;
 }
 

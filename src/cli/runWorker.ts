@@ -2,7 +2,9 @@ import type { Command } from 'commander';
 import { pino, type Logger } from 'pino';
 import type { LibrdkafkaConfig } from '../kafka/kafkaConfig.js';
 import { runTopology, type RunningTopology } from '../kafka/runner.js';
+import type { EngineObserver } from '../engine/outcomes.js';
 import { loadTopology } from './loadTopology.js';
+import type { RunMetrics } from './runMetrics.js';
 
 // What `orderly run` does once its options are checked; loaded only when that command runs (it loads the native Kafka client).
 
@@ -25,15 +27,22 @@ export interface RunOptions {
   consumerConfig: string[];
   producerConfig: string[];
   logLevel: string;
+  metricsPort?: number;
+  metricsHost: string;
 }
 
 /** Runs the topology that MODULE exports on Kafka until SIGINT or SIGTERM; a second signal exits at once. */
 export async function runWorker(module: string, options: RunOptions, program: Command): Promise<void> {
   const logger = pino({ level: options.logLevel }, pino.destination({ dest: 1, sync: true }));
   let worker: RunningTopology;
+  let metrics: RunMetrics | undefined;
   try {
-    worker = await startWorker(module, options, logger, program);
+    // Loaded only when asked for: prom-client is the exporter's alone.
+    if (options.metricsPort !== undefined) metrics = await (await import('./runMetrics.js')).startRunMetrics({ port: options.metricsPort, host: options.metricsHost }, logger);
+    worker = await startWorker(module, options, logger, program, metrics?.observer);
+    metrics?.watch(worker);
   } catch (error) {
+    await metrics?.close();
     // A missing topic, a locked state directory, an unreachable cluster, a module that is no topology.
     logger.error({ err: error }, 'orderly run: could not start');
     process.stderr.write(`orderly run: ${(error as Error).message.replace(/^orderly run: /, '')}\n`);
@@ -61,13 +70,15 @@ export async function runWorker(module: string, options: RunOptions, program: Co
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    await metrics?.close();
   }
 }
 
-async function startWorker(module: string, options: RunOptions, logger: Logger, program: Command): Promise<RunningTopology> {
+async function startWorker(module: string, options: RunOptions, logger: Logger, program: Command, observer: EngineObserver | undefined): Promise<RunningTopology> {
   const topology = await loadTopology(module);
   return runTopology({
     topology,
+    ...(observer ? { observer } : {}),
     bootstrap: options.bootstrap,
     group: options.group,
     stateDir: options.stateDir,

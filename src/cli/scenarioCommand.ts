@@ -15,7 +15,8 @@ export function registerScenarioCommand(program: Command): void {
     .option('--json', 'print a JSON array, one object per variant')
     .option('--state-dir <dir>', 'keep the LevelDB state under this directory, one sub-directory per variant (default: a temporary directory, removed afterwards)')
     .option('--memory', 'keep the state in memory-level instead of LevelDB')
-    .action(async (name: string, options: { json?: boolean; stateDir?: string; memory?: boolean }) => {
+    .option('--metrics', 'print the Prometheus metrics of the run (label variant) instead of the figures')
+    .action(async (name: string, options: { json?: boolean; stateDir?: string; memory?: boolean; metrics?: boolean }) => {
       if (!(scenarios as readonly string[]).includes(name)) {
         program.error(`orderly scenario: no scenario named '${name}'; the scenarios are: ${scenarios.join(', ')}`);
       }
@@ -24,6 +25,12 @@ export function registerScenarioCommand(program: Command): void {
       const temporary = options.memory || options.stateDir ? undefined : await mkdtemp(join(tmpdir(), 'orderly-scenario-'));
       const root = options.stateDir ?? temporary;
       try {
+        if (options.metrics) {
+          // Loaded only here: prom-client is the exporter's alone.
+          const { scenarioMetrics } = await import('./scenarioMetrics.js');
+          process.stdout.write(await scenarioMetrics((variant) => (root ? { stateDir: join(root, variant) } : {})));
+          return;
+        }
         const results: VariantResult[] = [];
         for (const variant of workedExampleVariants) {
           results.push(await runWorkedExample(variant, root ? { stateDir: join(root, variant) } : {}));

@@ -7,7 +7,7 @@ import { timedCall, type TimedCall } from './callTimeout.js';
 import type { EngineContext } from './engineContext.js';
 import type { Admission } from './rateGate.js';
 import { messageOf, metaOf, type EngineEvent } from './events.js';
-import { Outcome } from './outcomes.js';
+import { Outcome, type ModelCallResult } from './outcomes.js';
 
 /** One failed attempt, as it is stored and parked. */
 export interface AttemptError {
@@ -113,7 +113,8 @@ function callOnce(
   const atMs = ctx.clock.now();
   ctx.metrics.modelCall();
   ctx.observer.modelCall?.({ step: step.name, effectId: event.effectId, atMs, attempt });
-  const call = timedCall(ctx.clock, signal, step.timeoutMs, `agentStep '${step.name}'`);
+  const timed = timedCall(ctx.clock, signal, step.timeoutMs, `agentStep '${step.name}'`);
+  const call: Call = { ctx, step, event, attempt, admission, signal, timed, startedAtMs: atMs };
   let answer: unknown;
   try {
     answer = step.decide(value, {
@@ -123,20 +124,24 @@ function callOnce(
       record: metaOf(event),
       previousErrors: previous.length === 0 ? NO_ERRORS : previous.map((e) => e.error),
       clock: ctx.clock,
-      signal: call.signal,
+      signal: timed.signal,
     });
   } catch (error) {
-    call.end();
-    return callFailed({ ctx, step, event, attempt, admission, signal, timed: call }, error);
+    timed.end();
+    return callFailed(call, error);
   }
   // Answered at once (a rule, a cache): no promise, no abort listener to add and remove.
   if (!isThenable(answer)) {
-    call.end();
+    timed.end();
     ctx.gate!.answered(admission);
-    if (signal.aborted) throw signal.reason;
+    if (signal.aborted) {
+      callEnded(call, 'aborted');
+      throw signal.reason;
+    }
+    callEnded(call, 'answered');
     return validateDecision(step, answer);
   }
-  return answerOf({ ctx, step, event, attempt, admission, signal, timed: call }, answer);
+  return answerOf(call, answer);
 }
 
 /** One call of decide, as its answer is waited for and judged. */
@@ -150,6 +155,15 @@ interface Call {
   readonly signal: AbortSignal;
   /** The call's own signal and timeout. */
   readonly timed: TimedCall;
+  /** Clock port time the call started. */
+  readonly startedAtMs: number;
+}
+
+/** Tells the observer how a call ended and how long it took. */
+function callEnded({ ctx, step, event, startedAtMs }: Call, result: ModelCallResult): void {
+  if (!ctx.observer.modelCallEnded) return;
+  const atMs = ctx.clock.now();
+  ctx.observer.modelCallEnded({ step: step.name, effectId: event.effectId, atMs, durationMs: atMs - startedAtMs, result });
 }
 
 /**
@@ -166,21 +180,28 @@ async function answerOf(call: Call, answer: PromiseLike<unknown>): Promise<CallO
     call.timed.end();
   }
   call.ctx.gate!.answered(call.admission);
+  callEnded(call, 'answered');
   return validateDecision(call.step, raw);
 }
 
 /** A decide that threw, rejected or timed out: given up, refused (a 429: no attempt counted) or failed. */
-function callFailed({ ctx, step, event, attempt, admission, signal, timed: call }: Call, error: unknown): CallOutcome {
+function callFailed(call: Call, error: unknown): CallOutcome {
+  const { ctx, step, event, attempt, admission, signal, timed } = call;
   if (isRateLimited(error) && !signal.aborted) {
+    callEnded(call, 'rate_limited');
     ctx.gate!.rateLimited(error.retryAfterMs, admission);
     ctx.report(Outcome.RATE_LIMITED, event, { attempt });
     return { kind: 'refused' };
   }
   ctx.gate!.answered(admission);
   // Given up, not failed: no attempt is counted, the event stays unfinished.
-  if (signal.aborted) throw signal.reason;
+  if (signal.aborted) {
+    callEnded(call, 'aborted');
+    throw signal.reason;
+  }
+  callEnded(call, 'failed');
   // Past its timeout: a failed attempt, whatever the call does later.
-  if (call.timedOut()) return { kind: 'failed', error: messageOf(call.signal.reason) };
+  if (timed.timedOut()) return { kind: 'failed', error: messageOf(timed.signal.reason) };
   return { kind: 'failed', error: `agentStep '${step.name}' threw: ${messageOf(error)}` };
 }
 

@@ -51,6 +51,11 @@ export class CommitTracker {
     this.committed = offset;
   }
 
+  /** The offset last committed, or undefined before the first commit. */
+  get committedOffset(): number | undefined {
+    return this.committed;
+  }
+
   /** Events received and not finished. */
   get inProgress(): number {
     return this.pending.length - this.head - this.finished.size;

@@ -5,6 +5,7 @@ import type { Random } from '../ports/random.js';
 import type { Store } from '../ports/store.js';
 import { AttemptsIndexedStore } from './attemptsIndex.js';
 import type { EngineContext } from './engineContext.js';
+import type { BudgetStatus, EngineStatus } from './engineStatus.js';
 import { MetricsRecorder, type EngineMetrics } from './metrics.js';
 import type { EngineObserver } from './outcomes.js';
 import { checkResolution } from './checkResolution.js';
@@ -133,6 +134,31 @@ export class Engine {
     return this.ctx.metrics.snapshot();
   }
 
+  /** What the engine holds now: events in flight, the step's budget, and per partition its offsets and parked keys. */
+  status(): EngineStatus {
+    const step = this.ctx.topology.agentStep;
+    const learned = this.ctx.gate?.learnedBudget;
+    const budget: BudgetStatus | undefined = step?.limit
+      ? { step: step.name, source: 'declared', calls: step.limit.calls, windowMs: step.limit.windowMs }
+      : step && learned !== undefined
+        ? { step: step.name, source: 'learned', calls: learned, windowMs: this.ctx.gate?.learnedLimit?.windowMs }
+        : undefined;
+    const partitions = [...this.tasks.values()].map((task) => {
+      const parked = task.parkedKeys();
+      let heldEvents = 0;
+      // The parked event is the key's head; the events behind it are held.
+      for (const key of parked) heldEvents += key.nextSeq - key.headSeq - 1;
+      return {
+        ...task.tp,
+        committedOffset: task.tracker.committedOffset,
+        highWatermark: this.options.log.highWatermark(task.tp),
+        parkedKeys: parked.length,
+        heldEvents,
+      };
+    });
+    return { inFlight: this.inFlight, budgets: budget ? [budget] : [], partitions };
+  }
+
   /** Units running across all partitions: events not yet landed (those landed and becoming durable are not counted). */
   get inFlight(): number {
     let n = 0;
@@ -213,7 +239,9 @@ export class Engine {
     // left unfinished and uncommitted, so the partition's next owner reads it.
     if (this.failed || this.stopping) return;
     this.ctx.metrics.receive(batch.length);
+    const observer = this.ctx.observer;
     for (const record of batch) {
+      observer.received?.(record);
       const task = this.tasks.get(record);
       if (!task) throw new Error(`the log delivered ${partitionId(record)}@${record.offset}, which is not assigned to this engine`);
       task.receive(record);

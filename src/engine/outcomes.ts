@@ -65,11 +65,18 @@ export interface OutcomeEvent extends OutcomeDetails {
   readonly effectId: string;
 }
 
+/** How a call of the agent step ended: an answer (valid or not), a 429, a throw, or given up by a stop or rebalance. */
+export type ModelCallResult = 'answered' | 'rate_limited' | 'failed' | 'aborted';
+
 /** Everything the engine reports as it goes. Every callback is optional and must return at once. */
 export interface EngineObserver {
   outcome?(event: OutcomeEvent): void;
+  /** A record arrived from the log (a redelivered one too); called once per record. */
+  received?(record: { readonly topic: string; readonly partition: number; readonly offset: number }): void;
   /** The engine is about to call the agent step for an event. */
   modelCall?(call: { step: string; effectId: string; atMs: number; attempt: number }): void;
+  /** A call of the agent step ended, `durationMs` after it started (clock port time). */
+  modelCallEnded?(call: { step: string; effectId: string; atMs: number; durationMs: number; result: ModelCallResult }): void;
   committed?(commit: { topic: string; partition: number; offset: number; atMs: number }): void;
   /** The log refused a commit because a rebalance took its partitions (not fatal: see CommitRefusedError). */
   commitRefused?(refusal: { partitions: readonly string[]; error: string; atMs: number }): void;

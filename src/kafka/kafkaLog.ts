@@ -311,6 +311,21 @@ export class KafkaLog implements Log {
     }
   }
 
+  /**
+   * The high watermark librdkafka cached from its last fetch of the partition (no request to the
+   * broker), or undefined before the first fetch.
+   */
+  highWatermark(tp: TopicPartition): number | undefined {
+    try {
+      const high = this.consumer?.getWatermarkOffsets(tp.topic, tp.partition).highOffset;
+      // librdkafka reports an invalid offset (negative) until it has fetched the partition.
+      return high !== undefined && high >= 0 ? high : undefined;
+    } catch {
+      // It throws when nothing is cached yet.
+      return undefined;
+    }
+  }
+
   /** Partitions this consumer owns now (assigned and restored), for tests and metrics. */
   owned(): TopicPartition[] {
     return [...this.partitions.values()].filter((p) => p.ownership === 'owned').map((p) => p.tp);

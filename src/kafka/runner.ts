@@ -264,8 +264,14 @@ function loggingObserver(logger: Logger, user: EngineObserver | undefined, onFat
       rateLimits?.warnings.outcome(event);
       user?.outcome?.(event);
     },
+    received(record) {
+      user?.received?.(record);
+    },
     modelCall(call) {
       user?.modelCall?.(call);
+    },
+    modelCallEnded(call) {
+      user?.modelCallEnded?.(call);
     },
     committed(commit) {
       logger.debug(commit, 'committed');

@@ -91,6 +91,12 @@ export interface Log {
   /** Settles once every record is durably appended (acknowledged). */
   produce(records: readonly OutRecord[]): Promise<void>;
   /**
+   * The partition's high watermark (the offset the next record appended to it will get) as this
+   * consumer last heard it, or undefined before it has heard one (a partition not fetched yet).
+   * It must return at once: the metrics read it at every scrape to compute the consumer lag.
+   */
+  highWatermark(tp: TopicPartition): number | undefined;
+  /**
    * Present only on a transactional log (Kafka with exactly-once): the records that `work`
    * produces, state changelog records included, become visible in one transaction or not at all,
    * and no commit falls between two of them. The engine runs the end of each event (its state

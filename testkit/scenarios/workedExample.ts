@@ -2,7 +2,8 @@ import { stream } from '../../src/dsl/stream.js';
 import { isRateLimited } from '../../src/dsl/rateLimited.js';
 import type { Topology } from '../../src/dsl/topology.js';
 import type { CommitPolicy } from '../../src/engine/engine.js';
-import { Outcome } from '../../src/engine/outcomes.js';
+import type { EngineStatus } from '../../src/engine/engineStatus.js';
+import { Outcome, type EngineObserver } from '../../src/engine/outcomes.js';
 import type { DecideFn } from '../../src/graph/nodes.js';
 import { TopologyTestDriver } from '../driver.js';
 import { fakeModel, type FakeModel } from '../fakeModel.js';
@@ -40,19 +41,23 @@ export interface WorkedExampleOptions {
   readonly stateDir?: string;
   /** Settings other than the variant's defaults (see {@link WorkedExampleSettings}). */
   readonly settings?: Partial<Omit<WorkedExampleSettings, 'variant'>>;
+  /** Hears the engine of a driver variant (a metrics exporter, say); `retry-topic` runs no engine. */
+  readonly observer?: EngineObserver;
+  /** Gets the engine's status once the variant is idle, before the driver closes. */
+  readonly onIdle?: (status: EngineStatus) => void;
 }
 
 /** Runs one variant on the test driver (or, for `retry-topic`, on the naive baseline) and measures it. */
 export async function runWorkedExample(variant: WorkedExampleVariant, options: WorkedExampleOptions = {}): Promise<VariantResult> {
-  return (await runRecorded({ ...defaultWorkedExampleSettings(variant), ...options.settings, variant }, options.stateDir)).result;
+  return (await runRecorded({ ...defaultWorkedExampleSettings(variant), ...options.settings, variant }, options)).result;
 }
 
 /** Runs the worked example with these settings, in memory, and returns its figures and its timeline. */
 export async function runWorkedExampleTimeline(settings: WorkedExampleSettings): Promise<{ result: VariantResult; timeline: WorkedExampleTimeline }> {
-  return runRecorded(settings, undefined);
+  return runRecorded(settings, {});
 }
 
-async function runRecorded(s: WorkedExampleSettings, stateDir: string | undefined): Promise<{ result: VariantResult; timeline: WorkedExampleTimeline }> {
+async function runRecorded(s: WorkedExampleSettings, options: Omit<WorkedExampleOptions, 'settings'>): Promise<{ result: VariantResult; timeline: WorkedExampleTimeline }> {
   const events = workedExampleEvents(s);
   const recorded = recordingModel(disputesModel(s));
   const model = recorded.model;
@@ -70,7 +75,8 @@ async function runRecorded(s: WorkedExampleSettings, stateDir: string | undefine
     partitions: s.partitions,
     commit: commitPolicy(s),
     seed: s.seed,
-    ...(stateDir ? { stateDir } : {}),
+    ...(options.stateDir ? { stateDir: options.stateDir } : {}),
+    ...(options.observer ? { observer: options.observer } : {}),
   });
   try {
     const input = driver.createInputTopic<Dispute>(workedExampleFixture.topic);
@@ -81,6 +87,7 @@ async function runRecorded(s: WorkedExampleSettings, stateDir: string | undefine
       driver.restart({ after: s.crashAtMs + s.restartAfterMs });
     }
     await driver.runUntilIdle();
+    options.onIdle?.(driver.status());
     const marks: TimelineMark[] = [
       ...driver.history().map((h): TimelineMark => ({
         kind: 'outcome', partition: h.partition, offset: h.offset, key: h.key ?? '', atMs: h.atMs, outcome: h.outcome,

@@ -54,6 +54,7 @@ export async function runOnEngine(topology: Topology, events: readonly EngineRun
     },
     pause: () => undefined,
     resume: () => undefined,
+    highWatermark: () => records.length,
     async commit(offsets: readonly CommitOffset[]) {
       for (const o of offsets) committed = Math.max(committed, o.offset);
     },

@@ -18,6 +18,7 @@ export function handDrivenLog(tp: TopicPartition, options: { atomic?: boolean } 
     resume: () => undefined,
     commit: async (offsets) => void commits.push([...offsets]),
     produce: async (records) => void produced.push(...records),
+    highWatermark: () => undefined,
     close: async () => undefined,
     ...(options.atomic ? { atomic: <T>(work: () => Promise<T>) => work() } : {}),
   };

@@ -37,6 +37,9 @@ class OnePartitionLog implements Log {
   async produce(records: readonly OutRecord[]): Promise<void> {
     this.outputs.push(...records);
   }
+  highWatermark(): undefined {
+    return undefined;
+  }
   async close(): Promise<void> {}
 }
 
