@@ -1,5 +1,5 @@
 import type { Node } from 'ts-morph';
-import { effect } from '../dsl/effect.js';
+import { effect, madeByEffect } from '../dsl/effect.js';
 import { json, string } from '../dsl/serde.js';
 import { stream, StreamBuilder } from '../dsl/stream.js';
 import type { Placeholders } from './placeholders.js';
@@ -126,10 +126,18 @@ function convertOptions(value: unknown, shape: { readonly [option: string]: Shap
 }
 
 function convertEffect(value: unknown, use: Use, placeholders: Placeholders): unknown {
-  if (value instanceof Unknown) return { name: placeholders.token(value, use), apply: standIn };
+  if (value instanceof Unknown) return standInEffect(placeholders.token(value, use), undefined);
   if (typeof value !== 'object' || value === null) return value;
-  const name = (value as { name?: unknown }).name;
-  return { name: convert(name, 'string', { ...use, option: 'effect name' }, placeholders), apply: standIn };
+  const { name, timeoutMs } = value as { name?: unknown; timeoutMs?: unknown };
+  return standInEffect(convert(name, 'string', { ...use, option: 'effect name' }, placeholders), typeof timeoutMs === 'number' ? timeoutMs : undefined);
+}
+
+/**
+ * An effect as effect() makes it (applyOnce takes nothing else), built directly so that a name known
+ * only at run time (a placeholder) passes through to describe() as it is.
+ */
+function standInEffect(name: unknown, timeoutMs: number | undefined): unknown {
+  return { name, apply: standIn, ...(timeoutMs === undefined ? {} : { timeoutMs }), [madeByEffect]: true };
 }
 
 // describe() runs none of a topology's functions; these stand in for them so the DSL's checks pass.

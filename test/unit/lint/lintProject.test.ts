@@ -36,7 +36,7 @@ describe('orderly lint', { timeout: 180_000 }, () => {
     expect(lint('examples')).toEqual([]);
     expect(checked('examples')).toEqual([
       "agentStep 'decide' examples/disputes/topology.ts:50",
-      "effect 'dispute-decisions' testkit/scenarios/disputes.ts:28",
+      "effect 'dispute-decisions' testkit/scenarios/disputes.ts:42",
     ]);
   });
 
