@@ -1,8 +1,10 @@
 import type { RecordMeta } from '../graph/nodes.js';
 import { requireFunction, requireInteger, requireName } from './options.js';
 
-/** Marks what {@link effect} made: `applyOnce` takes nothing else (every function has an `apply`). */
-/** @internal */
+/**
+ * Marks what {@link effect} made: `applyOnce` takes nothing else (every function has an `apply`).
+ * @internal
+ */
 export const madeByEffect: unique symbol = Symbol.for('orderly.effect');
 
 /**

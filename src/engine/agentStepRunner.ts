@@ -130,7 +130,7 @@ function callOnce(
     timed.end();
     return callFailed(call, error);
   }
-  // Answered at once (a rule, a cache): no promise, no abort listener to add and remove.
+  // Answered at once (a rule, a cache): no promise to wait for, and the timeout's timer (if any) ends now.
   if (!isThenable(answer)) {
     timed.end();
     ctx.gate!.answered(admission);

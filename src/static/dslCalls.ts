@@ -19,7 +19,7 @@ type Signature = ReadonlyArray<readonly [string, Shape]>;
 
 const functionShapes: Readonly<Record<string, Signature>> = {
   stream: [['topic', 'string'], ['options', { value: 'serde', deadLetterTopic: 'string', effectId: 'function' }]],
-  effect: [['name', 'string'], ['apply', 'function']],
+  effect: [['name', 'string'], ['apply', 'function'], ['options', { timeoutMs: 'number' }]],
   json: [],
   string: [],
 };
@@ -28,8 +28,8 @@ const operatorShapes: Readonly<Record<string, Signature>> = {
   filter: [['predicate', 'function'], ['options', nameOption]],
   mapValues: [['mapper', 'function'], ['options', nameOption]],
   keyedSerial: [['options', { name: 'string', maxInFlight: 'number' }]],
-  agentStep: [['name', 'string'], ['decide', 'function'], ['options', { schema: 'schema', limit: { calls: 'number', windowMs: 'number' } }]],
-  park: [['options', { name: 'string', attempts: 'number', retryDelayMs: 'number', retryJitter: 'fraction', topic: 'string' }]],
+  agentStep: [['name', 'string'], ['decide', 'function'], ['options', { schema: 'schema', limit: { calls: 'number', windowMs: 'number' }, timeoutMs: 'number' }]],
+  park: [['options', { name: 'string', attempts: 'number', retryDelayMs: 'number', retryJitter: 'fraction', topic: 'string', onExhausted: 'string' }]],
   applyOnce: [['effect', 'effect'], ['options', nameOption]],
   to: [['topic', 'string'], ['options', { name: 'string', value: 'serde' }]],
   build: [],
