@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { pino, type Logger } from 'pino';
 import type { Topology } from '../dsl/topology.js';
+import { combineObservers } from '../engine/combineObservers.js';
 import { Engine, type CommitPolicy, type StopOptions } from '../engine/engine.js';
 import { Outcome, type EngineObserver, type OutcomeEvent } from '../engine/outcomes.js';
 import type { Store } from '../ports/store.js';
@@ -176,7 +177,8 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
     clock: systemClock,
     store,
     random: systemRandom,
-    observer: loggingObserver(logger.child({ component: 'engine' }), options.observer, (error) => void stopWith(error), rateLimits),
+    // The user's observer hears each report first, so it has the fatal error before the worker stops.
+    observer: withUserObserver(options.observer, loggingObserver(logger.child({ component: 'engine' }), (error) => void stopWith(error), rateLimits)),
     ...(commit ? { commit } : {}),
     maxBufferedPerPartition: options.maxBufferedPerPartition ?? KAFKA_MAX_BUFFERED_PER_PARTITION,
   });
@@ -255,35 +257,25 @@ function rateLimitWatch(topology: Topology, logger: Logger, options: RateLimitWa
 
 const loud: ReadonlySet<Outcome> = new Set<Outcome>([Outcome.PARKED, Outcome.DEAD_LETTERED, Outcome.SKIPPED]);
 
-/** Logs outcomes (debug; PARKED, DEAD_LETTERED and SKIPPED at warn), commits (debug) and fatal errors, then tells `user`. */
-function loggingObserver(logger: Logger, user: EngineObserver | undefined, onFatal: (error: Error) => void, rateLimits: RateLimitWatch | undefined): EngineObserver {
+/** The user's observer, then the worker's own; the worker's alone when the user gave none. */
+function withUserObserver(user: EngineObserver | undefined, own: EngineObserver): EngineObserver {
+  return user ? combineObservers(user, own) : own;
+}
+
+/** Logs outcomes (debug; PARKED, DEAD_LETTERED and SKIPPED at warn), commits (debug) and fatal errors. */
+function loggingObserver(logger: Logger, onFatal: (error: Error) => void, rateLimits: RateLimitWatch | undefined): EngineObserver {
   return {
     outcome(event: OutcomeEvent) {
       if (loud.has(event.outcome)) logger.warn(event, `event ${event.outcome}`);
       else logger.debug(event, `event ${event.outcome}`);
       rateLimits?.warnings.outcome(event);
-      user?.outcome?.(event);
-    },
-    received(record) {
-      user?.received?.(record);
-    },
-    modelCall(call) {
-      user?.modelCall?.(call);
-    },
-    modelCallEnded(call) {
-      user?.modelCallEnded?.(call);
     },
     committed(commit) {
       logger.debug(commit, 'committed');
-      user?.committed?.(commit);
     },
-    commitRefused(refusal) {
-      // The Kafka log has logged it at warn already.
-      user?.commitRefused?.(refusal);
-    },
+    // A refused commit: the Kafka log has logged it at warn already.
     fatal(error) {
       logger.error({ err: error }, 'engine failed');
-      user?.fatal?.(error);
       onFatal(error);
     },
   };
