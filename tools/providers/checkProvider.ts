@@ -30,21 +30,31 @@ export interface CheckRow {
   readonly elapsedMs: number;
 }
 
+/** A 429 as the adapter turned it into RateLimited: its delay, and when, before the engine heard it. */
+interface Refusal {
+  readonly effectId: string;
+  readonly delayMs: number;
+  readonly heardAtMs: number;
+}
+
 /**
- * True when no call started while a refusal's delay ran: from the engine's RATE_LIMITED outcome
- * (when it heard the 429) for the delay the adapter threw, each refusal paired with its event's.
+ * True when no call started while a refusal's delay ran: from when the adapter threw the 429
+ * (just before the engine heard it) for the delay the adapter threw, each refusal paired with its event's.
  */
 function waitedOutEveryRefusal(
   refusedAt: readonly OutcomeEvent[],
-  refusals: ReadonlyArray<{ effectId: string; delayMs: number }>,
+  refusals: readonly Refusal[],
   calls: ReadonlyArray<{ atMs: number }>,
 ): boolean {
-  const delays = new Map<string, number[]>();
-  for (const r of refusals) delays.set(r.effectId, [...(delays.get(r.effectId) ?? []), r.delayMs]);
+  const byEvent = new Map<string, Refusal[]>();
+  for (const r of refusals) byEvent.set(r.effectId, [...(byEvent.get(r.effectId) ?? []), r]);
+  // The engine reads its clock between hearing the 429 (heardAtMs) and reporting it (o.atMs), and the
+  // millisecond may tick in between: a call may start from heardAtMs + delay on, whatever o.atMs says,
+  // and calls that started up to the report were started before the engine knew of the refusal.
   return refusedAt.every((o) => {
-    const delayMs = delays.get(o.effectId)?.shift();
-    if (delayMs === undefined) return false;
-    return calls.every((call) => call.atMs <= o.atMs || call.atMs >= o.atMs + delayMs);
+    const refusal = byEvent.get(o.effectId)?.shift();
+    if (refusal === undefined) return false;
+    return calls.every((call) => call.atMs <= o.atMs || call.atMs >= refusal.heardAtMs + refusal.delayMs);
   });
 }
 
@@ -55,7 +65,7 @@ export function holds(row: CheckRow): boolean {
 
 export async function checkProvider(adapter: SdkAdapter, options: CheckOptions): Promise<CheckRow> {
   const server = await startStandInServer({ decide: decideStandIn, window: options.window });
-  const refusals: Array<{ effectId: string; delayMs: number }> = [];
+  const refusals: Refusal[] = [];
   const startedMs = Date.now();
   try {
     // The client keeps its SDK's default retries: the adapter must turn them off.
@@ -64,7 +74,7 @@ export async function checkProvider(adapter: SdkAdapter, options: CheckOptions):
       try {
         return await adapterDecide(event, ctx);
       } catch (error) {
-        if (error instanceof RateLimited) refusals.push({ effectId: ctx.effectId, delayMs: error.retryAfterMs });
+        if (error instanceof RateLimited) refusals.push({ effectId: ctx.effectId, delayMs: error.retryAfterMs, heardAtMs: ctx.clock.now() });
         throw error;
       }
     };
