@@ -80,6 +80,6 @@ function drawnIn(mode: CrashScenario['mode'], crash: ScenarioCrash): boolean {
   // its late writes can apply an event twice, a documented limit (docs/guarantees.md).
   if (crash.kind === 'fenced') return mode === 'exactlyOnce';
   // A refused changelog write needs a changelog: a plain store has none.
-  if (crash.kind === 'refused') return mode === 'staged';
+  if (crash.kind === 'refused') return mode !== 'plain';
   return true;
 }

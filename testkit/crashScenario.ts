@@ -42,7 +42,8 @@ export type ScenarioCrash =
   /**
    * Kafka refuses the changelog records of the nth staged write from now on for good (a record
    * above the topic's max.message.bytes): the engine stops on it, as its worker does, and restarts
-   * after `restartAfterMs` (the topic fixed). Staged only (see TopologyTestDriver.refuseWrite).
+   * after `restartAfterMs` (the topic fixed); exactly-once, the transaction fails under it and the
+   * owned partitions are reset instead. Not on a plain store (see TopologyTestDriver.refuseWrite).
    */
   | { readonly kind: 'refused'; readonly nth: number; readonly restartAfterMs: number };
 
@@ -88,7 +89,8 @@ export interface ScenarioRun {
  * - `offsetsOutsideTransaction` (exactly-once): offsets are committed outside the transaction (see DriverOptions.faults);
  * - `syncAnswerSkipsAttempts`: the attempts record of a step answered synchronously is never written;
  * - `unfencedProducer` (exactly-once): a worker fenced out of its group still commits its transactions (see DriverOptions.faults);
- * - `changelogGaps` (staged): writes after one Kafka refused are still acknowledged, a gap in the changelog (see DriverOptions.faults).
+ * - `changelogGaps` (staged): writes after one Kafka refused are still acknowledged, a gap in the changelog (see DriverOptions.faults);
+ * - `resetKeepsLocalState` (exactly-once): the reset after an aborted transaction keeps the landed writes it threw away (see DriverOptions.faults).
  */
 export interface ScenarioFaults {
   readonly commitAheadBy?: number;
@@ -99,6 +101,7 @@ export interface ScenarioFaults {
   readonly syncAnswerSkipsAttempts?: boolean;
   readonly unfencedProducer?: boolean;
   readonly changelogGaps?: boolean;
+  readonly resetKeepsLocalState?: boolean;
 }
 
 /** The share of the model's answers, and of the effect's, that come synchronously. */
@@ -144,6 +147,7 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
     ...(options.offsetsOutsideTransaction ? { offsetsOutsideTransaction: true } : {}),
     ...(options.unfencedProducer ? { unfencedProducer: true } : {}),
     ...(options.changelogGaps ? { changelogGaps: true } : {}),
+    ...(options.resetKeepsLocalState ? { resetKeepsLocalState: true } : {}),
     ...(options.syncAnswerSkipsAttempts ? { dropWrite: (op: StoreOp) => isAttemptsAfterSyncAnswer(op, model) } : {}),
   };
   const driver = new TopologyTestDriver(topology, {

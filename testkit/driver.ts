@@ -5,7 +5,7 @@ import { combineObservers } from '../src/engine/combineObservers.js';
 import type { EngineStatus } from '../src/engine/engineStatus.js';
 import type { EngineObserver, OutcomeEvent } from '../src/engine/outcomes.js';
 import type { ParkedEvent, Resolution } from '../src/engine/parkedKeys.js';
-import type { CommitOffset, TopicPartition } from '../src/ports/log.js';
+import { PartitionResetError, type CommitOffset, type TopicPartition } from '../src/ports/log.js';
 import type { StoreOp } from '../src/ports/store.js';
 import { openLevelStore, openMemoryStore } from '../src/state/levelStore.js';
 import { crashPhase, type CrashPoint, type IoRequest } from './crashPoints.js';
@@ -80,6 +80,8 @@ export interface DriverFaults extends StoreFaults {
    * `enable.gapless.guarantee` goes on after a record the broker refused: a gap in the changelog.
    */
   readonly changelogGaps?: boolean;
+  /** Exactly-once: the reset after an aborted transaction keeps the instance's landed writes, as a worker that did not restore its state from the changelog would. */
+  readonly resetKeepsLocalState?: boolean;
 }
 
 /** Where and when to crash. With neither, the engine crashes now. */
@@ -154,7 +156,7 @@ export class TopologyTestDriver {
     // Plain, every operation runs in request order; staged, acknowledgements interleave with them.
     this.io = new DriverIo(this.mode === 'plain' ? undefined : this.random.derive('io'));
     this.observations = new DriverObservations(topology);
-    this.refusals = new RefusedWrites(options.faults?.changelogGaps === true);
+    this.refusals = new RefusedWrites(this.mode !== 'exactlyOnce' && options.faults?.changelogGaps !== true);
   }
 
   /** Writes to the topology's source topic; any other name is refused (nothing would read it). */
@@ -446,6 +448,8 @@ export class TopologyTestDriver {
       refuseCommits: this.refuseCommits(),
       ...(faults.offsetsOutsideTransaction ? { offsetsOutsideTransaction: true } : {}),
       ...(faults.unfencedProducer ? { unfencedProducer: true } : {}),
+      ...(faults.resetKeepsLocalState ? { resetKeepsLocalState: true } : {}),
+      onReset: () => this.observations.reset(),
     });
     const store = new GatedStore(id, this.io, {
       state,
@@ -502,7 +506,7 @@ export class TopologyTestDriver {
     if (phase === 'before') return this.crashNow();
     const request = pending.request;
     const refused = this.refusals.verdict(pending.owner, request, pending.owner === this.instance?.id);
-    if (refused) return pending.settle({ ok: false, error: refused });
+    if (refused) return this.refuse(pending, refused);
     let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
     const before = request.kind === 'commit' ? request.offsets.map((tp) => this.log.committed(tp)) : [];
     try {
@@ -516,6 +520,17 @@ export class TopologyTestDriver {
     }
     if (phase === 'after') return this.crashNow();
     pending.settle(outcome);
+  }
+
+  /**
+   * Fails a request the producer refused. Exactly-once, as Kafka's log does: the transaction fails
+   * under the write, which rejects with a PartitionResetError while the owned partitions are reset.
+   */
+  private refuse(pending: PendingIo, refused: Error): void {
+    const instance = this.instance;
+    if (this.mode !== 'exactlyOnce' || !isRefusedWrite(refused) || instance?.id !== pending.owner) return pending.settle({ ok: false, error: refused });
+    void instance.consumer.resetAfterAbort();
+    pending.settle({ ok: false, error: new PartitionResetError(`the transaction failed under this write, so its partitions are reset: ${refused.message}`, { cause: refused }) });
   }
 
   private crashPhaseOf(request: IoRequest): 'before' | 'after' | undefined {

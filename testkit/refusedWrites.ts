@@ -17,18 +17,19 @@ export function isRefusedWrite(error: unknown): boolean {
 }
 
 /**
- * The driver's model of a producer that Kafka refuses a record of, as orderly's producer runs
- * without transactions (gap-less, see `producerConfig`): the refused acknowledgement fails, and so
- * does every later acknowledgement and produce of the same engine instance, so that nothing is
- * written after the gap. With `gaps` (a fault, as librdkafka without `enable.gapless.guarantee`),
- * only the refused one fails and the later ones go on.
+ * The driver's model of a producer that Kafka refuses a record of. Without transactions, as
+ * orderly's producer runs gap-less (see `producerConfig`), it `stops`: the refused acknowledgement
+ * fails, and so does every later acknowledgement and produce of the same engine instance, so that
+ * nothing is written after the gap. Otherwise only the refused one fails: a transactional producer
+ * aborts the transaction and goes on, or (a fault, as librdkafka without
+ * `enable.gapless.guarantee`) the later records are written after the gap.
  */
 export class RefusedWrites {
   private armed: { remaining: number } | undefined;
   /** Instances whose producer stopped, with the refusal that stopped it. */
   private readonly stopped = new Map<string, RefusedWriteError>();
 
-  constructor(private readonly gaps: boolean) {}
+  constructor(private readonly stops: boolean) {}
 
   /** The `nth` acknowledgement of a staged write from now on is refused. */
   arm(nth: number): void {
@@ -50,7 +51,7 @@ export class RefusedWrites {
     if (request.kind !== 'durable' || !counts || !this.armed || --this.armed.remaining > 0) return undefined;
     this.armed = undefined;
     const refused = new RefusedWriteError('Kafka refused a changelog record for good (a fault of the driver, as a record above the topic\'s max.message.bytes)');
-    if (!this.gaps) this.stopped.set(owner, refused);
+    if (this.stops) this.stopped.set(owner, refused);
     return refused;
   }
 }

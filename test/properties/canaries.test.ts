@@ -87,3 +87,12 @@ test('canary: a producer that goes on after Kafka refused a changelog write (a g
   expect(scenario.crashes.some((c) => c.kind === 'refused')).toBe(true);
   expect(String(result.errorInstance)).toMatch(/state-mismatch|double-effect|order-violation|lost-event/);
 }, timeout);
+
+test('canary: an exactly-once reset (partitions lost, transaction aborted) that keeps the local writes it threw away is caught', async () => {
+  const result = await caught({ resetKeepsLocalState: true });
+  expect(result.failed).toBe(true);
+  const scenario = result.counterexample![0];
+  expect(scenario.mode).toBe('exactlyOnce');
+  expect(scenario.crashes.some((c) => (c.kind === 'revoke' && c.lost) || c.kind === 'fenced' || c.kind === 'refused')).toBe(true);
+  expect(String(result.errorInstance)).toMatch(/lost-event|state-mismatch/);
+}, timeout);
