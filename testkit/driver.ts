@@ -289,7 +289,7 @@ export class TopologyTestDriver {
    * good (larger than the topic's max.message.bytes, say). As orderly's producer does without
    * transactions (gap-less), every later write and produce of that engine instance fails too,
    * the engine stops on the error, as its worker does (committing its finished prefix), and a
-   * {@link restart} starts a new one, as a supervisor restarts the worker once the topic is fixed.
+   * {@link TopologyTestDriver.restart} starts a new one, as a supervisor restarts the worker once the topic is fixed.
    */
   refuseWrite(options: { nth?: number } = {}): void {
     if (this.mode === 'plain') throw new Error("TopologyTestDriver.refuseWrite: a plain store has no changelog to refuse a write; use mode 'staged' or 'exactlyOnce'");
