@@ -1,3 +1,4 @@
+import { causedBy } from '../src/ports/log.js';
 import type { IoRequest } from './crashPoints.js';
 
 /** A staged write whose changelog records Kafka refuses for good (larger than the topic's max.message.bytes, say), as the driver simulates it. */
@@ -10,10 +11,7 @@ export class RefusedWriteError extends Error {
 
 /** True if `error`, or an error it was caused by, is a {@link RefusedWriteError}. */
 export function isRefusedWrite(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth += 1) {
-    if (e.name === 'RefusedWriteError') return true;
-  }
-  return false;
+  return causedBy(error, 'RefusedWriteError');
 }
 
 /**
