@@ -2,13 +2,14 @@
 // The Kafka runner and log are orderly/kafka (src/kafka/index.ts): importing orderly loads no native client.
 export { stream, StreamBuilder } from './dsl/stream.js';
 export type { StreamOptions, KeyedSerialOptions, AgentStepOptions, ParkOptions, ToOptions, NameOption } from './dsl/stream.js';
-export { Topology } from './dsl/topology.js';
+export { Topology } from './graph/topology.js';
 export { TopologyError } from './dsl/topologyError.js';
-export { RateLimited, isRateLimited } from './dsl/rateLimited.js';
+export { RateLimited, isRateLimited } from './graph/rateLimited.js';
 export { effect } from './dsl/effect.js';
-export type { Effect, EffectContext, EffectOptions, StateTable } from './dsl/effect.js';
-export { json, string } from './dsl/serde.js';
-export type { Serde } from './dsl/serde.js';
+export type { EffectOptions } from './dsl/effect.js';
+export type { Effect, EffectContext, StateTable } from './graph/effect.js';
+export { json, string } from './graph/serde.js';
+export type { Serde } from './graph/serde.js';
 export type { DecideContext, DecideFn, Decided, Disposition, RateLimit, RecordMeta, EffectIdContext } from './graph/nodes.js';
 export { Engine } from './engine/engine.js';
 export type { EngineOptions, CommitPolicy, ParkedKeyInfo, StopOptions } from './engine/engine.js';
