@@ -399,6 +399,9 @@ export class KafkaLog implements Log {
     if (!consumer) return;
     const tps = assignment.map(({ topic, partition }) => ({ topic, partition }));
     const cooperative = consumer.rebalanceProtocol() !== 'EAGER';
+    // Closing: the engine has stopped and takes no partition; librdkafka may still rebalance
+    // while it leaves the group (a rejoin under way, the revocation at close).
+    if (this.closing) return this.answerWhileClosing(consumer, error, assignment, cooperative);
     if (error?.code === ERR_ASSIGN_PARTITIONS) {
       this.assignmentWait?.stop();
       // An empty assignment completes a rebalance that gave this worker nothing new.
@@ -436,10 +439,30 @@ export class KafkaLog implements Log {
     }
   }
 
+  /**
+   * A rebalance while the log closes: librdkafka is answered at once (an assignment taken and
+   * given straight back is never seen by the engine), and a consumer already disconnected, which
+   * refuses the call, is no failure: it has left the group.
+   */
+  private answerWhileClosing(consumer: Consumer, error: LibrdKafkaError, assignment: Assignment[], cooperative: boolean): void {
+    try {
+      if (error?.code === ERR_ASSIGN_PARTITIONS) {
+        if (cooperative) consumer.incrementalAssign(assignment);
+        else consumer.assign(assignment);
+      } else if (cooperative) consumer.incrementalUnassign(assignment);
+      else consumer.unassign();
+    } catch (refused) {
+      this.logger.debug({ error: (refused as Error).message }, 'rebalance while closing');
+    }
+  }
+
   /** Runs rebalance steps one after another, in the order librdkafka gave them. */
   private serialize(step: () => Promise<void>): void {
     this.rebalances = this.rebalances.then(step).catch((error: unknown) => {
-      this.fail(new Error(`rebalance callback failed: ${(error as Error).message}`, { cause: error }));
+      // A step cut short by the close (the consumer disconnected under it) fails nothing: the
+      // engine has stopped, and the partitions' next owner starts from the committed offsets.
+      if (this.closing) this.logger.warn({ err: error }, 'a rebalance step failed while the log closed');
+      else this.fail(new Error(`rebalance callback failed: ${(error as Error).message}`, { cause: error }));
     });
   }
 

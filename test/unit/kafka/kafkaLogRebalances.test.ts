@@ -1,4 +1,4 @@
-// Exactly-once, a worker fenced out of its group (partitions lost without a revocation): the work
+// How KafkaLog answers librdkafka's rebalances. Exactly-once, a worker fenced out of its group (partitions lost without a revocation): the work
 // in flight of the lost partitions must end before the open transaction is aborted, or what it
 // records lands in the next transaction, which the worker commits once it has rejoined the group
 // (seen on the broker: 3 decisions a read_committed reader saw twice). White-box: the librdkafka
@@ -12,6 +12,7 @@ import { KafkaLog } from '../../../src/kafka/kafkaLog.js';
 import { Transactions } from '../../../src/kafka/transactions.js';
 
 const ERR_REVOKE_PARTITIONS = -174;
+const ERR_ASSIGN_PARTITIONS = -175;
 const tp = (partition: number): TopicPartition => ({ topic: 'orders', partition });
 const ids = (tps: readonly TopicPartition[]) => tps.map((t) => `${t.topic}/${t.partition}`).join(',');
 
@@ -26,13 +27,17 @@ interface Rig {
   readonly calls: string[];
   /** A rebalance callback from librdkafka: these partitions were lost. */
   lose(tps: readonly TopicPartition[]): void;
+  /** librdkafka assigns these partitions. */
+  assign(tps: readonly TopicPartition[]): void;
+  /** The log is closing, as after `close()` was called. */
+  closing(): void;
   /** A write of the open transaction failed (fenced by a new generation, say). */
   abortFromProduce(): void;
   /** Settles once every queued rebalance step has run. */
   settled(): Promise<void>;
 }
 
-async function rig(options: { assigned?: () => Promise<void> } = {}): Promise<Rig> {
+async function rig(options: { assigned?: () => Promise<void>; disconnected?: boolean } = {}): Promise<Rig> {
   const calls: string[] = [];
   const logger = pino({ level: 'silent' });
   const producer = {
@@ -45,6 +50,10 @@ async function rig(options: { assigned?: () => Promise<void> } = {}): Promise<Ri
     pause: () => undefined,
     resume: () => undefined,
     incrementalUnassign: (a: TopicPartition[]) => void calls.push(`unassign ${ids(a)}`),
+    incrementalAssign: (a: TopicPartition[]) => {
+      if (options.disconnected) throw new Error('KafkaConsumer is disconnected');
+      calls.push(`assign ${ids(a)}`);
+    },
     committed: (tps: TopicPartition[], _t: number, cb: (e: unknown, o: unknown[]) => void) => cb(undefined, tps.map((t) => ({ ...t, offset: 0 }))),
     seek: (_tpo: unknown, _t: number, cb: (e: unknown) => void) => cb(undefined),
   };
@@ -71,6 +80,8 @@ async function rig(options: { assigned?: () => Promise<void> } = {}): Promise<Ri
     log,
     calls,
     lose: (tps) => onRebalance.call(log, { code: ERR_REVOKE_PARTITIONS }, [...tps]),
+    assign: (tps) => onRebalance.call(log, { code: ERR_ASSIGN_PARTITIONS }, [...tps]),
+    closing: () => void (inner.closing = true),
     abortFromProduce: () => resetAfterAbort.call(log, new Error('the transaction was aborted under a write')),
     settled: async () => {
       // Each step may queue the next: wait until the chain stops growing.
@@ -123,5 +134,23 @@ describe('KafkaLog, exactly-once: partitions lost without a revocation', () => {
     abortFromProduce();
     await settled();
     expect(calls.filter((c) => c === 'abort')).toHaveLength(1);
+  });
+});
+
+describe('KafkaLog: a rebalance while it closes', () => {
+  it('an assignment that comes after the consumer disconnected (a rejoin under way at the stop) fails nothing and reaches no engine', async () => {
+    const { calls, assign, closing, settled } = await rig({ disconnected: true });
+    closing();
+    assign([tp(2)]);
+    await settled();
+    expect(calls).toEqual([]);
+  });
+
+  it('an assignment while it closes is answered at once, never handed to the stopped engine', async () => {
+    const { calls, assign, closing, settled } = await rig();
+    closing();
+    assign([tp(2)]);
+    await settled();
+    expect(calls).toEqual(['assign orders/2']);
   });
 });
