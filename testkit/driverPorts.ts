@@ -118,6 +118,8 @@ export class GatedStore implements Store {
   private async acknowledge(seq: number, ops: StoreOp[]): Promise<void> {
     const { overlay, transaction, state, acknowledged, madeDurable } = this.options;
     if (transaction) {
+      // Landed before a reset that aborted the transaction: it went down with it.
+      if (!overlay!.has(seq)) return;
       transaction.hold(seq);
     } else {
       await state().batch(overlay!.ops(seq));
@@ -292,8 +294,14 @@ export class DriverConsumer implements Log {
    * assigned again from their committed offsets. Settles once they are.
    */
   resetAfterAbort(lost: readonly TopicPartition[] = []): Promise<void> {
-    this.resetting ??= this.reset(lost).finally(() => (this.resetting = undefined));
-    return this.resetting;
+    // A reset under way covers any other cause, but not partitions lost meanwhile (it may assign
+    // them again): another reset follows it that drops them, as on Kafka.
+    if (this.resetting && lost.length === 0) return this.resetting;
+    const reset: Promise<void> = (this.resetting ?? Promise.resolve()).then(() => this.reset(lost)).finally(() => {
+      if (this.resetting === reset) this.resetting = undefined;
+    });
+    this.resetting = reset;
+    return reset;
   }
 
   private async reset(lost: readonly TopicPartition[]): Promise<void> {

@@ -49,6 +49,11 @@ export class LandedOverlay {
     this.latest.clear();
   }
 
+  /** True while the batch is landed and neither settled nor cleared. */
+  has(seq: number): boolean {
+    return this.batches.has(seq);
+  }
+
   /** Landed batches not yet settled. */
   get pending(): number {
     return this.batches.size;
