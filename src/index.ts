@@ -22,6 +22,7 @@ export type { Resolution, ParkedEvent, ParkedKeyState } from './engine/parkedKey
 export { EFFECT_ID_HEADER } from './engine/outputs.js';
 export type { EffectRecord } from './engine/outputs.js';
 export { PARK_REASON_HEADER } from './engine/parkRecords.js';
+export { DEAD_LETTER_ERROR_HEADER, DEAD_LETTER_SOURCE_HEADER, DEAD_LETTER_ATTEMPTS_HEADER, DEAD_LETTER_ERRORS_HEADER } from './engine/deadLetters.js';
 export { openLevelStore, openMemoryStore, StateDirectoryError } from './state/levelStore.js';
 export { stateKeys } from './state/stateKeys.js';
 export type { KeyKind, ParsedKey } from './state/stateKeys.js';
