@@ -48,7 +48,7 @@ export class RefusedWrites {
     if (stopped) return new Error(`the producer stopped after a refused write: nothing is written after it (${stopped.message})`, { cause: stopped });
     if (request.kind !== 'durable' || !counts || !this.armed || --this.armed.remaining > 0) return undefined;
     this.armed = undefined;
-    const refused = new RefusedWriteError('Kafka refused a changelog record for good (a fault of the driver, as a record above the topic\'s max.message.bytes)');
+    const refused = new RefusedWriteError("Kafka refused a changelog record for good (a fault of the driver, as a record above the topic's max.message.bytes)");
     if (this.stops) this.stopped.set(owner, refused);
     return refused;
   }

@@ -24,7 +24,12 @@ function matrix(markdown: string): { header: string[]; cells: Cell[]; rows: stri
   const lines = markdown.split('\n');
   const start = lines.findIndex((line) => line.startsWith(`| ${COLUMNS[0]} |`));
   if (start < 0) throw new Error(`docs/guarantees.md: no table whose header starts with '| ${COLUMNS[0]} |'`);
-  const split = (line: string) => line.replace(/^\|/, '').replace(/\|$/, '').split('|').map((c) => c.trim());
+  const split = (line: string) =>
+    line
+      .replace(/^\|/, '')
+      .replace(/\|$/, '')
+      .split('|')
+      .map((c) => c.trim());
   const header = split(lines[start]!);
   const cells: Cell[] = [];
   const rows: string[] = [];
@@ -96,13 +101,17 @@ describe('docs/guarantees.md, the matrix', () => {
 
   it('fails on a cell that names a test the suite does not have', () => {
     const real = cells[0]!;
-    expect(problems([{ ...real, test: `${real.test} (renamed)` }])).toEqual([`${real.row} / ${real.column}: ${real.file} has no test named '${real.test} (renamed)'`]);
+    expect(problems([{ ...real, test: `${real.test} (renamed)` }])).toEqual([
+      `${real.row} / ${real.column}: ${real.file} has no test named '${real.test} (renamed)'`,
+    ]);
     expect(problems([{ ...real, file: 'test/driver/missing.test.ts' }])).toHaveLength(1);
     expect(problems([{ ...real, verdict: 'maybe' }])).toHaveLength(1);
   });
 
   it('reads the names of it(), test() and test.prop()() calls as written, template literals too', () => {
     expect(testNames(join(root, 'test', 'properties', 'crashSchedules.test.ts'))).toContain('the same invariants with the state in LevelDB');
-    expect(testNames(join(root, 'test', 'kafka', 'killAndRestart.test.ts'))).toContain('applies every decision exactly once across ${KILLS} kill -9s, and keeps per-account order');
+    expect(testNames(join(root, 'test', 'kafka', 'killAndRestart.test.ts'))).toContain(
+      'applies every decision exactly once across ${KILLS} kill -9s, and keeps per-account order',
+    );
   });
 });
