@@ -14,7 +14,7 @@ import { DriverIo, type PendingIo } from './driverIo.js';
 import { DriverConsumer, GatedStore, type StoreFaults } from './driverPorts.js';
 import { DriverTransaction } from './driverTransaction.js';
 import { LandedOverlay } from './landedOverlay.js';
-import { DriverObservations, type AppliedEffect, type CommitObserved, type DiscardObserved, type DriverMetrics, type ObservedModelCall, type ObservedOutcome, type ResolutionObserved } from './driverObservations.js';
+import { DriverObservations, type AppliedEffect, type CommitObserved, type DiscardObserved, type DriverBreaches, type DriverMetrics, type ObservedModelCall, type ObservedOutcome, type ResolutionObserved } from './driverObservations.js';
 import { MemoryLog } from './memoryLog.js';
 import { SeededRandom } from './seededRandom.js';
 import { TestInputTopic, TestOutputTopic } from './topics.js';
@@ -420,6 +420,11 @@ export class TopologyTestDriver {
 
   metrics(): DriverMetrics {
     return this.observations.metrics();
+  }
+
+  /** The first few of each breach that {@link metrics} counts, in words: which key, which offsets, what happened when. */
+  observedBreaches(): DriverBreaches {
+    return this.observations.breaches;
   }
 
   /** What the running engine holds now (its `Engine.status()`). */

@@ -71,6 +71,18 @@ export interface ObservedModelCall {
   readonly attempt: number;
 }
 
+/** The first few (up to 5) of each breach the driver counts, in words. */
+export interface DriverBreaches {
+  /** An effect recorded while an earlier event of its key was unsettled (see DriverMetrics.orderViolations). */
+  readonly order: readonly string[];
+  readonly double: readonly string[];
+  readonly wasted: readonly string[];
+  readonly commitPastUnfinished: readonly string[];
+  /** A commit accepted that asked for less than the committed offset. */
+  readonly commitBackwards: readonly string[];
+  readonly unrecordedAttempt: readonly string[];
+}
+
 /** What the driver counted across every engine instance of a run. */
 export interface DriverMetrics {
   /** Agent-step calls issued by the engines (accepted, refused or failed). */
@@ -109,7 +121,7 @@ export class DriverObservations {
   readonly discards: DiscardObserved[] = [];
   readonly resolutions: ResolutionObserved[] = [];
   /** The first few of each counted breach, in words, for a failure message. */
-  readonly breaches: Record<'order' | 'double' | 'wasted' | 'commitPastUnfinished' | 'commitBackwards' | 'unrecordedAttempt', string[]> = {
+  readonly breaches: Record<keyof DriverBreaches, string[]> = {
     order: [],
     double: [],
     wasted: [],

@@ -1,7 +1,7 @@
 // orderly/testkit: drive a topology on virtual time, with crashes, and property-test it.
 export { TopologyTestDriver, driverModes } from './driver.js';
 export type { DriverOptions, DriverMode, DriverFaults, CrashOptions, PendingCrash, RestartState } from './driver.js';
-export type { AppliedEffect, CommitObserved, DiscardObserved, DriverMetrics, ObservedModelCall, ObservedOutcome, ResolutionObserved } from './driverObservations.js';
+export type { AppliedEffect, CommitObserved, DiscardObserved, DriverBreaches, DriverMetrics, ObservedModelCall, ObservedOutcome, ResolutionObserved } from './driverObservations.js';
 export { TestInputTopic, TestOutputTopic } from './topics.js';
 export type { TestRecord, PipeOptions } from './topics.js';
 export { fakeModel } from './fakeModel.js';
