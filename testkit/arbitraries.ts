@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { crashPoints } from './crashPoints.js';
 import { driverModes } from './driver.js';
+import type { CrashPoint } from './crashPoints.js';
 import type { CrashScenario, ScenarioCrash, ScenarioEvent } from './crashScenario.js';
 
 /** Bounds of {@link crashScenarioArbitrary}. */
@@ -24,23 +25,39 @@ export function scenarioEventsArbitrary(partitions: number, bounds: CrashScenari
   return fc.array(event, { maxLength: bounds.maxEvents ?? 24, size: 'medium' });
 }
 
+/** Which faults {@link crashArbitrary} draws. */
+export interface CrashChoice {
+  /** @defaultValue every kind: 'at', 'point', 'revoke', 'fenced' */
+  readonly kinds?: readonly ScenarioCrash['kind'][];
+  /** The named points a 'point' crash picks from. @defaultValue every crash point */
+  readonly points?: readonly CrashPoint[];
+}
+
 /**
  * A crash at a random virtual time or at a random named point, and a restart after a random delay;
- * or a rebalance at a random virtual time that revokes or loses random partitions and assigns them back.
+ * or a rebalance at a random virtual time that revokes or loses random partitions and assigns them
+ * back; or a worker fenced out of its group that races its successor.
  */
-export function crashArbitrary(): fc.Arbitrary<ScenarioCrash> {
+export function crashArbitrary(choice: CrashChoice = {}): fc.Arbitrary<ScenarioCrash> {
   const restartAfterMs = fc.integer({ min: 0, max: 20_000 });
-  return fc.oneof(
-    fc.record({ kind: fc.constant('at' as const), delayMs: fc.integer({ min: 0, max: 40_000 }), restartAfterMs }),
-    fc.record({ kind: fc.constant('point' as const), point: fc.constantFrom(...crashPoints), nth: fc.integer({ min: 1, max: 4 }), restartAfterMs }),
-    fc.record({ kind: fc.constant('revoke' as const), delayMs: fc.integer({ min: 0, max: 40_000 }), partitions: fc.integer({ min: 1, max: 7 }), lost: fc.boolean() }),
-    fc.record({
-      kind: fc.constant('fenced' as const),
-      delayMs: fc.integer({ min: 0, max: 40_000 }),
-      lostAfterMs: fc.integer({ min: 0, max: 20_000 }),
-      restartAfterMs: fc.integer({ min: 0, max: 20_000 }),
-    }),
-  );
+  const kinds = new Set(choice.kinds ?? ['at', 'point', 'revoke', 'fenced']);
+  const points = choice.points ?? crashPoints;
+  if (kinds.size === 0 || (kinds.has('point') && points.length === 0)) throw new RangeError('crashArbitrary: choose at least one kind of fault, and at least one point for point crashes');
+  const each: Array<fc.Arbitrary<ScenarioCrash>> = [];
+  if (kinds.has('at')) each.push(fc.record({ kind: fc.constant('at' as const), delayMs: fc.integer({ min: 0, max: 40_000 }), restartAfterMs }));
+  if (kinds.has('point')) each.push(fc.record({ kind: fc.constant('point' as const), point: fc.constantFrom(...points), nth: fc.integer({ min: 1, max: 4 }), restartAfterMs }));
+  if (kinds.has('revoke')) each.push(fc.record({ kind: fc.constant('revoke' as const), delayMs: fc.integer({ min: 0, max: 40_000 }), partitions: fc.integer({ min: 1, max: 7 }), lost: fc.boolean() }));
+  if (kinds.has('fenced')) {
+    each.push(
+      fc.record({
+        kind: fc.constant('fenced' as const),
+        delayMs: fc.integer({ min: 0, max: 40_000 }),
+        lostAfterMs: fc.integer({ min: 0, max: 20_000 }),
+        restartAfterMs: fc.integer({ min: 0, max: 20_000 }),
+      }),
+    );
+  }
+  return fc.oneof(...each);
 }
 
 /**

@@ -365,6 +365,15 @@ export class TopologyTestDriver {
     return this.observations.resolutions;
   }
 
+  /**
+   * Effect ids of parked and held events whose hold the store deleted: a resolved key's replay
+   * ended them. The only durable trace of a replayed event that ended without an effect (filtered,
+   * say) when a crash came before its outcome was reported.
+   */
+  releasedFromHold(): ReadonlySet<string> {
+    return this.observations.releasedFromHold;
+  }
+
   /** Parked events discarded by a resolution, in the order the store received them, with when. */
   discards(): readonly DiscardObserved[] {
     return this.observations.discards;

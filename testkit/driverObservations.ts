@@ -119,6 +119,8 @@ export class DriverObservations {
   /** Effect ids of the parked events a person discarded, as the store received them. */
   readonly discarded = new Set<string>();
   readonly discards: DiscardObserved[] = [];
+  /** Effect ids of held events whose hold was deleted durably: their replay ended them (with an effect or without). */
+  readonly releasedFromHold = new Set<string>();
   readonly resolutions: ResolutionObserved[] = [];
   /** The first few of each counted breach, in words, for a failure message. */
   readonly breaches: Record<keyof DriverBreaches, string[]> = {
@@ -130,6 +132,8 @@ export class DriverObservations {
     unrecordedAttempt: [],
   };
   private seq = 0;
+  /** Parked and held events by effect id, from their outcomes: what a deleted hold names. */
+  private readonly heldEvents = new Map<string, TopicPartition & { offset: number; key: string | null }>();
   /** Effect ids some instance reported PARKED, with that instance. */
   private readonly parkedBy = new Map<string, number>();
   /** Records delivered again after a crash, when they were delivered. */
@@ -160,6 +164,7 @@ export class DriverObservations {
         const tagged = event as OutcomeEvent & { instance: number; seq: number; again?: true };
         tagged.instance = instance;
         tagged.seq = this.seq++;
+        if (event.outcome === Outcome.PARKED || event.outcome === Outcome.HELD) this.heldEvents.set(event.effectId, { topic: event.topic, partition: event.partition, offset: event.offset, key: event.key });
         if (event.outcome === Outcome.PARKED && !event.replayed) {
           const by = this.parkedBy.get(event.effectId);
           if (by !== undefined && by !== instance) tagged.again = true;
@@ -223,6 +228,14 @@ export class DriverObservations {
 
   /** A batch is durable: note the effects it recorded, each with the table rows its event wrote. */
   written(ops: readonly StoreOp[], instance: number, atMs: number): void {
+    for (const op of ops) {
+      if (op.type !== 'del' || !op.key.startsWith('heldid/')) continue;
+      const effectId = stateKeys.parse(op.key).rest;
+      this.releasedFromHold.add(effectId);
+      // Its replay ended it: with an effect (in this batch, noted below) or without one (filtered, say).
+      const held = this.heldEvents.get(effectId);
+      if (held) this.lane(held).settle(held.offset);
+    }
     const prefix = this.effectPrefix;
     if (!prefix) return;
     // An event's ops are contiguous in a batch, its effect record last: its rows are the ones since the previous record.

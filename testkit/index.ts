@@ -17,3 +17,9 @@ export type { VariantResult, WorkedExampleVariant, WorkedExampleSettings, Worked
 export type { TimelineMark, WorkedExampleTimeline } from './scenarios/workedExampleTimeline.js';
 export { runCrashScenario } from './crashScenario.js';
 export type { CrashScenario, ScenarioCrash, ScenarioEvent, ScenarioFaults, ScenarioRun } from './crashScenario.js';
+export { topologyProperty, keyedEvents, TopologyPropertyError } from './topologyProperty.js';
+export type { TopologyProperty, TopologyPropertyOptions, UserInvariant, ResolutionOptions } from './topologyProperty.js';
+export { checkTopologyRun, topologyInvariants } from './topologyInvariants.js';
+export type { TopologyInvariant, TopologyCheck } from './topologyInvariants.js';
+export type { TopologyEvent, PlacedEvent, TopologyRun, TopologyRunInput, TopologyBuilder, StepDecide, ModelStandIn, ResolutionKind } from './topologyRun.js';
+export type { ReplayCrash } from './faultSchedule.js';

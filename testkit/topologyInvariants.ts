@@ -161,7 +161,11 @@ function outputOrder<T>(run: TopologyRun<T>, brokenLanes: ReadonlySet<string>): 
 /** Outcomes that end an event with no effect of its own. */
 const endsWithoutEffect: ReadonlySet<string> = new Set([Outcome.FILTERED, Outcome.DEAD_LETTERED, Outcome.SKIPPED, Outcome.FORWARDED, Outcome.DUPLICATE, Outcome.DISCARDED]);
 
-/** Every placed event ended: an effect recorded, a discard recorded, or an end without effect; or, left parked, held. */
+/**
+ * Every placed event ended: an effect recorded, a discard recorded, its hold deleted by a replay,
+ * or an end without effect (filtered, dead-lettered, skipped, forwarded, a duplicate); or, with
+ * parked keys left parked, parked or held.
+ */
 function lostEvents<T>(run: TopologyRun<T>): string[] {
   const driver = run.driver;
   const source = run.topology.source.topic;
@@ -169,7 +173,10 @@ function lostEvents<T>(run: TopologyRun<T>): string[] {
   const seen = new Map<string, Set<string>>();
   for (const e of driver.effects()) if (e.topic === source) ended.add(eventId(e.partition, e.offset));
   for (const d of driver.discards()) if (d.topic === source) ended.add(eventId(d.partition, d.offset));
+  const released = driver.releasedFromHold();
   for (const h of driver.history()) {
+    // A held event whose hold was deleted: its replay ended it, even if a crash came before the engine said how.
+    if (h.topic === source && released.has(h.effectId)) ended.add(eventId(h.partition, h.offset));
     if (h.topic !== source) continue;
     const id = eventId(h.partition, h.offset);
     let outcomes = seen.get(id);
