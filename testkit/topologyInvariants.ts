@@ -243,7 +243,7 @@ function replayOrder<T>(run: TopologyRun<T>): string[] {
 }
 
 /**
- * A 429 from a step whose model enforces exactly the step's declared limit is a breach, unless
+ * A 429 from a step whose model enforces the step's declared limit (or a looser one) is a breach, unless
  * another engine instance called in the same provider window: the limit is kept per engine
  * process, and a restarted engine does not know the calls its predecessor made (docs/rate-limits.md).
  */
@@ -252,7 +252,8 @@ function declaredLimitRefusals<T>(run: TopologyRun<T>): string[] {
   for (const node of run.topology.nodes) {
     if (node.kind !== 'agentStep' || !node.limit) continue;
     const enforced = run.limits.get(node.name);
-    if (!enforced || enforced.calls !== node.limit.calls || enforced.windowMs !== node.limit.windowMs) continue;
+    // A provider at least as generous as the declared limit never refuses an engine that keeps it.
+    if (!enforced || enforced.calls < node.limit.calls || enforced.windowMs > node.limit.windowMs) continue;
     const calls = run.models.get(node.name)?.stats().calls ?? [];
     const windowOf = (atMs: number) => Math.floor(atMs / enforced.windowMs);
     for (const call of calls) {

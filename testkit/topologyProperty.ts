@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import type { CommitPolicy } from '../src/engine/engine.js';
 import { crashArbitrary, type CrashChoice } from './arbitraries.js';
-import { driverModes, type DriverMode } from './driver.js';
+import { driverModes, type DriverFaults, type DriverMode } from './driver.js';
 import { checkTopologyRun, short, topologyInvariants, type TopologyCheck, type TopologyInvariant } from './topologyInvariants.js';
 import { runTopology, type ModelStandIn, type ResolutionKind, type TopologyBuilder, type TopologyEvent, type TopologyRun, type TopologyRunInput } from './topologyRun.js';
 import type { ScenarioCrash } from './faultSchedule.js';
@@ -52,6 +52,8 @@ export interface TopologyPropertyOptions<T> {
   readonly invariants?: readonly TopologyInvariant[];
   /** Properties of the user's own over each run, by name. */
   readonly userInvariants?: Readonly<Record<string, UserInvariant<T>>>;
+  /** Faults of the driver that break orderly on purpose (see DriverOptions.faults): for a canary that proves a check catches them. */
+  readonly driverFaults?: DriverFaults;
 }
 
 /** A property of a topology: use `property` with `fc.assert`, or `arbitrary` and `predicate` with `@fast-check/vitest`. */
@@ -104,6 +106,7 @@ export function topologyProperty<T>(options: TopologyPropertyOptions<T>): Topolo
     topology: options.topology,
     model: options.model,
     ...(options.resolutions && options.resolutions.decision ? { resolutionDecision: options.resolutions.decision } : {}),
+    ...(options.driverFaults ? { faults: options.driverFaults } : {}),
   };
   const run = (input: TopologyRunInput<T>) => runTopology(input, settings);
   const check = async (done: TopologyRun<T>): Promise<TopologyCheck> => {

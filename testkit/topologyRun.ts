@@ -2,7 +2,7 @@ import type { Topology } from '../src/dsl/topology.js';
 import type { CommitPolicy } from '../src/engine/engine.js';
 import type { Resolution } from '../src/engine/parkedKeys.js';
 import type { DecideContext, DecideFn, RateLimit } from '../src/graph/nodes.js';
-import { TopologyTestDriver, type DriverMode } from './driver.js';
+import { TopologyTestDriver, type DriverFaults, type DriverMode } from './driver.js';
 import { fakeModel, type FakeModel } from './fakeModel.js';
 import { applyFault, resolveAllParked, type ReplayCrash, type ScenarioCrash } from './faultSchedule.js';
 import type { TestRecord } from './topics.js';
@@ -96,6 +96,7 @@ export interface RunSettings {
   /** The decision a `decision` resolution gives a parked event, from its decoded value. */
   readonly resolutionDecision?: (parked: { key: string | null; value: unknown; partition: number; offset: number }) => unknown;
   readonly stateDir?: string;
+  readonly faults?: DriverFaults;
 }
 
 /**
@@ -139,6 +140,7 @@ export async function runTopology<T>(input: TopologyRunInput<T>, settings: RunSe
     commit: input.commit,
     mode: input.mode,
     ...(settings.stateDir ? { stateDir: settings.stateDir } : {}),
+    ...(settings.faults ? { faults: settings.faults } : {}),
   });
   const source = topology.source;
   const topic = driver.createInputTopic<T>(source.topic, { value: source.value as never });
