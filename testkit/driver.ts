@@ -208,7 +208,7 @@ export class TopologyTestDriver {
   /**
    * Crashes the engine now, at a virtual time, or at a named crash point. Its work in flight never
    * lands. A crash set for later can be cancelled through what this returns (or all at once with
-   * {@link disarm}).
+   * {@link TopologyTestDriver.disarm}).
    */
   crash(options: CrashOptions = {}): PendingCrash {
     if (options.point !== undefined) {
@@ -360,7 +360,7 @@ export class TopologyTestDriver {
     return this.observations.history;
   }
 
-  /** Resolutions recorded through {@link resolve}, in order, with when each was recorded. */
+  /** Resolutions recorded through {@link TopologyTestDriver.resolve}, in order, with when each was recorded. */
   resolutions(): readonly ResolutionObserved[] {
     return this.observations.resolutions;
   }
@@ -431,7 +431,7 @@ export class TopologyTestDriver {
     return this.observations.metrics();
   }
 
-  /** The first few of each breach that {@link metrics} counts, in words: which key, which offsets, what happened when. */
+  /** The first few of each breach that {@link TopologyTestDriver.metrics} counts, in words: which key, which offsets, what happened when. */
   observedBreaches(): DriverBreaches {
     return this.observations.breaches;
   }
