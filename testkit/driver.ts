@@ -4,7 +4,8 @@ import { Engine, type CommitPolicy, type ParkedKeyInfo } from '../src/engine/eng
 import { combineObservers } from '../src/engine/combineObservers.js';
 import type { EngineStatus } from '../src/engine/engineStatus.js';
 import type { EngineObserver } from '../src/engine/outcomes.js';
-import type { ParkedEvent, Resolution } from '../src/engine/parkedKeys.js';
+import type { ParkedEvent, ParkedKeyState, Resolution } from '../src/engine/parkedKeys.js';
+import { stateKeys } from '../src/state/stateKeys.js';
 import type { Timer } from '../src/ports/clock.js';
 import type { CommitOffset, TopicPartition } from '../src/ports/log.js';
 import type { StoreOp } from '../src/ports/store.js';
@@ -336,11 +337,25 @@ export class TopologyTestDriver {
 
   /** The event at the head of a parked key: the one a resolution decides. */
   parkedHead(partition: number, lane: string): ParkedEvent {
-    return this.requireLive('parkedHead').engine.parkedHead(partition, lane);
+    if (this.instance?.alive) return this.instance.engine.parkedHead(partition, lane);
+    // Crashed: the head as the durable state holds it, which the next engine will find.
+    const key = this.parkedKeyInState(partition, lane);
+    const state = key && (this.observations.parkedState.get(key) as ParkedKeyState | undefined);
+    const park = this.topology.park;
+    const head = state && park && (this.observations.parkedState.get(stateKeys.heldEvent(park.name, { topic: this.topology.source.topic, partition }, lane, state.headSeq)) as ParkedEvent | undefined);
+    if (!head) throw new Error(`TopologyTestDriver.parkedHead: key '${lane}' of partition ${partition} is not parked (in the durable state, the engine being crashed)`);
+    return head;
   }
 
-  /** Resolves a parked key; the replay runs as the driver runs. */
+  /**
+   * Resolves a parked key; the replay runs as the driver runs. While the engine is crashed with a
+   * restart pending, it runs the driver until the restarted engine has restored the partition,
+   * then resolves there, as a person's resolution waits for the worker to come back.
+   */
   async resolve(partition: number, key: string, resolution: Resolution): Promise<void> {
+    if (!this.instance?.alive && this.restartsPending > 0) {
+      while (!(this.instance?.alive && this.instance.consumer.ready(partition)) && (await this.step(Infinity)));
+    }
     const instance = this.requireLive('resolve');
     const done = instance.engine.resolve(partition, key, resolution);
     let settled = false;
@@ -422,9 +437,25 @@ export class TopologyTestDriver {
     return this.log.partitions(topic).map((_, partition) => ({ topic, partition, offset: this.log.committed({ topic, partition }) }));
   }
 
-  /** The parked keys, as the running engine holds them. */
+  /**
+   * The parked keys, as the running engine holds them; while it is crashed, as the durable state
+   * holds them (what the next engine will find).
+   */
   parked(): ParkedKeyInfo[] {
-    return this.requireLive('parked').engine.parked();
+    if (this.instance?.alive) return this.instance.engine.parked();
+    const found: ParkedKeyInfo[] = [];
+    for (const [key, value] of this.observations.parkedState) {
+      if (!key.startsWith('parked/')) continue;
+      const { topic, partition } = stateKeys.parse(key);
+      found.push({ ...(value as ParkedKeyState), topic, partition });
+    }
+    return found;
+  }
+
+  /** The state key of a parked key, if the topology parks. */
+  private parkedKeyInState(partition: number, lane: string): string | undefined {
+    const park = this.topology.park;
+    return park && stateKeys.parkedKey(park.name, { topic: this.topology.source.topic, partition }, lane);
   }
 
   metrics(): DriverMetrics {

@@ -119,6 +119,8 @@ export class DriverObservations {
   /** Effect ids of the parked events a person discarded, as the store received them. */
   readonly discarded = new Set<string>();
   readonly discards: DiscardObserved[] = [];
+  /** The parked keys and held events as the durable state holds them (what a restart finds), by state key. */
+  readonly parkedState = new Map<string, unknown>();
   /** Effect ids of held events whose hold was deleted durably: their replay ended them (with an effect or without). */
   readonly releasedFromHold = new Set<string>();
   readonly resolutions: ResolutionObserved[] = [];
@@ -228,6 +230,11 @@ export class DriverObservations {
 
   /** A batch is durable: note the effects it recorded, each with the table rows its event wrote. */
   written(ops: readonly StoreOp[], instance: number, atMs: number): void {
+    for (const op of ops) {
+      if (!op.key.startsWith('parked/') && !op.key.startsWith('held/')) continue;
+      if (op.type === 'put') this.parkedState.set(op.key, op.value);
+      else this.parkedState.delete(op.key);
+    }
     for (const op of ops) {
       if (op.type !== 'del' || !op.key.startsWith('heldid/')) continue;
       const effectId = stateKeys.parse(op.key).rest;

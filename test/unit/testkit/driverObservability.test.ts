@@ -96,6 +96,39 @@ describe('crashes and restarts', () => {
   });
 });
 
+describe('parked keys while the engine is crashed', () => {
+  test('parked() and parkedHead() read the durable state; resolve() waits for the restarted engine', async () => {
+    const driver = new TopologyTestDriver(build(model().decide));
+    const input = driver.createInputTopic<Job>('jobs');
+    input.pipeInput('a', { n: 1, bad: true });
+    input.pipeInput('a', { n: 2 });
+    await driver.runUntilIdle();
+    const [live] = driver.parked();
+    driver.crash();
+    expect(driver.parked()).toEqual([live]);
+    expect(driver.parkedHead(0, live!.lane).event.offset).toBe(0);
+    driver.restart({ after: 2_000 });
+    await driver.resolve(0, live!.lane, { decision: { n: 10 } });
+    expect(driver.restartState()).toMatchObject({ generation: 2, running: true });
+    await driver.runUntilIdle();
+    expect(driver.effects().map((e) => [e.offset, e.instance])).toEqual([
+      [0, 2],
+      [1, 2],
+    ]);
+    expect(driver.parked()).toEqual([]);
+    await driver.close();
+  });
+
+  test('resolve() while crashed with no restart asked for says so', async () => {
+    const driver = new TopologyTestDriver(build(model().decide));
+    driver.createInputTopic<Job>('jobs').pipeInput('a', { n: 1, bad: true });
+    await driver.runUntilIdle();
+    driver.crash();
+    await expect(driver.resolve(0, driver.parked()[0]!.lane, { discard: true })).rejects.toThrow('the engine is crashed; restart() it first');
+    await driver.close();
+  });
+});
+
 describe('effects and commits', () => {
   test("each effect carries the state rows it left; the commit timeline says what was asked, from where, by whom", async () => {
     const driver = new TopologyTestDriver(build(model().decide), { commit: 'each' });
