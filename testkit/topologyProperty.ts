@@ -19,7 +19,7 @@ export interface ResolutionOptions {
    * The decision a person gives a parked event (from its decoded value), for `decision`
    * resolutions; without it only discards (and retries, if allowed) are drawn.
    */
-  readonly decision?: (parked: { key: string | null; value: any; partition: number; offset: number }) => unknown; // eslint-disable-line @typescript-eslint/no-explicit-any
+  readonly decision?: (parked: { key: string | null; value: any; partition: number; offset: number }) => unknown;
   /** Draw `{ retry: true }` too: only for poison that can pass on a retry (a `failureShare`), or the key parks again. @defaultValue false */
   readonly retry?: boolean;
   /** Crash the engine at a random replayed event, and restart it. @defaultValue true */

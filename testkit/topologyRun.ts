@@ -23,7 +23,7 @@ export interface PlacedEvent<T> extends TopologyEvent<T> {
 }
 
 /** Gives the topology builder the decide function of each agent step: the fake model, standing in for the provider. */
-export type StepDecide = <T = any, D = any>(step: string) => DecideFn<T, D>; // eslint-disable-line @typescript-eslint/no-explicit-any
+export type StepDecide = <T = any, D = any>(step: string) => DecideFn<T, D>;
 
 /** Builds the user's topology around the decide functions it is given. Called once per run. */
 export type TopologyBuilder = (decide: StepDecide) => Topology;
@@ -34,9 +34,9 @@ export type TopologyBuilder = (decide: StepDecide) => Topology;
  */
 export interface ModelStandIn {
   /** The decision for an event at a step: what a well-behaved model would answer. */
-  decide(event: any, ctx: DecideContext & { readonly step: string }): unknown; // eslint-disable-line @typescript-eslint/no-explicit-any
+  decide(event: any, ctx: DecideContext & { readonly step: string }): unknown;
   /** Events whose answer never validates (poison): the model answers `poisonDecision` for them. */
-  poison?(event: any, step: string): boolean; // eslint-disable-line @typescript-eslint/no-explicit-any
+  poison?(event: any, step: string): boolean;
   /** @defaultValue `{ unparseable: true }` */
   poisonDecision?: unknown;
   /** Virtual ms an accepted call takes, drawn per run between the two bounds. @defaultValue `{ min: 0, max: 5000 }` */

@@ -3,10 +3,10 @@
 // limit and an output topic. ORDERLY_TOPOLOGY_RUNS asks for more runs per mode (or, while
 // developing, fewer).
 import fc from 'fast-check';
-import { describe, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { disputesWith } from '../../examples/disputes/topology.js';
 import { driverModes } from '../../testkit/driver.js';
-import { topologyProperty, type TopologyRun } from '../../testkit/index.js';
+import { topologyProperty, TopologyPropertyError, type TopologyProperty, type TopologyRun, type TopologyRunInput } from '../../testkit/index.js';
 import type { Dispute } from '../../testkit/scenarios/disputes.js';
 import { disputeEvents, disputeModelStandIn } from './topologies/disputes.js';
 import { inspectStandIn, returnEvents, returnsTopology, type PricedReturn, type Return } from './topologies/returns.js';
@@ -36,14 +36,54 @@ const returns = topologyProperty<Return>({
   resolutions: { decision: () => ({ refund: false, reason: 'a person refused it' }), retry: true },
 });
 
+/** How often the runs met what the invariants are about: a property that never crashed or parked checks little. */
+interface Tally {
+  runs: number;
+  restarted: number;
+  parked: number;
+  resolved: number;
+  refused: number;
+  filtered: number;
+}
+
+/** The property's predicate, counting what each run met. */
+function counted<T>(property: TopologyProperty<T>, tally: Tally) {
+  return async (input: TopologyRunInput<T>) => {
+    const run = await property.run(input);
+    try {
+      const { violations, notes } = await property.check(run);
+      if (violations.length > 0) throw new TopologyPropertyError(input, violations, notes, run.placed);
+      const history = run.driver.history();
+      tally.runs += 1;
+      if (run.driver.restartState().generation > 1) tally.restarted += 1;
+      if (history.some((h) => h.outcome === 'PARKED')) tally.parked += 1;
+      if (run.driver.resolutions().length > 0) tally.resolved += 1;
+      if ([...run.models.values()].some((m) => m.stats().refused > 0)) tally.refused += 1;
+      if (history.some((h) => h.outcome === 'FILTERED')) tally.filtered += 1;
+    } finally {
+      await run.driver.close();
+    }
+  };
+}
+
+const fresh = (): Tally => ({ runs: 0, restarted: 0, parked: 0, resolved: 0, refused: 0, filtered: 0 });
+
 describe.each(driverModes)('in mode %s', (mode) => {
   const inMode = { numRuns: runs, interruptAfterTimeLimit: 10 * 60_000, markInterruptAsFailure: true };
   test(`the disputes example keeps every invariant (${runs} runs)`, async () => {
-    await fc.assert(fc.asyncProperty(disputes.arbitrary.filter((i) => i.mode === mode), disputes.predicate), inMode);
+    const tally = fresh();
+    await fc.assert(fc.asyncProperty(disputes.arbitrary.filter((i) => i.mode === mode), counted(disputes, tally)), inMode);
+    console.log(`disputes, ${mode}: ${JSON.stringify(tally)}`);
+    expect(tally.runs).toBe(runs);
+    for (const met of ['restarted', 'parked', 'resolved'] as const) expect(tally[met], met).toBeGreaterThan(0);
   }, timeout);
 
   test(`a filter and mapValues before the step, a declared limit and an output topic (${runs} runs)`, async () => {
-    await fc.assert(fc.asyncProperty(returns.arbitrary.filter((i) => i.mode === mode), returns.predicate), inMode);
+    const tally = fresh();
+    await fc.assert(fc.asyncProperty(returns.arbitrary.filter((i) => i.mode === mode), counted(returns, tally)), inMode);
+    console.log(`returns, ${mode}: ${JSON.stringify(tally)}`);
+    expect(tally.runs).toBe(runs);
+    for (const met of ['restarted', 'parked', 'resolved', 'refused', 'filtered'] as const) expect(tally[met], met).toBeGreaterThan(0);
   }, timeout);
 });
 
