@@ -59,6 +59,35 @@ describe('a broken guarantee is caught, and told in words', () => {
   });
 });
 
+describe('what the driver observed, not what the engine said', () => {
+  test('a held event that its replay filtered, the engine crashing before it said so, has ended: neither lost nor out of order', async () => {
+    const prop = returnsProperty();
+    const customer = (quantity: number, note: string, returnId: string) => ({ key: 'c1', value: { customer: 'c1', quantity, unitCents: 100, note, returnId } });
+    for (const mode of ['plain', 'staged'] as const) {
+      const run = await prop.run({
+        mode,
+        partitions: 1,
+        commit: 'each',
+        // r-0 is parked; r-1 (empty: filtered) and r-2 are held behind it.
+        events: [customer(1, 'garbled', 'r-0'), customer(0, '', 'r-1'), customer(1, '', 'r-2')],
+        crashes: [],
+        resolutions: ['discard'],
+        // The crash comes just after the replay deleted r-1's hold, before the engine reported FILTERED.
+        replayCrash: { nth: 2, restartAfterMs: 0 },
+        model: { latencyMs: 0, failureShare: 0 },
+        seed: 0,
+      });
+      try {
+        expect(run.driver.history().some((h) => h.offset === 1 && h.outcome === 'FILTERED')).toBe(false);
+        expect((await prop.check(run)).violations).toEqual([]);
+        expect(run.driver.effects().map((e) => e.offset)).toEqual([2]);
+      } finally {
+        await run.driver.close();
+      }
+    }
+  });
+});
+
 describe('dispositions', () => {
   const Answer = z.object({ ok: z.literal(true) });
   const applied = effect('applied', ({ event }: Decided<{ n: number; bad: boolean }, z.infer<typeof Answer>>, { state }) => {
