@@ -75,7 +75,7 @@ describe.each(driverModes)('in mode %s', (mode) => {
     await fc.assert(fc.asyncProperty(disputes.arbitrary.filter((i) => i.mode === mode), counted(disputes, tally)), inMode);
     console.log(`disputes, ${mode}: ${JSON.stringify(tally)}`);
     expect(tally.runs).toBe(runs);
-    for (const met of ['restarted', 'parked', 'resolved'] as const) expect(tally[met], met).toBeGreaterThan(0);
+    for (const met of ['restarted', 'parked', 'resolved', 'refused'] as const) expect(tally[met], met).toBeGreaterThan(0);
   }, timeout);
 
   test(`a filter and mapValues before the step, a declared limit and an output topic (${runs} runs)`, async () => {

@@ -16,4 +16,5 @@ export const disputeEvents: fc.Arbitrary<TopologyEvent<Dispute>[]> = fc
   )
   .map((list) => list.map((d, i) => ({ key: d.account, value: { ...d, disputeId: `d-${i}` } })));
 
-export const disputeModelStandIn = { decide: (dispute: Dispute) => standIn(dispute), latencyMs: { min: 0, max: 3_000 } };
+/** The stand-in's decisions, behind a provider limit the example does not declare: the engine learns it from the 429s. */
+export const disputeModelStandIn = { decide: (dispute: Dispute) => standIn(dispute), latencyMs: { min: 0, max: 3_000 }, limit: { calls: 4, windowMs: 10_000 } };
