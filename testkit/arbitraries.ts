@@ -63,7 +63,8 @@ export function crashArbitrary(choice: CrashChoice = {}): fc.Arbitrary<ScenarioC
 /**
  * Random streams (keys, partitions, poison), random model behaviour (latency, windows, declared or
  * only Retry-After), random engine options (window, attempts, both commit modes), a random
- * production path (plain, staged or exactly-once ports) and a random schedule of crashes and restarts.
+ * production path (plain, staged or exactly-once ports) and a random schedule of crashes and restarts,
+ * for `runCrashScenario` (orderly's own topology; for yours, topologyProperty draws its inputs).
  */
 export function crashScenarioArbitrary(bounds: CrashScenarioBounds = {}): fc.Arbitrary<CrashScenario> {
   return fc.integer({ min: 1, max: bounds.maxPartitions ?? 3 }).chain((partitions) =>

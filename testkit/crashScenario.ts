@@ -92,7 +92,8 @@ const ScenarioDecision = checkedSchema<ScenarioDecisionValue>('orderly-crash-sce
 /**
  * Runs a scenario on the test driver: pipes the stream, applies each crash and its restart, lets
  * the run heal and settle, then resolves every parked key until none is left. Returns the driver
- * for the invariants to read; the caller closes it.
+ * for the invariants to read; the caller closes it. It runs orderly's own fixed topology (its crash
+ * suite); to test yours, use `topologyProperty`.
  */
 export async function runCrashScenario(scenario: CrashScenario, options: { stateDir?: string } & ScenarioFaults = {}): Promise<ScenarioRun> {
   const model = fakeModel<ScenarioValue, ScenarioDecisionValue>({
