@@ -98,5 +98,7 @@ export async function resolveAllParked(
     }
     await driver.runUntilIdle();
   }
-  throw new Error(`${options.caller}: parked keys were still left after 100 rounds of resolutions (does a resolution park its key again every time? give a decision or a discard)`);
+  throw new Error(
+    `${options.caller}: parked keys were still left after 100 rounds of resolutions (does a resolution park its key again every time? give a decision or a discard)`,
+  );
 }

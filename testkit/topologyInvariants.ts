@@ -96,13 +96,19 @@ export function checkTopologyRun<T>(run: TopologyRun<T>, names: readonly Topolog
   }
   if (run.resolved) {
     const left = driver.running ? driver.parked() : [];
-    add('key-not-released', left.length > 0 ? [`still parked after every resolution: ${left.map((p) => `key ${JSON.stringify(p.key)} of partition ${p.partition} (${p.status})`).join(', ')}`] : []);
+    add(
+      'key-not-released',
+      left.length > 0
+        ? [`still parked after every resolution: ${left.map((p) => `key ${JSON.stringify(p.key)} of partition ${p.partition} (${p.status})`).join(', ')}`]
+        : [],
+    );
   }
   add('commit-stuck', stuckCommits(run));
   return { violations: found, notes: broken.notes };
 }
 
-const describe = (e: { partition: number; offset: number; key: string | null }) => `offset ${e.offset} of partition ${e.partition} (key ${JSON.stringify(e.key)})`;
+const describe = (e: { partition: number; offset: number; key: string | null }) =>
+  `offset ${e.offset} of partition ${e.partition} (key ${JSON.stringify(e.key)})`;
 const laneId = (partition: number, key: string | null) => `${partition}\u0000${key ?? ''}`;
 const eventId = (partition: number, offset: number) => `${partition}/${offset}`;
 
@@ -120,7 +126,9 @@ function brokenOnPurpose<T>(run: TopologyRun<T>): { lanes: Set<string>; notes: s
     if (lanes.has(lane)) continue;
     lanes.add(lane);
     const how = h.outcome === Outcome.SKIPPED ? "skipped (park({ onExhausted: 'skip' }))" : "dead-lettered (park({ onExhausted: 'dlq' }))";
-    notes.push(`${describe(h)} was ${how} after ${h.attempt ?? '?'} attempts: the later events of its key went on without it, so per-key order is broken for that key on purpose`);
+    notes.push(
+      `${describe(h)} was ${how} after ${h.attempt ?? '?'} attempts: the later events of its key went on without it, so per-key order is broken for that key on purpose`,
+    );
   }
   return { lanes, notes };
 }
@@ -150,7 +158,9 @@ function outputOrder<T>(run: TopologyRun<T>, brokenLanes: ReadonlySet<string>): 
       if (brokenLanes.has(lane)) continue;
       const last = lastOffset.get(lane);
       if (last && last.offset > from.offset) {
-        found.push(`topic '${topic}' shows the output of ${describe(from)} at ${record.partition}/${record.offset}, after the output of offset ${last.offset} of the same key (at ${record.partition}/${last.at}): outputs out of their events' order`);
+        found.push(
+          `topic '${topic}' shows the output of ${describe(from)} at ${record.partition}/${record.offset}, after the output of offset ${last.offset} of the same key (at ${record.partition}/${last.at}): outputs out of their events' order`,
+        );
       }
       if (!last || last.offset < from.offset) lastOffset.set(lane, { offset: from.offset, at: record.offset });
     }
@@ -159,7 +169,14 @@ function outputOrder<T>(run: TopologyRun<T>, brokenLanes: ReadonlySet<string>): 
 }
 
 /** Outcomes that end an event with no effect of its own. */
-const endsWithoutEffect: ReadonlySet<string> = new Set([Outcome.FILTERED, Outcome.DEAD_LETTERED, Outcome.SKIPPED, Outcome.FORWARDED, Outcome.DUPLICATE, Outcome.DISCARDED]);
+const endsWithoutEffect: ReadonlySet<string> = new Set([
+  Outcome.FILTERED,
+  Outcome.DEAD_LETTERED,
+  Outcome.SKIPPED,
+  Outcome.FORWARDED,
+  Outcome.DUPLICATE,
+  Outcome.DISCARDED,
+]);
 
 /**
  * Every placed event ended: an effect recorded, a discard recorded, its hold deleted by a replay,
@@ -191,7 +208,9 @@ function lostEvents<T>(run: TopologyRun<T>): string[] {
     const id = eventId(e.partition, e.offset);
     if (ended.has(id)) continue;
     const outcomes = [...(seen.get(id) ?? [])];
-    found.push(`${describe(e)}, value ${short(e.value)}, never ended: ${outcomes.length > 0 ? `the engine reported ${outcomes.join(', ')}` : 'the engine reported nothing for it'}, and no effect or discard of it was recorded`);
+    found.push(
+      `${describe(e)}, value ${short(e.value)}, never ended: ${outcomes.length > 0 ? `the engine reported ${outcomes.join(', ')}` : 'the engine reported nothing for it'}, and no effect or discard of it was recorded`,
+    );
   }
   return found.slice(0, 5);
 }
@@ -213,7 +232,9 @@ function appliedWhileParked<T>(run: TopologyRun<T>): string[] {
     const headSettled = settledAt.get(eventId(parked.partition, parked.offset)) ?? Infinity;
     for (const e of effects) {
       if (laneId(e.partition, e.key) !== lane || e.offset <= parked.offset || e.seq <= parked.seq || e.seq >= until || e.seq >= headSettled) continue;
-      found.push(`${describe(e)} was applied by engine ${e.instance} at ${e.recordedAtMs} ms while offset ${parked.offset} of its key was parked (since ${parked.atMs} ms${resolution ? `, resolved at ${resolution.atMs} ms` : ', never resolved'})`);
+      found.push(
+        `${describe(e)} was applied by engine ${e.instance} at ${e.recordedAtMs} ms while offset ${parked.offset} of its key was parked (since ${parked.atMs} ms${resolution ? `, resolved at ${resolution.atMs} ms` : ', never resolved'})`,
+      );
     }
   }
   return found.slice(0, 5);
@@ -235,7 +256,10 @@ function replayOrder<T>(run: TopologyRun<T>): string[] {
     let last: { offset: number } | undefined;
     for (const e of driver.effects()) {
       if (e.topic !== source || e.seq <= r.seq || e.seq >= nextParking || laneId(e.partition, e.key) !== lane) continue;
-      if (last && e.offset < last.offset) found.push(`after key ${JSON.stringify(r.key)} of partition ${r.partition} was resolved at ${r.atMs} ms, offset ${e.offset} was applied after offset ${last.offset}: the replay left log order`);
+      if (last && e.offset < last.offset)
+        found.push(
+          `after key ${JSON.stringify(r.key)} of partition ${r.partition} was resolved at ${r.atMs} ms, offset ${e.offset} was applied after offset ${last.offset}: the replay left log order`,
+        );
       last = e;
     }
   }

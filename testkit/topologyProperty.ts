@@ -3,7 +3,15 @@ import type { CommitPolicy } from '../src/engine/engine.js';
 import { crashArbitrary, type CrashChoice } from './arbitraries.js';
 import { driverModes, type DriverFaults, type DriverMode } from './driver.js';
 import { checkTopologyRun, short, topologyInvariants, type TopologyCheck, type TopologyInvariant } from './topologyInvariants.js';
-import { runTopology, type ModelStandIn, type ResolutionKind, type TopologyBuilder, type TopologyEvent, type TopologyRun, type TopologyRunInput } from './topologyRun.js';
+import {
+  runTopology,
+  type ModelStandIn,
+  type ResolutionKind,
+  type TopologyBuilder,
+  type TopologyEvent,
+  type TopologyRun,
+  type TopologyRunInput,
+} from './topologyRun.js';
 import type { ScenarioCrash } from './faultSchedule.js';
 import type { InvariantViolation } from './violations.js';
 
@@ -14,12 +22,12 @@ import type { InvariantViolation } from './violations.js';
 export type UserInvariant<T> = (run: TopologyRun<T>) => void | string | readonly string[] | Promise<void | string | readonly string[]>;
 
 /** How parked keys are resolved at the end of each run. */
-export interface ResolutionOptions {
+export interface ResolutionOptions<T> {
   /**
    * The decision a person gives a parked event (from its decoded value), for `decision`
    * resolutions; without it only discards (and retries, if allowed) are drawn.
    */
-  readonly decision?: (parked: { key: string | null; value: any; partition: number; offset: number }) => unknown;
+  readonly decision?: (parked: { key: string | null; value: T; partition: number; offset: number }) => unknown;
   /** Draw `{ retry: true }` too: only for poison that can pass on a retry (a `failureShare`), or the key parks again. @defaultValue false */
   readonly retry?: boolean;
   /** Crash the engine at a random replayed event, and restart it. @defaultValue true */
@@ -47,7 +55,7 @@ export interface TopologyPropertyOptions<T> {
    */
   readonly crashes?: false | (CrashChoice & { readonly max?: number });
   /** Resolve parked keys at the end (`false`: leave them parked). @defaultValue `{}`: discards, with a crash mid-replay */
-  readonly resolutions?: false | ResolutionOptions;
+  readonly resolutions?: false | ResolutionOptions<T>;
   /** The built-in invariants to check. @defaultValue every one, {@link topologyInvariants} */
   readonly invariants?: readonly TopologyInvariant[];
   /** Properties of the user's own over each run, by name. */
@@ -130,7 +138,10 @@ export function topologyProperty<T>(options: TopologyPropertyOptions<T>): Topolo
  * Events of the user's value type over a few keys, so that keys repeat (per-key order has
  * something to check): `keys` keys named `k0`, `k1`, ... or drawn from a key arbitrary.
  */
-export function keyedEvents<T>(value: fc.Arbitrary<T>, options: { keys?: number | fc.Arbitrary<string>; maxEvents?: number } = {}): fc.Arbitrary<TopologyEvent<T>[]> {
+export function keyedEvents<T>(
+  value: fc.Arbitrary<T>,
+  options: { keys?: number | fc.Arbitrary<string>; maxEvents?: number } = {},
+): fc.Arbitrary<TopologyEvent<T>[]> {
   const keys = options.keys ?? 5;
   const key = typeof keys === 'number' ? fc.integer({ min: 0, max: keys - 1 }).map((k) => `k${k}`) : keys;
   return fc.array(fc.record({ key, value }), { maxLength: options.maxEvents ?? 24, size: 'medium' });
@@ -143,12 +154,15 @@ function runInputArbitrary<T>(options: TopologyPropertyOptions<T>): fc.Arbitrary
   const commit = options.commit ?? ['each', { everyMs: 1_000 }, { everyMs: 5_000 }];
   const latency = options.model.latencyMs ?? { min: 0, max: 5_000 };
   const latencyMs = typeof latency === 'number' ? fc.constant(latency) : fc.integer(latency);
-  const crashes: fc.Arbitrary<ScenarioCrash[]> = options.crashes === false ? fc.constant([]) : fc.array(crashArbitrary(options.crashes ?? {}), { maxLength: options.crashes?.max ?? 3 });
+  const crashes: fc.Arbitrary<ScenarioCrash[]> =
+    options.crashes === false ? fc.constant([]) : fc.array(crashArbitrary(options.crashes ?? {}), { maxLength: options.crashes?.max ?? 3 });
   const resolving = options.resolutions === false ? undefined : (options.resolutions ?? {});
   const kinds: ResolutionKind[] = ['discard', ...(resolving?.decision ? (['decision'] as const) : []), ...(resolving?.retry ? (['retry'] as const) : [])];
   // Kinds are used in turn: one that is not a retry among them ends a key that parks again on every retry.
   const resolutions: fc.Arbitrary<ResolutionKind[]> = resolving
-    ? fc.array(fc.constantFrom(...kinds), { minLength: 1, maxLength: 4 }).map((list) => (list.some((k) => k !== 'retry') ? list : [...list, 'discard' as const]))
+    ? fc
+        .array(fc.constantFrom(...kinds), { minLength: 1, maxLength: 4 })
+        .map((list) => (list.some((k) => k !== 'retry') ? list : [...list, 'discard' as const]))
     : fc.constant([]);
   const replayCrash =
     resolving && resolving.crashWhileReplaying !== false
@@ -189,7 +203,12 @@ async function userViolations<T>(run: TopologyRun<T>, invariants: Readonly<Recor
   return found;
 }
 
-function describeFailure<T>(input: TopologyRunInput<T>, violations: readonly InvariantViolation[], notes: readonly string[], placed: TopologyRun<T>['placed']): string {
+function describeFailure<T>(
+  input: TopologyRunInput<T>,
+  violations: readonly InvariantViolation[],
+  notes: readonly string[],
+  placed: TopologyRun<T>['placed'],
+): string {
   const commit = input.commit === 'each' ? 'after each event' : `every ${input.commit.everyMs} ms`;
   const lines = [
     `topologyProperty: ${violations.length} violation${violations.length === 1 ? '' : 's'} (mode '${input.mode}', ${input.partitions} partition${input.partitions === 1 ? '' : 's'}, commit ${commit}, model latency ${input.model.latencyMs} ms, seed ${input.seed})`,

@@ -23,7 +23,7 @@ export interface PlacedEvent<T> extends TopologyEvent<T> {
 }
 
 /** Gives the topology builder the decide function of each agent step: the fake model, standing in for the provider. */
-export type StepDecide = <T = any, D = any>(step: string) => DecideFn<T, D>;
+export type StepDecide = <T = unknown, D = unknown>(step: string) => DecideFn<T, D>;
 
 /** Builds the user's topology around the decide functions it is given. Called once per run. */
 export type TopologyBuilder = (decide: StepDecide) => Topology;
@@ -34,9 +34,9 @@ export type TopologyBuilder = (decide: StepDecide) => Topology;
  */
 export interface ModelStandIn {
   /** The decision for an event at a step: what a well-behaved model would answer. */
-  decide(event: any, ctx: DecideContext & { readonly step: string }): unknown;
+  decide(event: unknown, ctx: DecideContext & { readonly step: string }): unknown;
   /** Events whose answer never validates (poison): the model answers `poisonDecision` for them. */
-  poison?(event: any, step: string): boolean;
+  poison?(event: unknown, step: string): boolean;
   /** @defaultValue `{ unparseable: true }` */
   poisonDecision?: unknown;
   /** Virtual ms an accepted call takes, drawn per run between the two bounds. @defaultValue `{ min: 0, max: 5000 }` */
@@ -90,11 +90,11 @@ export interface TopologyRun<T> {
 }
 
 /** What a run needs besides its input. */
-export interface RunSettings {
+export interface RunSettings<T> {
   readonly topology: TopologyBuilder;
   readonly model: ModelStandIn;
   /** The decision a `decision` resolution gives a parked event, from its decoded value. */
-  readonly resolutionDecision?: (parked: { key: string | null; value: unknown; partition: number; offset: number }) => unknown;
+  readonly resolutionDecision?: (parked: { key: string | null; value: T; partition: number; offset: number }) => unknown;
   readonly stateDir?: string;
   readonly faults?: DriverFaults;
 }
@@ -104,14 +104,15 @@ export interface RunSettings {
  * applies each fault and its restart, lets the run settle, then resolves every parked key as the
  * input says. The caller closes `run.driver`.
  */
-export async function runTopology<T>(input: TopologyRunInput<T>, settings: RunSettings): Promise<TopologyRun<T>> {
+export async function runTopology<T>(input: TopologyRunInput<T>, settings: RunSettings<T>): Promise<TopologyRun<T>> {
   const models = new Map<string, FakeModel<unknown, unknown>>();
   const limits = new Map<string, RateLimit>();
   let built: Topology | undefined;
   const modelOf = (step: string): FakeModel<unknown, unknown> => {
     let model = models.get(step);
     if (!model) {
-      if (!built) throw new Error(`topologyProperty: the decide function of step '${step}' was called while the topology was being built; call it only from the engine`);
+      if (!built)
+        throw new Error(`topologyProperty: the decide function of step '${step}' was called while the topology was being built; call it only from the engine`);
       const limit = providerLimit(settings.model.limit ?? 'declared', built, step);
       if (limit) limits.set(step, limit);
       const stand = settings.model;
@@ -129,7 +130,9 @@ export async function runTopology<T>(input: TopologyRunInput<T>, settings: RunSe
     }
     return model;
   };
-  const decide = ((step: string): DecideFn<unknown, unknown> => (event, ctx) => modelOf(step).decide(event, ctx)) as StepDecide;
+  const decide = ((step: string): DecideFn<unknown, unknown> =>
+    (event, ctx) =>
+      modelOf(step).decide(event, ctx)) as StepDecide;
   built = settings.topology(decide);
   const topology = built;
   // Every step gets its model now, so that its stats exist even if it is never called.
@@ -164,14 +167,15 @@ export async function runTopology<T>(input: TopologyRunInput<T>, settings: RunSe
   return { input, topology, driver, placed, models, outputs, limits, resolved };
 }
 
-function resolutionOf(kind: ResolutionKind, driver: TopologyTestDriver, partition: number, lane: string, settings: RunSettings): Resolution {
+function resolutionOf<T>(kind: ResolutionKind, driver: TopologyTestDriver, partition: number, lane: string, settings: RunSettings<T>): Resolution {
   if (kind === 'discard') return { discard: true };
   if (kind === 'retry') return { retry: true };
   const decide = settings.resolutionDecision;
   if (!decide) throw new Error("topologyProperty: a 'decision' resolution needs resolutions.decision, the decision a person gives a parked event");
   const head = driver.parkedHead(partition, lane);
   const bytes = head.event.valueBase64 === null ? null : Buffer.from(head.event.valueBase64, 'base64');
-  const value = bytes === null ? null : driver.topology.source.value.deserialize(bytes);
+  // The source's serde decodes the user's own value type.
+  const value = (bytes === null ? null : driver.topology.source.value.deserialize(bytes)) as T;
   return { decision: decide({ key: head.event.key, value, partition: head.event.partition, offset: head.event.offset }) };
 }
 

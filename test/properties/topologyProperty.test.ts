@@ -70,21 +70,41 @@ const fresh = (): Tally => ({ runs: 0, restarted: 0, parked: 0, resolved: 0, ref
 
 describe.each(driverModes)('in mode %s', (mode) => {
   const inMode = { numRuns: runs, interruptAfterTimeLimit: 10 * 60_000, markInterruptAsFailure: true };
-  test(`the disputes example keeps every invariant (${runs} runs)`, async () => {
-    const tally = fresh();
-    await fc.assert(fc.asyncProperty(disputes.arbitrary.filter((i) => i.mode === mode), counted(disputes, tally)), inMode);
-    console.log(`disputes, ${mode}: ${JSON.stringify(tally)}`);
-    expect(tally.runs).toBe(runs);
-    for (const met of ['restarted', 'parked', 'resolved', 'refused'] as const) expect(tally[met], met).toBeGreaterThan(0);
-  }, timeout);
+  test(
+    `the disputes example keeps every invariant (${runs} runs)`,
+    async () => {
+      const tally = fresh();
+      await fc.assert(
+        fc.asyncProperty(
+          disputes.arbitrary.filter((i) => i.mode === mode),
+          counted(disputes, tally),
+        ),
+        inMode,
+      );
+      console.log(`disputes, ${mode}: ${JSON.stringify(tally)}`);
+      expect(tally.runs).toBe(runs);
+      for (const met of ['restarted', 'parked', 'resolved', 'refused'] as const) expect(tally[met], met).toBeGreaterThan(0);
+    },
+    timeout,
+  );
 
-  test(`a filter and mapValues before the step, a declared limit and an output topic (${runs} runs)`, async () => {
-    const tally = fresh();
-    await fc.assert(fc.asyncProperty(returns.arbitrary.filter((i) => i.mode === mode), counted(returns, tally)), inMode);
-    console.log(`returns, ${mode}: ${JSON.stringify(tally)}`);
-    expect(tally.runs).toBe(runs);
-    for (const met of ['restarted', 'parked', 'resolved', 'refused', 'filtered'] as const) expect(tally[met], met).toBeGreaterThan(0);
-  }, timeout);
+  test(
+    `a filter and mapValues before the step, a declared limit and an output topic (${runs} runs)`,
+    async () => {
+      const tally = fresh();
+      await fc.assert(
+        fc.asyncProperty(
+          returns.arbitrary.filter((i) => i.mode === mode),
+          counted(returns, tally),
+        ),
+        inMode,
+      );
+      console.log(`returns, ${mode}: ${JSON.stringify(tally)}`);
+      expect(tally.runs).toBe(runs);
+      for (const met of ['restarted', 'parked', 'resolved', 'refused', 'filtered'] as const) expect(tally[met], met).toBeGreaterThan(0);
+    },
+    timeout,
+  );
 });
 
 // The third topology, two agent steps in one chain, comes with the issue "One path" (a second

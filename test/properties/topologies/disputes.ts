@@ -10,7 +10,18 @@ export const disputeEvents: fc.Arbitrary<TopologyEvent<Dispute>[]> = fc
     fc.record({
       account: fc.constantFrom('acct-1', 'acct-2', 'acct-3', 'acct-4', 'acct-5'),
       amount: fc.integer({ min: 1, max: 500 }),
-      reason: fc.constantFrom('fraud', 'not-received', 'duplicate', 'not-as-described', 'fraud', 'not-received', 'duplicate', 'not-as-described', 'fraud', 'unparseable'),
+      reason: fc.constantFrom(
+        'fraud',
+        'not-received',
+        'duplicate',
+        'not-as-described',
+        'fraud',
+        'not-received',
+        'duplicate',
+        'not-as-described',
+        'fraud',
+        'unparseable',
+      ),
     }),
     { maxLength: 20 },
   )

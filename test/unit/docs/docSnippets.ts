@@ -49,5 +49,8 @@ export function typeProblems(file: string): string[] {
   return ts
     .getPreEmitDiagnostics(program)
     .filter((d) => d.file?.fileName === file)
-    .map((d) => `${d.file && d.start !== undefined ? `line ${d.file.getLineAndCharacterOfPosition(d.start).line + 1}: ` : ''}${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+    .map(
+      (d) =>
+        `${d.file && d.start !== undefined ? `line ${d.file.getLineAndCharacterOfPosition(d.start).line + 1}: ` : ''}${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`,
+    );
 }

@@ -3,7 +3,10 @@
 import { expect, test } from 'vitest';
 import { tsBlocks, typeProblems, writeSnippet } from './docSnippets.js';
 
-const file = writeSnippet('readme-testing', tsBlocks('README.md', '## Test your own topology (`orderly/testkit`)', '## Run it on Kafka (`orderly run`)').join('\n'));
+const file = writeSnippet(
+  'readme-testing',
+  tsBlocks('README.md', '## Test your own topology (`orderly/testkit`)', '## Run it on Kafka (`orderly run`)').join('\n'),
+);
 
 test("the README's testing example type-checks in strict mode", () => {
   expect(typeProblems(file)).toEqual([]);

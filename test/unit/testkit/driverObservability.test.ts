@@ -130,7 +130,7 @@ describe('parked keys while the engine is crashed', () => {
 });
 
 describe('effects and commits', () => {
-  test("each effect carries the state rows it left; the commit timeline says what was asked, from where, by whom", async () => {
+  test('each effect carries the state rows it left; the commit timeline says what was asked, from where, by whom', async () => {
     const driver = new TopologyTestDriver(build(model().decide), { commit: 'each' });
     const input = driver.createInputTopic<Job>('jobs');
     input.pipeInput('a', { n: 1 });

@@ -48,10 +48,24 @@ describe('a broken guarantee is caught, and told in words', () => {
   });
 
   test('a user-level invariant that does not hold fails under its own name, shrunk to a small stream', async () => {
-    const prop = returnsProperty({ userInvariants: { 'nothing over 50 is refunded': (run) => (run.outputs.get('refunds') ?? []).flatMap((r) => ((r.value as { refundCents: number }).refundCents > 5_000 ? [`return ${(r.value as { returnId: string }).returnId} was refunded`] : [])) } });
+    const prop = returnsProperty({
+      userInvariants: {
+        'nothing over 50 is refunded': (run) =>
+          (run.outputs.get('refunds') ?? []).flatMap((r) =>
+            (r.value as { refundCents: number }).refundCents > 5_000 ? [`return ${(r.value as { returnId: string }).returnId} was refunded`] : [],
+          ),
+      },
+    });
     // The stand-in refunds up to 5,000 cents only: the invariant holds, and the property passes.
     await fc.assert(prop.property, { numRuns: 50, seed: 3 });
-    const strict = returnsProperty({ userInvariants: { 'nothing is refunded': (run) => (run.outputs.get('refunds') ?? []).flatMap((r) => ((r.value as { refundCents: number }).refundCents > 0 ? [`return ${(r.value as { returnId: string }).returnId} was refunded`] : [])) } });
+    const strict = returnsProperty({
+      userInvariants: {
+        'nothing is refunded': (run) =>
+          (run.outputs.get('refunds') ?? []).flatMap((r) =>
+            (r.value as { refundCents: number }).refundCents > 0 ? [`return ${(r.value as { returnId: string }).returnId} was refunded`] : [],
+          ),
+      },
+    });
     const message = await failureOf(strict.property as fc.IAsyncProperty<[unknown]>, { numRuns: 200, seed: 3 });
     expect(message).toMatch(/user-invariant 'nothing is refunded': return r-0 was refunded/);
     // Shrunk: one event is enough.
@@ -95,7 +109,13 @@ describe('dispositions', () => {
     return event;
   });
   const dlqTopology = (decide: DecideFn<{ n: number; bad: boolean }, unknown>) =>
-    stream<{ n: number; bad: boolean }>('jobs').keyedSerial({ maxInFlight: 2 }).agentStep('check', decide, { schema: Answer }).park({ attempts: 2, onExhausted: 'dlq' }).applyOnce(applied).to('done').build();
+    stream<{ n: number; bad: boolean }>('jobs')
+      .keyedSerial({ maxInFlight: 2 })
+      .agentStep('check', decide, { schema: Answer })
+      .park({ attempts: 2, onExhausted: 'dlq' })
+      .applyOnce(applied)
+      .to('done')
+      .build();
 
   test("a dlq disposition breaks a key's order on purpose: the check notes it instead of failing", async () => {
     const prop = topologyProperty<{ n: number; bad: boolean }>({
