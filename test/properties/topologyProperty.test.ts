@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { disputesWith } from '../../examples/disputes/topology.js';
-import { driverModes } from '../../testkit/driver.js';
+import { driverModes, type DriverMode } from '../../testkit/driver.js';
 import { topologyProperty, TopologyPropertyError, type TopologyProperty, type TopologyRun, type TopologyRunInput } from '../../testkit/index.js';
 import type { Dispute } from '../../testkit/scenarios/disputes.js';
 import { disputeEvents, disputeModelStandIn } from './topologies/disputes.js';
@@ -68,41 +68,31 @@ function counted<T>(property: TopologyProperty<T>, tally: Tally) {
 
 const fresh = (): Tally => ({ runs: 0, restarted: 0, parked: 0, resolved: 0, refused: 0, filtered: 0 });
 
+/** Runs a property in one mode, then checks that its runs met each of `mustMeet` at least once. */
+async function holdsInMode<T>(
+  name: string,
+  property: TopologyProperty<T>,
+  mode: DriverMode,
+  mustMeet: ReadonlyArray<Exclude<keyof Tally, 'runs'>>,
+): Promise<void> {
+  const tally = fresh();
+  const inMode = property.arbitrary.filter((i) => i.mode === mode);
+  await fc.assert(fc.asyncProperty(inMode, counted(property, tally)), { numRuns: runs, interruptAfterTimeLimit: 10 * 60_000, markInterruptAsFailure: true });
+  console.log(`${name}, ${mode}: ${JSON.stringify(tally)}`);
+  expect(tally.runs).toBe(runs);
+  for (const met of mustMeet) expect(tally[met], met).toBeGreaterThan(0);
+}
+
 describe.each(driverModes)('in mode %s', (mode) => {
-  const inMode = { numRuns: runs, interruptAfterTimeLimit: 10 * 60_000, markInterruptAsFailure: true };
   test(
     `the disputes example keeps every invariant (${runs} runs)`,
-    async () => {
-      const tally = fresh();
-      await fc.assert(
-        fc.asyncProperty(
-          disputes.arbitrary.filter((i) => i.mode === mode),
-          counted(disputes, tally),
-        ),
-        inMode,
-      );
-      console.log(`disputes, ${mode}: ${JSON.stringify(tally)}`);
-      expect(tally.runs).toBe(runs);
-      for (const met of ['restarted', 'parked', 'resolved', 'refused'] as const) expect(tally[met], met).toBeGreaterThan(0);
-    },
+    () => holdsInMode('disputes', disputes, mode, ['restarted', 'parked', 'resolved', 'refused']),
     timeout,
   );
 
   test(
     `a filter and mapValues before the step, a declared limit and an output topic (${runs} runs)`,
-    async () => {
-      const tally = fresh();
-      await fc.assert(
-        fc.asyncProperty(
-          returns.arbitrary.filter((i) => i.mode === mode),
-          counted(returns, tally),
-        ),
-        inMode,
-      );
-      console.log(`returns, ${mode}: ${JSON.stringify(tally)}`);
-      expect(tally.runs).toBe(runs);
-      for (const met of ['restarted', 'parked', 'resolved', 'refused', 'filtered'] as const) expect(tally[met], met).toBeGreaterThan(0);
-    },
+    () => holdsInMode('returns', returns, mode, ['restarted', 'parked', 'resolved', 'refused', 'filtered']),
     timeout,
   );
 });
