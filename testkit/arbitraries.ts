@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { crashPoints } from './crashPoints.js';
 import { driverModes } from './driver.js';
+import type { CrashPoint } from './crashPoints.js';
 import type { CrashScenario, ScenarioCrash, ScenarioEvent } from './crashScenario.js';
 
 /** Bounds of {@link crashScenarioArbitrary}. */
@@ -24,31 +25,47 @@ export function scenarioEventsArbitrary(partitions: number, bounds: CrashScenari
   return fc.array(event, { maxLength: bounds.maxEvents ?? 24, size: 'medium' });
 }
 
+/** Which faults {@link crashArbitrary} draws. */
+export interface CrashChoice {
+  /** @defaultValue every kind: 'at', 'point', 'revoke', 'refused', 'fenced' */
+  readonly kinds?: readonly ScenarioCrash['kind'][];
+  /** The named points a 'point' crash picks from. @defaultValue every crash point */
+  readonly points?: readonly CrashPoint[];
+}
+
 /**
  * A crash at a random virtual time or at a random named point, and a restart after a random delay;
- * a rebalance at a random virtual time that revokes or loses random partitions and assigns them
- * back; a changelog write refused for good; or a worker fenced out of its group that runs on.
+ * or a rebalance at a random virtual time that revokes or loses random partitions and assigns them
+ * back; a changelog write refused for good; or a worker fenced out of its group that races its successor.
  */
-export function crashArbitrary(): fc.Arbitrary<ScenarioCrash> {
+export function crashArbitrary(choice: CrashChoice = {}): fc.Arbitrary<ScenarioCrash> {
   const restartAfterMs = fc.integer({ min: 0, max: 20_000 });
-  return fc.oneof(
-    fc.record({ kind: fc.constant('at' as const), delayMs: fc.integer({ min: 0, max: 40_000 }), restartAfterMs }),
-    fc.record({ kind: fc.constant('point' as const), point: fc.constantFrom(...crashPoints), nth: fc.integer({ min: 1, max: 4 }), restartAfterMs }),
-    fc.record({ kind: fc.constant('revoke' as const), delayMs: fc.integer({ min: 0, max: 40_000 }), partitions: fc.integer({ min: 1, max: 7 }), lost: fc.boolean() }),
-    fc.record({ kind: fc.constant('refused' as const), nth: fc.integer({ min: 1, max: 6 }), restartAfterMs }),
-    fc.record({
-      kind: fc.constant('fenced' as const),
-      delayMs: fc.integer({ min: 0, max: 40_000 }),
-      lostAfterMs: fc.integer({ min: 0, max: 20_000 }),
-      restartAfterMs: fc.integer({ min: 0, max: 20_000 }),
-    }),
-  );
+  const kinds = new Set(choice.kinds ?? ['at', 'point', 'revoke', 'refused', 'fenced']);
+  const points = choice.points ?? crashPoints;
+  if (kinds.size === 0 || (kinds.has('point') && points.length === 0)) throw new RangeError('crashArbitrary: choose at least one kind of fault, and at least one point for point crashes');
+  const each: Array<fc.Arbitrary<ScenarioCrash>> = [];
+  if (kinds.has('at')) each.push(fc.record({ kind: fc.constant('at' as const), delayMs: fc.integer({ min: 0, max: 40_000 }), restartAfterMs }));
+  if (kinds.has('point')) each.push(fc.record({ kind: fc.constant('point' as const), point: fc.constantFrom(...points), nth: fc.integer({ min: 1, max: 4 }), restartAfterMs }));
+  if (kinds.has('revoke')) each.push(fc.record({ kind: fc.constant('revoke' as const), delayMs: fc.integer({ min: 0, max: 40_000 }), partitions: fc.integer({ min: 1, max: 7 }), lost: fc.boolean() }));
+  if (kinds.has('refused')) each.push(fc.record({ kind: fc.constant('refused' as const), nth: fc.integer({ min: 1, max: 6 }), restartAfterMs }));
+  if (kinds.has('fenced')) {
+    each.push(
+      fc.record({
+        kind: fc.constant('fenced' as const),
+        delayMs: fc.integer({ min: 0, max: 40_000 }),
+        lostAfterMs: fc.integer({ min: 0, max: 20_000 }),
+        restartAfterMs: fc.integer({ min: 0, max: 20_000 }),
+      }),
+    );
+  }
+  return fc.oneof(...each);
 }
 
 /**
  * Random streams (keys, partitions, poison), random model behaviour (latency, windows, declared or
  * only Retry-After), random engine options (window, attempts, both commit modes), a random
- * production path (plain, staged or exactly-once ports) and a random schedule of crashes and restarts.
+ * production path (plain, staged or exactly-once ports) and a random schedule of crashes and restarts,
+ * for `runCrashScenario` (orderly's own topology; for yours, topologyProperty draws its inputs).
  */
 export function crashScenarioArbitrary(bounds: CrashScenarioBounds = {}): fc.Arbitrary<CrashScenario> {
   return fc.integer({ min: 1, max: bounds.maxPartitions ?? 3 }).chain((partitions) =>
@@ -75,7 +92,8 @@ export function crashScenarioArbitrary(bounds: CrashScenarioBounds = {}): fc.Arb
 }
 
 /** Whether a fault applies to a production path. */
-function drawnIn(mode: CrashScenario['mode'], crash: ScenarioCrash): boolean {
+/** Whether a fault can be drawn on this production path. */
+export function drawnIn(mode: CrashScenario['mode'], crash: ScenarioCrash): boolean {
   // A fenced worker that still writes is drawn under exactly-once only: on at-least-once paths
   // its late writes can apply an event twice, a documented limit (docs/guarantees.md).
   if (crash.kind === 'fenced') return mode === 'exactlyOnce';

@@ -1,8 +1,7 @@
 import { effect } from '../src/dsl/effect.js';
 import { stream } from '../src/dsl/stream.js';
 import type { CommitPolicy } from '../src/engine/engine.js';
-import type { Resolution } from '../src/engine/parkedKeys.js';
-import type { CrashPoint } from './crashPoints.js';
+import { applyFault, resolveAllParked, type ScenarioCrash } from './faultSchedule.js';
 import { isRateLimited, RateLimited } from '../src/dsl/rateLimited.js';
 import type { DecideFn } from '../src/graph/nodes.js';
 import { stateKeys } from '../src/state/stateKeys.js';
@@ -14,6 +13,8 @@ import { fakeModel, type FakeModel } from './fakeModel.js';
 import { asObject, checkedSchema } from './scenarios/checkedSchema.js';
 import type { InvariantViolation } from './violations.js';
 
+export type { ScenarioCrash } from './faultSchedule.js';
+
 /** One event of a generated stream. */
 export interface ScenarioEvent {
   readonly key: string;
@@ -21,31 +22,6 @@ export interface ScenarioEvent {
   /** Its decision never validates: it must be parked, with the later events of its key held. */
   readonly poison: boolean;
 }
-
-/**
- * A fault: a crash at a virtual time after the previous step, or at the nth time a named point is
- * reached; or, at a virtual time, a rebalance that takes partitions away (`lost`: without a chance
- * to commit, as after a missed session timeout) and gives them back.
- */
-export type ScenarioCrash =
-  | { readonly kind: 'at'; readonly delayMs: number; readonly restartAfterMs: number }
-  | { readonly kind: 'point'; readonly point: CrashPoint; readonly nth: number; readonly restartAfterMs: number }
-  /** `partitions`: a bit mask of the partitions taken (none of those there: the first). */
-  | { readonly kind: 'revoke'; readonly delayMs: number; readonly partitions: number; readonly lost: boolean }
-  /**
-   * The engine is fenced out of its group without being told and a new one takes over after
-   * `restartAfterMs`, while the old one runs on until it hears its partitions lost `lostAfterMs`
-   * after the fence. Exactly-once only: on at-least-once paths the old one's late writes can apply
-   * an event twice, a documented limit the properties exclude by drawing this fault under exactly-once alone.
-   */
-  | { readonly kind: 'fenced'; readonly delayMs: number; readonly lostAfterMs: number; readonly restartAfterMs: number }
-  /**
-   * Kafka refuses the changelog records of the nth staged write from now on for good (a record
-   * above the topic's max.message.bytes): the engine stops on it, as its worker does, and restarts
-   * after `restartAfterMs` (the topic fixed); exactly-once, the transaction fails under it and the
-   * owned partitions are reset instead. Not on a plain store (see TopologyTestDriver.refuseWrite).
-   */
-  | { readonly kind: 'refused'; readonly nth: number; readonly restartAfterMs: number };
 
 /** Everything one run of the crash harness is made of: the stream, the model, the engine's options, the faults. */
 export interface CrashScenario {
@@ -120,7 +96,8 @@ const ScenarioDecision = checkedSchema<ScenarioDecisionValue>('orderly-crash-sce
 /**
  * Runs a scenario on the test driver: pipes the stream, applies each crash and its restart, lets
  * the run heal and settle, then resolves every parked key until none is left. Returns the driver
- * for the invariants to read; the caller closes it.
+ * for the invariants to read; the caller closes it. It runs orderly's own fixed topology (its crash
+ * suite); to test yours, use `topologyProperty`.
  */
 export async function runCrashScenario(scenario: CrashScenario, options: { stateDir?: string } & ScenarioFaults = {}): Promise<ScenarioRun> {
   const model = fakeModel<ScenarioValue, ScenarioDecisionValue>({
@@ -166,45 +143,18 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
     // One report is enough: a state that went wrong stays wrong.
     if (stateViolations.length === 0) stateViolations.push(...(await checkStateMatchesEffects(driver, 'fx', (p, o) => numberAt.get(`${p}/${o}`))));
   };
-  for (const crash of scenario.crashes) {
-    if (crash.kind === 'revoke') {
-      await rebalance(driver, scenario.partitions, crash);
-      continue;
-    }
-    if (crash.kind === 'fenced') {
-      await driver.advanceWallClockTime(crash.delayMs);
-      if (!driver.running) continue;
-      driver.fence({ lostAfterMs: crash.lostAfterMs });
-      driver.restart({ after: crash.restartAfterMs });
-      await driver.runUntilIdle();
-      continue;
-    }
-    if (crash.kind === 'at') driver.crash({ at: driver.now() + crash.delayMs });
-    else if (crash.kind === 'refused') driver.refuseWrite({ nth: crash.nth });
-    else driver.crash({ point: crash.point, nth: crash.nth });
-    await driver.runUntilIdle();
-    driver.disarm();
-    if (!driver.running) {
-      await checkState();
-      driver.restart({ after: crash.restartAfterMs });
-      await driver.runUntilIdle();
-    }
-  }
+  for (const crash of scenario.crashes) await applyFault(driver, scenario.partitions, crash, checkState);
   await driver.runUntilIdle();
   const beforeResolutions = driver.history().length;
-  await resolveAll(driver, scenario, checkState);
+  const kinds = scenario.resolutions;
+  await resolveAllParked(driver, {
+    resolutionFor: (_, turn) => ((kinds[turn % Math.max(1, kinds.length)] ?? 'decision') === 'discard' ? { discard: true } : { decision: { ok: true, n: -1 } }),
+    ...(scenario.replayCrash ? { replayCrash: scenario.replayCrash } : {}),
+    afterCrash: checkState,
+    caller: 'runCrashScenario',
+  });
   await checkState();
   return { scenario, driver, placed, beforeResolutions, model, stateViolations };
-}
-
-/** Takes the partitions away from the running engine and gives them back, from the committed offsets. */
-async function rebalance(driver: TopologyTestDriver, partitions: number, revoke: ScenarioCrash & { kind: 'revoke' }): Promise<void> {
-  await driver.advanceWallClockTime(revoke.delayMs);
-  if (!driver.running) return;
-  const taken = [...Array(partitions).keys()].filter((p) => (revoke.partitions & (1 << p)) !== 0);
-  const chosen = taken.length > 0 ? taken : [0];
-  await driver.revoke(chosen, { lost: revoke.lost });
-  await driver.assign(chosen);
 }
 
 type EffectInput = { event: ScenarioValue; decision: ScenarioDecisionValue };
@@ -257,33 +207,4 @@ function deafToRetryAfter(decide: DecideFn<ScenarioValue, ScenarioDecisionValue>
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
-}
-
-/** Resolves parked keys until none is left, through a crash mid-replay if asked. */
-async function resolveAll(driver: TopologyTestDriver, scenario: CrashScenario, afterCrash: () => Promise<void>): Promise<void> {
-  const kinds = scenario.resolutions;
-  if (scenario.replayCrash) driver.crash({ point: 'replaying', nth: scenario.replayCrash.nth });
-  let turn = 0;
-  for (let round = 0; round < 100; round++) {
-    if (!driver.running) {
-      await afterCrash();
-      driver.restart({ after: scenario.replayCrash?.restartAfterMs ?? 0 });
-      await driver.runUntilIdle();
-    }
-    const parked = driver.parked().filter((p) => p.status === 'parked');
-    if (parked.length === 0 && driver.parked().length === 0) return;
-    for (const p of parked) {
-      if (!driver.running) break;
-      const kind = kinds[turn++ % Math.max(1, kinds.length)] ?? 'decision';
-      const resolution: Resolution = kind === 'discard' ? { discard: true } : { decision: { ok: true, n: -1 } };
-      try {
-        await driver.resolve(p.partition, p.lane, resolution);
-      } catch (error) {
-        // A crash mid-replay interrupts the call; the next round restarts and resolves what is left.
-        if (driver.running) throw error;
-      }
-    }
-    await driver.runUntilIdle();
-  }
-  throw new Error('runCrashScenario: parked keys were still left after 100 rounds of resolutions');
 }

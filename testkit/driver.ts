@@ -3,8 +3,10 @@ import { json, type Serde } from '../src/dsl/serde.js';
 import { Engine, type CommitPolicy, type ParkedKeyInfo } from '../src/engine/engine.js';
 import { combineObservers } from '../src/engine/combineObservers.js';
 import type { EngineStatus } from '../src/engine/engineStatus.js';
-import type { EngineObserver, OutcomeEvent } from '../src/engine/outcomes.js';
-import type { ParkedEvent, Resolution } from '../src/engine/parkedKeys.js';
+import type { EngineObserver } from '../src/engine/outcomes.js';
+import type { ParkedEvent, ParkedKeyState, Resolution } from '../src/engine/parkedKeys.js';
+import { stateKeys } from '../src/state/stateKeys.js';
+import type { Timer } from '../src/ports/clock.js';
 import { PartitionResetError, type CommitOffset, type TopicPartition } from '../src/ports/log.js';
 import type { StoreOp } from '../src/ports/store.js';
 import { openLevelStore, openMemoryStore } from '../src/state/levelStore.js';
@@ -13,7 +15,7 @@ import { DriverIo, type PendingIo } from './driverIo.js';
 import { DriverConsumer, GatedStore, type StoreFaults } from './driverPorts.js';
 import { DriverTransaction } from './driverTransaction.js';
 import { LandedOverlay } from './landedOverlay.js';
-import { DriverObservations, type AppliedEffect, type DriverMetrics, type ObservedModelCall } from './driverObservations.js';
+import { DriverObservations, type AppliedEffect, type CommitObserved, type DiscardObserved, type DriverBreaches, type DriverMetrics, type ObservedModelCall, type ObservedOutcome, type ResolutionObserved } from './driverObservations.js';
 import { MemoryLog } from './memoryLog.js';
 import { isRefusedWrite, RefusedWrites } from './refusedWrites.js';
 import { SeededRandom } from './seededRandom.js';
@@ -84,6 +86,22 @@ export interface DriverFaults extends StoreFaults {
   readonly resetKeepsLocalState?: boolean;
 }
 
+/** A crash set for later with {@link TopologyTestDriver.crash}: cancel() forgets it if it has not happened. */
+export interface PendingCrash {
+  cancel(): void;
+}
+
+/** Where the driver stands between crashes and restarts (see {@link TopologyTestDriver.restartState}). */
+export interface RestartState {
+  /** The current or last engine instance: 1 for the first, one more at each restart; 0 before the first starts. */
+  readonly generation: number;
+  readonly running: boolean;
+  /** A restart() asked for and not started yet. */
+  readonly restartPending: boolean;
+  /** Crashes set for later (at a time or a named point) that have not happened. */
+  readonly crashesPending: number;
+}
+
 /** Where and when to crash. With neither, the engine crashes now. */
 export interface CrashOptions {
   /** At this virtual time (ms since the driver started). */
@@ -135,6 +153,8 @@ export class TopologyTestDriver {
   private instance: Instance | undefined;
   private generation = 0;
   private armed: { point: CrashPoint; remaining: number } | undefined;
+  private readonly crashTimers = new Set<Timer>();
+  private restartsPending = 0;
   private failure: Error | undefined;
   private starting: Promise<void> | undefined;
   private commitRefusalsLeft: number | undefined;
@@ -199,22 +219,54 @@ export class TopologyTestDriver {
     await this.run(this.clock.now() + ms);
   }
 
-  /** Crashes the engine now, at a virtual time, or at a named crash point. Its work in flight never lands. */
-  crash(options: CrashOptions = {}): void {
+  /**
+   * Crashes the engine now, at a virtual time, or at a named crash point. Its work in flight never
+   * lands. A crash set for later can be cancelled through what this returns (or all at once with
+   * {@link TopologyTestDriver.disarm}).
+   */
+  crash(options: CrashOptions = {}): PendingCrash {
     if (options.point !== undefined) {
-      this.armed = { point: options.point, remaining: options.nth ?? 1 };
-    } else if (options.at !== undefined && options.at > this.clock.now()) {
-      this.clock.view('driver').setTimer(options.at - this.clock.now(), () => this.crashNow());
-    } else {
-      this.crashNow();
+      const armed = { point: options.point, remaining: options.nth ?? 1 };
+      this.armed = armed;
+      return { cancel: () => void (this.armed === armed && (this.armed = undefined)) };
     }
+    if (options.at !== undefined && options.at > this.clock.now()) {
+      const timer = this.clock.view('driver').setTimer(options.at - this.clock.now(), () => {
+        this.crashTimers.delete(timer);
+        this.crashNow();
+      });
+      this.crashTimers.add(timer);
+      return {
+        cancel: () => {
+          timer.cancel();
+          this.crashTimers.delete(timer);
+        },
+      };
+    }
+    this.crashNow();
+    return { cancel: () => undefined };
   }
 
   /** Starts a new engine from the committed offsets over the same state, now or `after` ms from now. */
   restart(options: { after?: number } = {}): void {
-    const restart = () => this.actions.push(() => this.restartNow());
+    this.restartsPending += 1;
+    const restart = () =>
+      this.actions.push(() => {
+        this.restartsPending -= 1;
+        return this.restartNow();
+      });
     if (options.after) this.clock.view('driver').setTimer(options.after, restart);
     else restart();
+  }
+
+  /** The engine instance, whether it runs, and what is pending: for a test that crashes at random to know where it stands. */
+  restartState(): RestartState {
+    return { generation: this.generation, running: this.running, restartPending: this.restartsPending > 0, crashesPending: this.crashTimers.size + (this.armed ? 1 : 0) };
+  }
+
+  /** The source partitions the running engine holds (none while it is crashed). */
+  assigned(): number[] {
+    return this.instance?.alive ? this.instance.consumer.assigned().map((tp) => tp.partition) : [];
   }
 
   /**
@@ -296,10 +348,12 @@ export class TopologyTestDriver {
     this.refusals.arm(options.nth ?? 1);
   }
 
-  /** Forgets a crash or a refused write armed and never reached. */
+  /** Forgets every crash set for later (armed at a point never reached, or at a time not come yet) and a refused write armed and never reached. */
   disarm(): void {
     this.armed = undefined;
     this.refusals.disarm();
+    for (const timer of this.crashTimers) timer.cancel();
+    this.crashTimers.clear();
   }
 
   /** False between a crash and the restart. */
@@ -309,11 +363,25 @@ export class TopologyTestDriver {
 
   /** The event at the head of a parked key: the one a resolution decides. */
   parkedHead(partition: number, lane: string): ParkedEvent {
-    return this.requireLive('parkedHead').engine.parkedHead(partition, lane);
+    if (this.instance?.alive) return this.instance.engine.parkedHead(partition, lane);
+    // Crashed: the head as the durable state holds it, which the next engine will find.
+    const key = this.parkedKeyInState(partition, lane);
+    const state = key && (this.observations.parkedState.get(key) as ParkedKeyState | undefined);
+    const park = this.topology.park;
+    const head = state && park && (this.observations.parkedState.get(stateKeys.heldEvent(park.name, { topic: this.topology.source.topic, partition }, lane, state.headSeq)) as ParkedEvent | undefined);
+    if (!head) throw new Error(`TopologyTestDriver.parkedHead: key '${lane}' of partition ${partition} is not parked (in the durable state, the engine being crashed)`);
+    return head;
   }
 
-  /** Resolves a parked key; the replay runs as the driver runs. */
+  /**
+   * Resolves a parked key; the replay runs as the driver runs. While the engine is crashed with a
+   * restart pending, it runs the driver until the restarted engine has restored the partition,
+   * then resolves there, as a person's resolution waits for the worker to come back.
+   */
   async resolve(partition: number, key: string, resolution: Resolution): Promise<void> {
+    if (!this.instance?.alive && this.restartsPending > 0) {
+      while (!(this.instance?.alive && this.instance.consumer.ready(partition)) && (await this.step(Infinity)));
+    }
     const instance = this.requireLive('resolve');
     const done = instance.engine.resolve(partition, key, resolution);
     let settled = false;
@@ -321,11 +389,35 @@ export class TopologyTestDriver {
     while (!settled && (await this.step(Infinity)));
     if (!settled) throw new Error('TopologyTestDriver.resolve: the engine crashed before the resolution was recorded; restart() it and resolve again');
     await done;
+    this.observations.resolved({ partition, key, resolution }, this.clock.now());
   }
 
-  /** Every outcome, in the order it happened, across restarts. */
-  history(): readonly (OutcomeEvent & { instance: number })[] {
+  /**
+   * Every outcome, in the order it happened, across restarts, with the instance that reported it.
+   * A PARKED reported again for an event an earlier instance had parked (a redelivery after a
+   * crash found it parked) carries `again: true`; a new parking does not.
+   */
+  history(): readonly ObservedOutcome[] {
     return this.observations.history;
+  }
+
+  /** Resolutions recorded through {@link TopologyTestDriver.resolve}, in order, with when each was recorded. */
+  resolutions(): readonly ResolutionObserved[] {
+    return this.observations.resolutions;
+  }
+
+  /**
+   * Effect ids of parked and held events whose hold the store deleted: a resolved key's replay
+   * ended them. The only durable trace of a replayed event that ended without an effect (filtered,
+   * say) when a crash came before its outcome was reported.
+   */
+  releasedFromHold(): ReadonlySet<string> {
+    return this.observations.releasedFromHold;
+  }
+
+  /** Parked events discarded by a resolution, in the order the store received them, with when. */
+  discards(): readonly DiscardObserved[] {
+    return this.observations.discards;
   }
 
   /** Records delivered again after a crash, with the virtual time of each delivery. */
@@ -333,8 +425,11 @@ export class TopologyTestDriver {
     return this.observations.redeliveries;
   }
 
-  /** Commits that moved a partition of any topic forward, with the offset committed and when. */
-  commits(): readonly (TopicPartition & { offset: number; atMs: number })[] {
+  /**
+   * The commit timeline: every commit that reached the log, in order, with the offset asked, the
+   * offset the log held before and after, the instance that asked and when.
+   */
+  commits(): readonly CommitObserved[] {
     return this.observations.commits;
   }
 
@@ -368,13 +463,34 @@ export class TopologyTestDriver {
     return this.log.partitions(topic).map((_, partition) => ({ topic, partition, offset: this.log.committed({ topic, partition }) }));
   }
 
-  /** The parked keys, as the running engine holds them. */
+  /**
+   * The parked keys, as the running engine holds them; while it is crashed, as the durable state
+   * holds them (what the next engine will find).
+   */
   parked(): ParkedKeyInfo[] {
-    return this.requireLive('parked').engine.parked();
+    if (this.instance?.alive) return this.instance.engine.parked();
+    const found: ParkedKeyInfo[] = [];
+    for (const [key, value] of this.observations.parkedState) {
+      if (!key.startsWith('parked/')) continue;
+      const { topic, partition } = stateKeys.parse(key);
+      found.push({ ...(value as ParkedKeyState), topic, partition });
+    }
+    return found;
+  }
+
+  /** The state key of a parked key, if the topology parks. */
+  private parkedKeyInState(partition: number, lane: string): string | undefined {
+    const park = this.topology.park;
+    return park && stateKeys.parkedKey(park.name, { topic: this.topology.source.topic, partition }, lane);
   }
 
   metrics(): DriverMetrics {
     return this.observations.metrics();
+  }
+
+  /** The first few of each breach that {@link TopologyTestDriver.metrics} counts, in words: which key, which offsets, what happened when. */
+  observedBreaches(): DriverBreaches {
+    return this.observations.breaches;
   }
 
   /** What the running engine holds now (its `Engine.status()`). */
@@ -467,6 +583,7 @@ export class TopologyTestDriver {
       random: this.random.derive(id),
       // A fenced instance stopping on its fenced producer is what fencing is for, not a failure;
       // nor is one stopping on a write the driver refused.
+      instance: id,
       observer: combineObservers(this.observations.observer(this.generation, (error) => this.failed(id, error)), this.options.observer),
       ...(this.options.commit ? { commit: this.options.commit } : {}),
       ...(this.options.maxBufferedPerPartition ? { maxBufferedPerPartition: this.options.maxBufferedPerPartition } : {}),
@@ -509,6 +626,7 @@ export class TopologyTestDriver {
     if (refused) return this.refuse(pending, refused);
     let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
     const before = request.kind === 'commit' ? request.offsets.map((tp) => this.log.committed(tp)) : [];
+    const instance = Number(pending.owner.slice('engine-'.length));
     try {
       outcome = { ok: true, value: await pending.execute() };
     } catch (error) {
@@ -516,7 +634,8 @@ export class TopologyTestDriver {
     }
     if (request.kind === 'commit') {
       // Check what the log holds now, not what was asked: a faulty log may have committed more.
-      this.observations.committed(request.offsets.map((tp, i) => ({ ...tp, from: before[i]!, to: this.log.committed(tp) })), this.clock.now());
+      const commits = request.offsets.map((tp, i) => ({ topic: tp.topic, partition: tp.partition, asked: tp.offset, from: before[i]!, to: this.log.committed(tp) }));
+      this.observations.committed(commits, instance, outcome.ok, this.clock.now());
     }
     if (phase === 'after') return this.crashNow();
     pending.settle(outcome);

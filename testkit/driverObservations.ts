@@ -3,6 +3,7 @@ import type { EffectRecord } from '../src/engine/outputs.js';
 import { finishedOutcomes, Outcome, type EngineObserver, type OutcomeEvent } from '../src/engine/outcomes.js';
 import type { TopicPartition } from '../src/ports/log.js';
 import type { StoreOp } from '../src/ports/store.js';
+import type { Resolution } from '../src/engine/parkedKeys.js';
 import { stateKeys } from '../src/state/stateKeys.js';
 import { laneOf } from '../src/engine/events.js';
 
@@ -10,15 +11,76 @@ import { laneOf } from '../src/engine/events.js';
 export interface AppliedEffect extends Omit<EffectRecord, 'outputs'> {
   readonly instance: number;
   readonly recordedAtMs: number;
+  /** Its place among everything the driver observed (outcomes, effects, discards, resolutions, commits). */
+  readonly seq: number;
+  /**
+   * The rows of the effect's state table as the effect left them: the puts (`value`) and deletes
+   * (no `value`) written in the same atomic batch as its record, by row.
+   */
+  readonly state: ReadonlyArray<{ readonly row: string; readonly value?: unknown }>;
+}
+
+/** An outcome as the driver heard it, with the instance that reported it and its place in the run. */
+export type ObservedOutcome = OutcomeEvent & {
+  readonly instance: number;
+  readonly seq: number;
+  /** A PARKED for an event that an earlier instance had parked already: reported again on a redelivery, not a new parking. */
+  readonly again?: true;
+};
+
+/** A commit as it reached the log. */
+export interface CommitObserved extends TopicPartition {
+  /** The log's committed offset after it. */
+  readonly offset: number;
+  /** What the engine asked for. */
+  readonly asked: number;
+  /** The log's committed offset before it. */
+  readonly from: number;
+  readonly instance: number;
+  /** False when the log refused it (a rebalance took the partition, a fenced producer). */
+  readonly accepted: boolean;
+  readonly atMs: number;
+  readonly seq: number;
+}
+
+/** A parked event discarded by a resolution, as the store received it. */
+export interface DiscardObserved extends TopicPartition {
+  readonly effectId: string;
+  readonly offset: number;
+  readonly key: string | null;
+  readonly atMs: number;
+  readonly seq: number;
+}
+
+/** A resolution recorded through the driver. */
+export interface ResolutionObserved {
+  readonly partition: number;
+  readonly key: string;
+  readonly resolution: Resolution;
+  readonly atMs: number;
+  readonly seq: number;
 }
 
 /** A call of the agent step as an engine instance issued it. */
 export interface ObservedModelCall {
   /** The engine instance (1 for the first, one more at each restart). */
   readonly instance: number;
+  readonly step: string;
   readonly effectId: string;
   readonly atMs: number;
   readonly attempt: number;
+}
+
+/** The first few (up to 5) of each breach the driver counts, in words. */
+export interface DriverBreaches {
+  /** An effect recorded while an earlier event of its key was unsettled (see DriverMetrics.orderViolations). */
+  readonly order: readonly string[];
+  readonly double: readonly string[];
+  readonly wasted: readonly string[];
+  readonly commitPastUnfinished: readonly string[];
+  /** A commit accepted that asked for less than the committed offset. */
+  readonly commitBackwards: readonly string[];
+  readonly unrecordedAttempt: readonly string[];
 }
 
 /** What the driver counted across every engine instance of a run. */
@@ -52,16 +114,36 @@ export interface DriverMetrics {
  * the records delivered. The invariants are checked against these, not against the engine's word.
  */
 export class DriverObservations {
-  readonly history: Array<OutcomeEvent & { instance: number }> = [];
+  readonly history: ObservedOutcome[] = [];
   readonly effects: AppliedEffect[] = [];
   /** Every call of the agent step, in the order the engines issued them. */
   readonly modelCalls: ObservedModelCall[] = [];
   /** Effect ids of the parked events a person discarded, as the store received them. */
   readonly discarded = new Set<string>();
+  readonly discards: DiscardObserved[] = [];
+  /** The parked keys and held events as the durable state holds them (what a restart finds), by state key. */
+  readonly parkedState = new Map<string, unknown>();
+  /** Effect ids of held events whose hold was deleted durably: their replay ended them (with an effect or without). */
+  readonly releasedFromHold = new Set<string>();
+  readonly resolutions: ResolutionObserved[] = [];
+  /** The first few of each counted breach, in words, for a failure message. */
+  readonly breaches: Record<keyof DriverBreaches, string[]> = {
+    order: [],
+    double: [],
+    wasted: [],
+    commitPastUnfinished: [],
+    commitBackwards: [],
+    unrecordedAttempt: [],
+  };
+  private seq = 0;
+  /** Parked and held events by effect id, from their outcomes: what a deleted hold names. */
+  private readonly heldEvents = new Map<string, TopicPartition & { offset: number; key: string | null }>();
+  /** Effect ids some instance reported PARKED, with that instance. */
+  private readonly parkedBy = new Map<string, number>();
   /** Records delivered again after a crash, when they were delivered. */
   readonly redeliveries: Array<TopicPartition & { offset: number; key: string | null; atMs: number }> = [];
-  /** Commits that moved a partition's committed offset, when they reached the log. */
-  readonly commits: Array<TopicPartition & { offset: number; atMs: number }> = [];
+  /** Commits that moved a partition's committed offset, or asked to move it back, when they reached the log. */
+  readonly commits: CommitObserved[] = [];
   private readonly effectIds = new Set<string>();
   // By partition number: only the source topic's partitions are observed.
   private readonly partitions: PartitionObservations[] = [];
@@ -72,17 +154,27 @@ export class DriverObservations {
   /** The most attempts ever acknowledged for an event, by `topic/partition/offset`. */
   private readonly attemptsRecorded = new Map<string, number>();
   private readonly effectPrefix: string | undefined;
+  private readonly tablePrefix: string | undefined;
 
   constructor(topology: Topology) {
     this.effectPrefix = topology.applyOnce && stateKeys.effectPrefix(topology.applyOnce.name);
+    this.tablePrefix = topology.applyOnce && stateKeys.tablePrefix(topology.applyOnce.name);
   }
 
   observer(instance: number, onFatal: (error: Error) => void): EngineObserver {
     return {
       outcome: (event) => {
         // The engine made this object for the observer alone: tag it rather than copy it.
-        (event as OutcomeEvent & { instance: number }).instance = instance;
-        this.history.push(event as OutcomeEvent & { instance: number });
+        const tagged = event as OutcomeEvent & { instance: number; seq: number; again?: true };
+        tagged.instance = instance;
+        tagged.seq = this.seq++;
+        if (event.outcome === Outcome.PARKED || event.outcome === Outcome.HELD) this.heldEvents.set(event.effectId, { topic: event.topic, partition: event.partition, offset: event.offset, key: event.key });
+        if (event.outcome === Outcome.PARKED && !event.replayed) {
+          const by = this.parkedBy.get(event.effectId);
+          if (by !== undefined && by !== instance) tagged.again = true;
+          else this.parkedBy.set(event.effectId, instance);
+        }
+        this.history.push(tagged);
         this.outcomes[event.outcome] += 1;
         if (endsWithoutEffect.has(event.outcome)) this.lane(event).settle(event.offset);
         // A fenced instance's outcomes finish nothing the group commits.
@@ -90,11 +182,17 @@ export class DriverObservations {
       },
       modelCall: (call) => {
         this.counts.modelCalls += 1;
-        this.modelCalls.push({ instance, effectId: call.effectId, atMs: call.atMs, attempt: call.attempt });
+        this.modelCalls.push({ instance, step: call.step, effectId: call.effectId, atMs: call.atMs, attempt: call.attempt });
         // Offset-derived effect ids are `topic/partition/offset`, as the attempts are noted.
-        if (call.attempt > 1 && (this.attemptsRecorded.get(call.effectId) ?? 0) < call.attempt - 1) this.counts.unrecordedAttempts += 1;
+        if (call.attempt > 1 && (this.attemptsRecorded.get(call.effectId) ?? 0) < call.attempt - 1) {
+          this.counts.unrecordedAttempts += 1;
+          note(this.breaches.unrecordedAttempt, `engine ${instance} called step '${call.step}' for ${call.effectId} (attempt ${call.attempt}) at ${call.atMs} ms before attempt ${call.attempt - 1} was recorded`);
+        }
         // A fenced instance's calls in flight are the cost of its freeze, not a wasted call of the group's owner.
-        if (!this.fenced.has(instance) && (this.effectIds.has(call.effectId) || this.discarded.has(call.effectId))) this.counts.wastedModelCalls += 1;
+        if (!this.fenced.has(instance) && (this.effectIds.has(call.effectId) || this.discarded.has(call.effectId))) {
+          this.counts.wastedModelCalls += 1;
+          note(this.breaches.wasted, `engine ${instance} called step '${call.step}' for ${call.effectId} at ${call.atMs} ms, after its effect was ${this.discarded.has(call.effectId) ? 'discarded' : 'recorded'}`);
+        }
       },
       fatal: onFatal,
     };
@@ -127,31 +225,61 @@ export class DriverObservations {
     }
   }
 
-  /** A batch is durable: note the effects it recorded. */
+  /** A resolution was recorded. */
+  resolved(resolution: Omit<ResolutionObserved, 'seq' | 'atMs'>, atMs: number): void {
+    this.resolutions.push({ ...resolution, atMs, seq: this.seq++ });
+  }
+
+  /** A batch is durable: note the effects it recorded, each with the table rows its event wrote. */
   written(ops: readonly StoreOp[], instance: number, atMs: number): void {
+    for (const op of ops) {
+      if (!op.key.startsWith('parked/') && !op.key.startsWith('held/')) continue;
+      if (op.type === 'put') this.parkedState.set(op.key, op.value);
+      else this.parkedState.delete(op.key);
+    }
+    for (const op of ops) {
+      if (op.type !== 'del' || !op.key.startsWith('heldid/')) continue;
+      const effectId = stateKeys.parse(op.key).rest;
+      this.releasedFromHold.add(effectId);
+      // Its replay ended it: with an effect (in this batch, noted below) or without one (filtered, say).
+      const held = this.heldEvents.get(effectId);
+      if (held) this.lane(held).settle(held.offset);
+    }
     const prefix = this.effectPrefix;
     if (!prefix) return;
+    // An event's ops are contiguous in a batch, its effect record last: its rows are the ones since the previous record.
+    let rows: Array<{ partition: number; row: string; value?: unknown }> = [];
     for (const op of ops) {
+      if (this.tablePrefix && op.key.startsWith(this.tablePrefix)) {
+        const { partition, rest } = stateKeys.parse(op.key);
+        rows.push(op.type === 'put' ? { partition, row: rest, value: op.value } : { partition, row: rest });
+        continue;
+      }
       if (op.type !== 'put' || !op.key.startsWith(prefix)) continue;
       const record = op.value as EffectRecord;
+      const state = rows.filter((r) => r.partition === record.partition).map(({ row, ...r }) => ('value' in r ? { row, value: r.value } : { row }));
+      rows = [];
       if (record.discardedAtMs !== undefined) {
         this.discarded.add(record.effectId);
+        this.discards.push({ effectId: record.effectId, topic: record.topic, partition: record.partition, offset: record.offset, key: record.key, atMs, seq: this.seq++ });
         this.lane(record).settle(record.offset);
       } else {
         const { effectId, topic, partition, offset, key, appliedAtMs } = record;
-        this.noteEffect({ effectId, topic, partition, offset, key, appliedAtMs, instance, recordedAtMs: atMs });
+        this.noteEffect({ effectId, topic, partition, offset, key, appliedAtMs, instance, recordedAtMs: atMs, seq: this.seq++, state });
       }
     }
   }
 
-  /** A commit reached the log: every offset below it must have finished. */
-  committed(commits: ReadonlyArray<TopicPartition & { from: number; to: number }>, atMs: number): void {
+  /** A commit reached the log: every offset below it must have finished, and none goes back. */
+  committed(commits: ReadonlyArray<TopicPartition & { asked: number; from: number; to: number }>, instance: number, accepted: boolean, atMs: number): void {
     for (const c of commits) {
-      if (c.to !== c.from) this.commits.push({ topic: c.topic, partition: c.partition, offset: c.to, atMs });
+      if (c.to !== c.from || c.asked < c.from) this.commits.push({ topic: c.topic, partition: c.partition, offset: c.to, asked: c.asked, from: c.from, instance, accepted, atMs, seq: this.seq++ });
+      if (accepted && c.asked < c.from) note(this.breaches.commitBackwards, `engine ${instance} committed partition ${c.partition} at ${c.asked}, behind its committed ${c.from}, at ${atMs} ms`);
       const finished = this.partition(c.partition).finished;
       for (let o = c.from; o < c.to; o++) {
         if (!finished.has(o)) {
           this.counts.commitsPastUnfinished += 1;
+          note(this.breaches.commitPastUnfinished, `partition ${c.partition} was committed from ${c.from} to ${c.to} at ${atMs} ms while offset ${o} had not finished`);
           break;
         }
       }
@@ -180,17 +308,30 @@ export class DriverObservations {
   }
 
   private noteEffect(effect: AppliedEffect): void {
-    if (this.effectIds.has(effect.effectId)) this.counts.doubleEffects += 1;
+    const where = `offset ${effect.offset} of partition ${effect.partition} (key ${JSON.stringify(effect.key)})`;
+    if (this.effectIds.has(effect.effectId)) {
+      this.counts.doubleEffects += 1;
+      note(this.breaches.double, `effect ${effect.effectId} of ${where} was recorded again by engine ${effect.instance} at ${effect.recordedAtMs} ms`);
+    }
     this.effectIds.add(effect.effectId);
     this.effects.push(effect);
     const lane = this.lane(effect);
-    if (lane.firstUnsettled() < effect.offset) this.counts.orderViolations += 1;
+    const first = lane.firstUnsettled();
+    if (first < effect.offset) {
+      this.counts.orderViolations += 1;
+      note(this.breaches.order, `${where} was applied by engine ${effect.instance} at ${effect.recordedAtMs} ms while offset ${first} of the same key had neither an effect nor an end`);
+    }
     lane.settle(effect.offset);
   }
 
   private lane(at: TopicPartition & { key: string | null; offset: number }): LaneOrder {
     return this.partition(at.partition).laneOf(at);
   }
+}
+
+/** Keeps the first few breaches of a kind: enough to show, bounded however many there are. */
+function note(list: string[], detail: string): void {
+  if (list.length < 5) list.push(detail);
 }
 
 /** What the driver tracks of one partition of the source topic. */

@@ -337,6 +337,16 @@ export class DriverConsumer implements Log {
     this.fencedOut = true;
   }
 
+  /** Whether the engine has restored a partition it was assigned (its assignment settled). */
+  ready(partition: number): boolean {
+    return [...this.positions.values()].some((p) => p.tp.partition === partition && p.ready);
+  }
+
+  /** The partitions this consumer holds now, in the order they were assigned. */
+  assigned(): TopicPartition[] {
+    return [...this.positions.values()].map((p) => p.tp);
+  }
+
   /** Tells the engine that every partition it owned is lost (a fenced worker hears it when it thaws). */
   async loseAll(): Promise<void> {
     await this.revoke([...this.positions.values()].map((p) => p.tp), true);

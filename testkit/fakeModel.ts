@@ -25,11 +25,29 @@ export interface FakeModelOptions<T, D> {
    * @defaultValue 0
    */
   syncShare?: number;
+  /**
+   * The share of accepted calls that fail (drawn per call from the seed): the call throws, as a
+   * provider's 500 or a dropped connection would, and the engine counts a failed attempt.
+   * @defaultValue 0
+   */
+  failureShare?: number;
 }
 
 /** One call the model received. */
 export interface ModelCall {
   readonly atMs: number;
+  /**
+   * When the call ended: answered, refused, failed or aborted through its signal (virtual ms);
+   * absent while it runs, or when the engine that made it crashed first.
+   */
+  readonly endMs?: number;
+  /** How it ended; absent while it runs. */
+  readonly result?: 'answered' | 'refused' | 'failed' | 'aborted';
+  /** The engine instance that made it (DecideContext.instance: `engine-1`, `engine-2`, ... on the driver). */
+  readonly instance?: string;
+  readonly key: string | null;
+  /** The partition of the event's record. */
+  readonly partition: number;
   readonly effectId: string;
   readonly accepted: boolean;
   /** Refused: the end of the provider's window, which the Retry-After points to. */
@@ -74,11 +92,14 @@ export interface FakeModel<T, D> {
  * A model provider for the test driver: it takes `latencyMs` of virtual time per call, refuses
  * calls past its limit with a 429 and the Retry-After to the end of the window, and answers an
  * invalid decision for poison events. Its budget outlives crashes and restarts, as a provider's does.
+ * It honours `ctx.signal`: an aborted call ends at once, with the signal's reason.
  */
 export function fakeModel<T, D>(options: FakeModelOptions<T, D>): FakeModel<T, D> {
   const random = new SeededRandom(options.seed ?? 0);
   const answers = random.derive('answers');
+  const failures = random.derive('failures');
   const latest = new Map<string, ModelCall>();
+  type Mutable<T> = { -readonly [K in keyof T]: T[K] };
   const windows = new Map<number, number>();
   const calls: ModelCall[] = [];
   const refusals: RefusalDelivered[] = [];
@@ -104,25 +125,51 @@ export function fakeModel<T, D>(options: FakeModelOptions<T, D>): FakeModel<T, D
     const retryAfterMs = admit(atMs);
     const sync = options.syncShare !== undefined && answers.next() < options.syncShare;
     const index = calls.length;
-    const call: ModelCall = { atMs, effectId: ctx.effectId, accepted: retryAfterMs === undefined, seq: seq++, sync, ...(retryAfterMs !== undefined ? { retryUntilMs: atMs + retryAfterMs } : {}) };
+    const call: Mutable<ModelCall> = {
+      atMs,
+      ...(ctx.instance !== undefined ? { instance: ctx.instance } : {}),
+      key: ctx.key,
+      partition: ctx.record.partition,
+      effectId: ctx.effectId,
+      accepted: retryAfterMs === undefined,
+      seq: seq++,
+      sync,
+      ...(retryAfterMs !== undefined ? { retryUntilMs: atMs + retryAfterMs } : {}),
+    };
     calls.push(call);
     latest.set(ctx.effectId, call);
+    const fails = retryAfterMs === undefined && options.failureShare !== undefined && failures.next() < options.failureShare;
+    const ended = (result: NonNullable<ModelCall['result']>) => {
+      call.endMs = ctx.clock.now();
+      call.result = result;
+    };
+    const accept = (): D => {
+      if (fails) {
+        ended('failed');
+        throw new Error(`the fake model failed the call for ${ctx.effectId} (failureShare ${options.failureShare})`);
+      }
+      ended('answered');
+      return answer(event, ctx);
+    };
     const refuse = () => {
       const nowMs = ctx.clock.now();
+      ended('refused');
       if (!ctx.signal.aborted) refusals.push({ call: index, atMs: nowMs, untilMs: atMs + retryAfterMs!, seq: seq++, sync });
       return new RateLimited(Math.max(0, atMs + retryAfterMs! - nowMs));
     };
     if (sync) {
       if (retryAfterMs !== undefined) throw refuse();
-      return answer(event, ctx);
+      return accept();
     }
     return (async () => {
-      if (retryAfterMs !== undefined) {
-        await sleep(ctx.clock, options.rejectLatencyMs ?? 100);
-        throw refuse();
+      try {
+        await sleep(ctx.clock, retryAfterMs !== undefined ? (options.rejectLatencyMs ?? 100) : latency(event), ctx.signal);
+      } catch (error) {
+        ended('aborted');
+        throw error;
       }
-      await sleep(ctx.clock, latency(event));
-      return answer(event, ctx);
+      if (retryAfterMs !== undefined) throw refuse();
+      return accept();
     })();
   };
 

@@ -12,6 +12,15 @@ export interface InvariantViolation {
     | 'commit-stuck'
     | 'retry-after-ignored'
     | 'attempt-unrecorded'
-    | 'state-mismatch';
+    | 'state-mismatch'
+    | 'output-out-of-order'
+    | 'commit-backwards'
+    | 'applied-while-parked'
+    | 'replay-out-of-order'
+    | 'rate-limit-exceeded'
+    | 'user-invariant';
+  /** What happened, in words: which key, which offsets, in which order. */
   readonly detail: string;
+  /** For a user-level invariant: the name its author gave it. */
+  readonly name?: string;
 }

@@ -14,7 +14,7 @@
  * (a real model, see model.ts), ORDERLY_MAX_IN_FLIGHT (default 8), ORDERLY_RETRY_DELAY_MS (default
  * 1000), ORDERLY_TOPIC_PREFIX (put before every topic name, so tests on one broker do not meet).
  */
-import { stream, type Serde } from '../../src/index.js';
+import { stream, type DecideFn, type Serde } from '../../src/index.js';
 import { applyDecision, Decision, type Dispute } from '../../testkit/scenarios/disputes.js';
 import { disputeModel } from './model.js';
 
@@ -44,10 +44,15 @@ function numberFromEnv(name: string, fallback: number): number {
 }
 
 export function disputesTopology() {
+  return disputesWith(disputeModel());
+}
+
+/** The topology around any decide function: a test passes a fake model (orderly/testkit's topologyProperty injects one). */
+export function disputesWith(decide: DecideFn<Dispute, unknown>) {
   const prefix = process.env.ORDERLY_TOPIC_PREFIX ?? '';
   return stream<Dispute>(`${prefix}disputes`, { value: disputeSerde })
     .keyedSerial({ maxInFlight: Math.max(1, numberFromEnv('ORDERLY_MAX_IN_FLIGHT', 8)) })
-    .agentStep('decide', disputeModel(), { schema: Decision })
+    .agentStep('decide', decide, { schema: Decision })
     .park({ attempts: 3, retryDelayMs: numberFromEnv('ORDERLY_RETRY_DELAY_MS', 1_000) })
     .applyOnce(applyDecision)
     .to(`${prefix}dispute-decisions`)

@@ -31,6 +31,8 @@ export interface EngineOptions {
   readonly commit?: CommitPolicy;
   /** Unfinished events per partition before it is paused. @defaultValue 1000 */
   readonly maxBufferedPerPartition?: number;
+  /** Names this engine instance to its agent steps (DecideContext.instance), so a test can tell restarts apart. */
+  readonly instance?: string;
 }
 
 /** How {@link Engine.stop} treats the work in flight. */
@@ -84,6 +86,7 @@ export class Engine {
       gate: step && new RateGate(clock, step.limit),
       observer,
       metrics,
+      ...(options.instance !== undefined ? { instance: options.instance } : {}),
       atomically: options.log.atomic ? (work) => options.log.atomic!(work) : (work) => work(),
       report: (outcome, event, details) => {
         metrics.outcome(outcome);

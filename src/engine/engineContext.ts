@@ -24,6 +24,8 @@ export interface EngineContext {
   readonly gate: RateGate | undefined;
   readonly observer: EngineObserver;
   readonly metrics: MetricsRecorder;
+  /** The engine instance's name, told to its agent steps (EngineOptions.instance). */
+  readonly instance?: string;
   /**
    * Runs the end of an event (its state write and the records it sends) as one unit: on an
    * exactly-once log, one transaction holds all of it.

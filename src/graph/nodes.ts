@@ -24,6 +24,11 @@ export interface DecideContext {
    * next owner (or this worker, restarted) decides it again.
    */
   readonly signal: AbortSignal;
+  /**
+   * The engine instance that made the call, when its runner names one (the test driver does:
+   * `engine-1`, then one more at each restart), so a test can tell a restarted engine's calls apart.
+   */
+  readonly instance?: string;
 }
 
 /** An agent step's decision, joined to the event it decided. */
