@@ -6,6 +6,7 @@ import type { CrashPoint } from './crashPoints.js';
 import { isRateLimited, RateLimited } from '../src/dsl/rateLimited.js';
 import type { DecideFn } from '../src/graph/nodes.js';
 import { stateKeys } from '../src/state/stateKeys.js';
+import { attemptsStoreOf } from '../src/graph/stores.js';
 import type { StoreOp } from '../src/ports/store.js';
 import { TopologyTestDriver, type DriverMode } from './driver.js';
 import { SeededRandom } from './seededRandom.js';
@@ -222,7 +223,9 @@ function scenarioEffect(scenario: CrashScenario) {
 /** An attempts record of an event whose last answer from the model came synchronously. */
 function isAttemptsAfterSyncAnswer(op: StoreOp, model: FakeModel<ScenarioValue, ScenarioDecisionValue>): boolean {
   if (op.type !== 'put' || !op.key.startsWith('attempts/')) return false;
-  const { topic, partition, rest } = stateKeys.parse(op.key);
+  const { store, topic, partition, rest } = stateKeys.parse(op.key);
+  // The step's records only: the effect keeps its own attempts too.
+  if (store !== attemptsStoreOf('decide')) return false;
   return model.lastCall(`${topic}/${partition}/${Number(rest)}`)?.sync === true;
 }
 

@@ -4,6 +4,7 @@ import { isCommitRefused, partitionId, type CommitOffset, type Log, type LogReco
 import type { Random } from '../ports/random.js';
 import type { Store } from '../ports/store.js';
 import { AttemptsIndexedStore } from './attemptsIndex.js';
+import { AttemptsRecords } from './attemptsRecords.js';
 import type { EngineContext } from './engineContext.js';
 import type { BudgetStatus, EngineStatus } from './engineStatus.js';
 import { MetricsRecorder, type EngineMetrics } from './metrics.js';
@@ -78,7 +79,7 @@ export class Engine {
       clock,
       random: options.random,
       store,
-      attempts: store,
+      attempts: new AttemptsRecords(store),
       log: options.log,
       writer: new StateWriter(store),
       gate: step && new RateGate(clock, step.limit),

@@ -3,7 +3,7 @@ import type { Clock } from '../ports/clock.js';
 import type { Log } from '../ports/log.js';
 import type { Random } from '../ports/random.js';
 import type { Store } from '../ports/store.js';
-import type { AttemptsIndexedStore } from './attemptsIndex.js';
+import type { AttemptsRecords } from './attemptsRecords.js';
 import type { MetricsRecorder } from './metrics.js';
 import type { EngineObserver, Outcome, OutcomeDetails } from './outcomes.js';
 import type { EngineEvent } from './events.js';
@@ -16,8 +16,8 @@ export interface EngineContext {
   readonly clock: Clock;
   readonly random: Random;
   readonly store: Store;
-  /** The same store; it loads a partition's attempts records when the partition is assigned. */
-  readonly attempts: AttemptsIndexedStore;
+  /** Every read, write and delete of an attempts record. */
+  readonly attempts: AttemptsRecords;
   readonly log: Log;
   readonly writer: StateWriter;
   /** The agent step's rate gate, shared by all partitions. */

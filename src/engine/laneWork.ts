@@ -1,6 +1,7 @@
 import type { LogRecord, TopicPartition } from '../ports/log.js';
 import type { StoreOp } from '../ports/store.js';
-import { attemptsKeyOf, validateDecision, type AttemptsRecord } from './agentStepRunner.js';
+import { validateDecision } from './agentStepRunner.js';
+import { attemptsOwners, type AttemptsRecord } from './attemptsRecords.js';
 import type { EffectHorizon } from './effectHorizon.js';
 import { deadLetterRecord } from './deadLetters.js';
 import type { EngineContext } from './engineContext.js';
@@ -69,7 +70,7 @@ export class LaneWork {
     const checked = 'decision' in resolution ? { decision: await this.checkDecision(resolution.decision) } : resolution;
     const head = parked.head(lane);
     const ops = parked.resolve(lane, checked);
-    if ('retry' in checked) ops.push({ type: 'del', key: attemptsKeyOf(this.ctx.topology.agentStep!, head.event) });
+    if ('retry' in checked) ops.push(...this.attemptsDeletes(head.event));
     await this.ctx.writer.write(ops);
   }
 
@@ -135,12 +136,12 @@ export class LaneWork {
         // may dead-letter it twice (one effect id), never lose it.
         await this.ctx.atomically(async () => {
           await this.ctx.log.produce([deadLetterRecord(this.ctx.topology.source.deadLetterTopic, event, last?.error ?? 'attempts ran out', attempts.errors)]);
-          await this.ctx.writer.write([this.attemptsDelete(event)]);
+          await this.ctx.writer.write(this.attemptsDeletes(event));
         });
         this.ctx.report(Outcome.DEAD_LETTERED, event, details);
         return;
       case 'skip':
-        await this.ctx.writer.write([this.attemptsDelete(event)]);
+        await this.ctx.writer.write(this.attemptsDeletes(event));
         this.ctx.report(Outcome.SKIPPED, event, details);
         return;
       case 'fail':
@@ -148,15 +149,16 @@ export class LaneWork {
     }
   }
 
-  private attemptsDelete(event: EngineEvent): StoreOp {
-    return { type: 'del', key: attemptsKeyOf(this.ctx.topology.agentStep!, event) };
+  /** The event ends here: none of its attempts records may outlive it. */
+  private attemptsDeletes(event: { topic: string; partition: number; offset: number }): StoreOp[] {
+    return this.ctx.attempts.clear(attemptsOwners(this.ctx.topology), event);
   }
 
   private async park(event: EngineEvent, attempts: AttemptsRecord): Promise<void> {
     const parked = this.requireParking();
     const poison = this.poison(event, attempts);
     await this.ctx.atomically(async () => {
-      await this.ctx.writer.write([...parked.park(poison), { type: 'del', key: attemptsKeyOf(this.ctx.topology.agentStep!, event) }]);
+      await this.ctx.writer.write([...parked.park(poison), ...this.attemptsDeletes(event)]);
       await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, poison)]);
     });
     this.reportParked(poison);
@@ -168,7 +170,7 @@ export class LaneWork {
     // lose it for good, while a crash before the write replays the event and parks it again.
     await this.ctx.atomically(async () => {
       await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, poison)]);
-      await this.ctx.writer.write([...this.requireParking().repark(lane, poison), { type: 'del', key: attemptsKeyOf(this.ctx.topology.agentStep!, head.event) }]);
+      await this.ctx.writer.write([...this.requireParking().repark(lane, poison), ...this.attemptsDeletes(head.event)]);
     });
     this.reportParked(poison, true);
   }
@@ -189,7 +191,7 @@ export class LaneWork {
     const step = this.ctx.topology.agentStep!;
     const checked = await validateDecision(step, decision);
     if (checked.kind === 'failed') throw new Error(`resolve: the decision given was refused: ${checked.error}; the key stays parked`);
-    return checked.decision;
+    return checked.value;
   }
 
   private stepName(): string {

@@ -1,7 +1,7 @@
 import type { TopicPartition } from '../ports/log.js';
 import type { Store, StoreOp } from '../ports/store.js';
 import { stateKeys } from '../state/stateKeys.js';
-import type { AttemptError } from './agentStepRunner.js';
+import type { AttemptError } from './attemptsRecords.js';
 import type { StoredEvent } from './events.js';
 
 /** How a person resolves a parked key. Only its parked (head) event is affected; the rest replay. */

@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import type { LogRecord, TopicPartition } from '../ports/log.js';
 import { isPartitionReset, partitionId } from '../ports/log.js';
+import { attemptsOwners } from './attemptsRecords.js';
 import { CommitTracker } from './commitTracker.js';
 import { EffectHorizon } from './effectHorizon.js';
 import type { EngineContext } from './engineContext.js';
@@ -89,8 +90,7 @@ export class PartitionTask {
 
   /** Loads the partition's attempts records and parked keys, and resumes the replays a crash interrupted. */
   async restore(): Promise<void> {
-    const step = this.ctx.topology.agentStep;
-    if (step) await this.ctx.attempts.load(step.name, this.tp);
+    for (const owner of attemptsOwners(this.ctx.topology)) await this.ctx.attempts.load(owner, this.tp);
     await this.horizon?.load();
     if (this.parked) {
       const entries = await this.ctx.store.entries<ParkedKeyState>(this.parked.prefix);

@@ -2,9 +2,11 @@ import type { ProcessorNode } from '../graph/nodes.js';
 import type { LogRecord, OutRecord } from '../ports/log.js';
 import type { StoreOp } from '../ports/store.js';
 import { stateKeys } from '../state/stateKeys.js';
-import { abortable, sleep } from '../ports/clock.js';
+import { abortable } from '../ports/clock.js';
 import { timedCall } from './callTimeout.js';
-import { attemptsKeyOf, retryDelayMs, runAgentStep, type AttemptError, type AttemptsRecord } from './agentStepRunner.js';
+import { runAgentStep } from './agentStepRunner.js';
+import { isThenable, withAttempts, type Tried, type Try } from './attemptLoop.js';
+import type { AttemptsRecord } from './attemptsRecords.js';
 import type { EngineContext } from './engineContext.js';
 import { messageOf, metaOf, offsetEffectId, toEngineEvent, where, type EngineEvent } from './events.js';
 import { failedAttempts, operatorError } from './operatorFailure.js';
@@ -51,6 +53,8 @@ const NEVER_ABORTED = new AbortController().signal;
 type ApplyNode = ProcessorNode & { kind: 'applyOnce' };
 /** What applying an effect came to: its result, or the event parked after its last attempt. */
 type Applied = { kind: 'applied'; value: unknown } | (PipelineResult & { kind: 'parked' });
+/** A successful attempt of the effect: its result and the table it wrote. */
+type Effected = { readonly result: unknown; readonly table: StagedTable };
 
 /** A decoded event, or the reason it could not be decoded. */
 export type Admission = { readonly ok: true; readonly event: EngineEvent; readonly value: unknown } | { readonly ok: false; readonly event: EngineEvent; readonly error: string };
@@ -146,8 +150,8 @@ export class EventPipeline {
           const result = isThenable(stepped) ? await stepped : stepped;
           if (!result.ok) return { kind: 'parked', attempts: result.attempts };
           // Most decisions come at the first attempt: then there is no attempts record to delete.
-          if (result.attemptsStored) staged.push({ type: 'del', key: attemptsKeyOf(node, event) });
-          current = { event: current, decision: result.decision };
+          if (result.attemptsStored) staged.push(this.ctx.attempts.del(node, event));
+          current = { event: current, decision: result.value };
           break;
         }
         case 'applyOnce': {
@@ -178,26 +182,49 @@ export class EventPipeline {
 
   /**
    * Applies the effect; a throw (an outside system down, say) is retried after the park's delay,
-   * with the decision kept, up to the park's attempts, and then parks the event. Its state table
-   * writes count only from the attempt that succeeds. An effect that returns at once on its first
+   * with the decision kept, up to the park's attempts, and then parks the event: the same loop as
+   * the agent step's, its failed attempts kept in the effect's store. Its state table writes
+   * count only from the attempt that succeeds. An effect that returns at once on its first
    * attempt is applied without a promise.
    */
   private applyEffect(node: ApplyNode, event: EngineEvent, value: unknown, staged: StoreOp[], options: RunOptions): Applied | Promise<Applied> {
+    const signal = options.signal ?? NEVER_ABORTED;
+    const tried = withAttempts<Effected>(this.ctx, { owner: node, park: this.ctx.topology.park, event, signal, attempt: () => this.attemptEffect(node, event, value, signal) });
+    return isThenable(tried) ? tried.then((t) => this.effected(node, event, staged, signal, t)) : this.effected(node, event, staged, signal, tried);
+  }
+
+  /** One attempt of the effect, with a state table of its own. */
+  private attemptEffect(node: ApplyNode, event: EngineEvent, value: unknown, signal: AbortSignal): Try<Effected> | Promise<Try<Effected>> {
     const table = new StagedTable(this.ctx.store, node.name, event);
     let applied: unknown;
     try {
-      applied = this.callEffect(node, event, value, table, options);
+      applied = this.callEffect(node, event, value, table, signal);
     } catch (error) {
-      return this.retryEffect(node, event, value, staged, options, error);
+      return this.effectFailed(node, error, signal);
     }
-    if (isThenable(applied)) return this.settleEffect(node, event, value, staged, options, table, applied);
-    table.stageInto(staged);
-    return { kind: 'applied', value: applied };
+    if (!isThenable(applied)) return { kind: 'done', value: { result: applied, table } };
+    return Promise.resolve(applied).then(
+      (result): Try<Effected> => ({ kind: 'done', value: { result, table } }),
+      (error: unknown) => this.effectFailed(node, error, signal),
+    );
+  }
+
+  /** A failed attempt of the effect; given up (the engine's signal), it is no attempt: the event stays unfinished. */
+  private effectFailed(node: ApplyNode, error: unknown, signal: AbortSignal): Try<Effected> {
+    if (signal.aborted) throw signal.reason;
+    return { kind: 'failed', error: operatorError(node, error) };
+  }
+
+  /** The effect's attempts came to this: its table's writes join the event's, or the event is parked. */
+  private effected(node: ApplyNode, event: EngineEvent, staged: StoreOp[], signal: AbortSignal, tried: Tried<Effected>): Applied {
+    if (!tried.ok) return { kind: 'parked', attempts: failedAttempts(this.ctx, node, event, tried.attempts.errors, signal) };
+    if (tried.attemptsStored) staged.push(this.ctx.attempts.del(node, event));
+    tried.value.table.stageInto(staged);
+    return { kind: 'applied', value: tried.value.result };
   }
 
   /** Calls the effect once; with a timeout, a call that passes it rejects (its late result is dropped) and counts as a failed attempt. */
-  private callEffect(node: ApplyNode, event: EngineEvent, value: unknown, table: StagedTable, options: RunOptions): unknown {
-    const signal = options.signal ?? NEVER_ABORTED;
+  private callEffect(node: ApplyNode, event: EngineEvent, value: unknown, table: StagedTable, signal: AbortSignal): unknown {
     const timeoutMs = node.effect.timeoutMs;
     if (timeoutMs === undefined) return node.effect.apply(value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table, signal });
     const call = timedCall(this.ctx.clock, signal, timeoutMs, `applyOnce '${node.name}'`);
@@ -213,43 +240,6 @@ export class EventPipeline {
       return applied;
     }
     return abortable(Promise.resolve(applied), call.signal).finally(() => call.end());
-  }
-
-  /** Waits for an effect's promised result; a rejection goes on as a failed attempt. */
-  private async settleEffect(node: ApplyNode, event: EngineEvent, value: unknown, staged: StoreOp[], options: RunOptions, table: StagedTable, applied: PromiseLike<unknown>): Promise<Applied> {
-    let result: unknown;
-    try {
-      result = await applied;
-    } catch (error) {
-      return this.retryEffect(node, event, value, staged, options, error);
-    }
-    table.stageInto(staged);
-    return { kind: 'applied', value: result };
-  }
-
-  /** The effect's first attempt failed with `error`: the next ones, after the park's delay. */
-  private async retryEffect(node: ApplyNode, event: EngineEvent, value: unknown, staged: StoreOp[], options: RunOptions, error: unknown): Promise<Applied> {
-    const park = this.ctx.topology.park;
-    const errors: AttemptError[] = [];
-    for (let attempt = 1; ; attempt += 1) {
-      if (attempt > 1) {
-        const table = new StagedTable(this.ctx.store, node.name, event);
-        try {
-          const applied = this.callEffect(node, event, value, table, options);
-          const result = isThenable(applied) ? await applied : applied;
-          table.stageInto(staged);
-          return { kind: 'applied', value: result };
-        } catch (thrown) {
-          error = thrown;
-        }
-      }
-      const message = operatorError(node, error);
-      errors.push({ attempt, atMs: this.ctx.clock.now(), error: message });
-      if (!park || attempt >= park.attempts) return { kind: 'parked', attempts: failedAttempts(this.ctx, node, event, errors, options.signal) };
-      if (options.signal?.aborted) throw options.signal.reason;
-      this.ctx.report(Outcome.RETRY, event, { attempt, error: message });
-      await sleep(this.ctx.clock, retryDelayMs(this.ctx, park), options.signal);
-    }
   }
 
   /** A filter, mapValues or serializer threw: the event is parked at once (the same input throws again), or the engine stops. */
@@ -343,7 +333,3 @@ const finishedWith = Object.fromEntries(Object.values(Outcome).map((outcome) => 
   Outcome,
   PipelineResult & { kind: 'finished' }
 >;
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
-}
