@@ -6,7 +6,8 @@ import { isThenable, withAttempts, type Try, type Tried } from './attemptLoop.js
 import type { AttemptError } from './attemptsRecords.js';
 import { timedCall, type TimedCall } from './callTimeout.js';
 import type { EngineContext } from './engineContext.js';
-import type { Admission } from './rateGate.js';
+import type { Admission, RateGate } from './rateGate.js';
+import type { EventInFlight } from './processors/processor.js';
 import { messageOf, metaOf, type EngineEvent } from './events.js';
 import { Outcome, type ModelCallResult } from './outcomes.js';
 
@@ -19,55 +20,49 @@ import { Outcome, type ModelCallResult } from './outcomes.js';
  * A first attempt through an open gate to a decide that answers at once (a rule, a cache, a
  * stand-in) returns its result without a promise; anything else continues asynchronously.
  */
-export function runAgentStep(
-  ctx: EngineContext,
-  step: AgentStepNode,
-  park: ParkNode,
-  event: EngineEvent,
-  value: unknown,
-  signal: AbortSignal,
-): Tried<unknown> | Promise<Tried<unknown>> {
+export function runAgentStep(ctx: EngineContext, step: AgentStepNode, park: ParkNode, gate: RateGate, unit: EventInFlight): Tried<unknown> | Promise<Tried<unknown>> {
+  const { event, signal } = unit;
   return withAttempts(ctx, {
     owner: step,
     park,
     event,
     signal,
     attempt: (attempt, previous, refused) => {
-      const gate = ctx.gate!;
       const admission = gate.tryAdmit();
-      if (admission) return callOnce(ctx, step, event, value, attempt, previous, admission, signal);
-      return gate.admit({ front: refused, signal }).then((admitted) => callOnce(ctx, step, event, value, attempt, previous, admitted, signal));
+      if (admission) return callOnce({ ctx, step, gate, unit }, attempt, previous, admission);
+      return gate.admit({ front: refused, signal }).then((admitted: Admission) => callOnce({ ctx, step, gate, unit }, attempt, previous, admitted));
     },
   });
+}
+
+/** The step, its gate and the event it decides: what every call of one event at one step shares. */
+interface StepOf {
+  readonly ctx: EngineContext;
+  readonly step: AgentStepNode;
+  readonly gate: RateGate;
+  readonly unit: EventInFlight;
 }
 
 type CallOutcome = Try<unknown>;
 
 const NO_ERRORS: readonly string[] = [];
 
-function callOnce(
-  ctx: EngineContext,
-  step: AgentStepNode,
-  event: EngineEvent,
-  value: unknown,
-  attempt: number,
-  previous: readonly AttemptError[],
-  admission: Admission,
-  signal: AbortSignal,
-): CallOutcome | Promise<CallOutcome> {
+function callOnce({ ctx, step, gate, unit }: StepOf, attempt: number, previous: readonly AttemptError[], admission: Admission): CallOutcome | Promise<CallOutcome> {
+  const { event, signal } = unit;
   const atMs = ctx.clock.now();
   ctx.metrics.modelCall();
   ctx.observer.modelCall?.({ step: step.name, effectId: event.effectId, atMs, attempt });
   const timed = timedCall(ctx.clock, signal, step.timeoutMs, `agentStep '${step.name}'`);
-  const call: Call = { ctx, step, event, attempt, admission, signal, timed, startedAtMs: atMs };
+  const call: Call = { ctx, step, gate, event, attempt, admission, signal, timed, startedAtMs: atMs };
   let answer: unknown;
   try {
-    answer = step.decide(value, {
+    answer = step.decide(unit.value, {
       key: event.key,
       effectId: event.effectId,
       attempt,
       record: metaOf(event),
       previousErrors: previous.length === 0 ? NO_ERRORS : previous.map((e) => e.error),
+      decisions: unit.decisions,
       clock: ctx.clock,
       signal: timed.signal,
     });
@@ -78,7 +73,7 @@ function callOnce(
   // Answered at once (a rule, a cache): no promise to wait for, and the timeout's timer (if any) ends now.
   if (!isThenable(answer)) {
     timed.end();
-    ctx.gate!.answered(admission);
+    gate.answered(admission);
     if (signal.aborted) {
       callEnded(call, 'aborted');
       throw signal.reason;
@@ -93,6 +88,7 @@ function callOnce(
 interface Call {
   readonly ctx: EngineContext;
   readonly step: AgentStepNode;
+  readonly gate: RateGate;
   readonly event: EngineEvent;
   readonly attempt: number;
   readonly admission: Admission;
@@ -124,21 +120,21 @@ async function answerOf(call: Call, answer: PromiseLike<unknown>): Promise<CallO
   } finally {
     call.timed.end();
   }
-  call.ctx.gate!.answered(call.admission);
+  call.gate.answered(call.admission);
   callEnded(call, 'answered');
   return validateDecision(call.step, raw);
 }
 
 /** A decide that threw, rejected or timed out: given up, refused (a 429: no attempt counted) or failed. */
 function callFailed(call: Call, error: unknown): CallOutcome {
-  const { ctx, step, event, attempt, admission, signal, timed } = call;
+  const { ctx, step, gate, event, attempt, admission, signal, timed } = call;
   if (isRateLimited(error) && !signal.aborted) {
     callEnded(call, 'rate_limited');
-    ctx.gate!.rateLimited(error.retryAfterMs, admission);
+    gate.rateLimited(error.retryAfterMs, admission);
     ctx.report(Outcome.RATE_LIMITED, event, { attempt });
     return { kind: 'refused' };
   }
-  ctx.gate!.answered(admission);
+  gate.answered(admission);
   // Given up, not failed: no attempt is counted, the event stays unfinished.
   if (signal.aborted) {
     callEnded(call, 'aborted');

@@ -21,6 +21,11 @@ export interface ParkedEvent {
   readonly attempts: number;
   readonly errors: readonly AttemptError[];
   readonly parkedAtMs: number;
+  /**
+   * The decisions of the agent steps before `step`, by step name: a replay uses them instead of
+   * calling those steps again. Absent when there were none (and in records of older versions).
+   */
+  readonly decisions?: Readonly<Record<string, unknown>>;
 }
 
 /** A parked key: its held events are `headSeq` up to (not including) `nextSeq`. */
