@@ -55,6 +55,12 @@ export interface CrashScenario {
   readonly resolutions: readonly ('decision' | 'discard')[];
   /** A crash in the middle of the replays, at the nth replayed event. */
   readonly replayCrash?: { readonly nth: number; readonly restartAfterMs: number };
+  /**
+   * 2: a 'classify' step (answering at once or later, failing an attempt now and then, never
+   * poison) with its own park runs before 'decide', which sees its decision in ctx.decisions.
+   * @defaultValue 1
+   */
+  readonly steps?: 1 | 2;
   /** Which production path the ports take (see DriverOptions.mode). @defaultValue 'plain' */
   readonly mode?: DriverMode;
   readonly seed: number;
@@ -123,8 +129,15 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
   });
   const decide = options.ignoreRetryAfter ? deafToRetryAfter(model.decide) : model.decide;
   const fx = scenarioEffect(scenario);
-  const topology = stream<ScenarioValue>('in')
-    .keyedSerial({ maxInFlight: scenario.maxInFlight })
+  const keyed = stream<ScenarioValue>('in').keyedSerial({ maxInFlight: scenario.maxInFlight });
+  const classified =
+    scenario.steps === 2
+      ? keyed
+          .agentStep('classify', scenarioClassifier(scenario), { schema: ScenarioKind })
+          .park({ attempts: scenario.attempts, retryDelayMs: scenario.retryDelayMs })
+          .mapValues(({ event }) => event)
+      : keyed;
+  const topology = classified
     .agentStep('decide', decide, { schema: ScenarioDecision, ...(scenario.model.declareLimit && scenario.model.limit ? { limit: scenario.model.limit } : {}) })
     .park({ attempts: scenario.attempts, retryDelayMs: scenario.retryDelayMs })
     .applyOnce(fx)
@@ -196,6 +209,33 @@ async function rebalance(driver: TopologyTestDriver, partitions: number, revoke:
 
 type EffectInput = { event: ScenarioValue; decision: ScenarioDecisionValue };
 
+type ScenarioKindValue = { kind: 'even' | 'odd' };
+const ScenarioKind = checkedSchema<ScenarioKindValue>('orderly-crash-scenario-kind', (value) => {
+  const kind = asObject(value)?.kind;
+  return kind === 'even' || kind === 'odd' ? [] : [`a classification is { kind: 'even' | 'odd' }, got ${JSON.stringify(value)}`];
+});
+
+/**
+ * The first step of a two-step scenario: it answers synchronously or asynchronously at random per
+ * call, and fails an event's first attempt now and then when the park allows more than one.
+ */
+function scenarioClassifier(scenario: CrashScenario): DecideFn<ScenarioValue, ScenarioKindValue> {
+  const random = new SeededRandom(scenario.seed).derive('classify');
+  const failedOnce = new Set<string>();
+  return (event, { effectId }) => {
+    const sync = random.next() < SYNC_SHARE;
+    const fail = scenario.attempts > 1 && !failedOnce.has(effectId) && random.next() < EFFECT_FAILURE_SHARE;
+    const answer = (): ScenarioKindValue => {
+      if (fail) {
+        failedOnce.add(effectId);
+        throw new Error(`classify is down for ${effectId} (a fault of the scenario, once per event)`);
+      }
+      return { kind: event.n % 2 === 0 ? 'even' : 'odd' };
+    };
+    return sync ? answer() : Promise.resolve().then(answer);
+  };
+}
+
 /**
  * The scenario's effect: it appends each event to its key's row (applied twice, an event would
  * show twice), answering synchronously or asynchronously at random per call, and failing once
@@ -204,7 +244,8 @@ type EffectInput = { event: ScenarioValue; decision: ScenarioDecisionValue };
 function scenarioEffect(scenario: CrashScenario) {
   const random = new SeededRandom(scenario.seed).derive('effect');
   const failedOnce = new Set<string>();
-  return effect<EffectInput, EffectInput>('fx', (v, { state, key, effectId }) => {
+  return effect<EffectInput, EffectInput>('fx', (v, { state, key, effectId, decisions }) => {
+    if (scenario.steps === 2 && decisions.classify === undefined) throw new Error(`the effect of ${effectId} did not see the classify step's decision`);
     const sync = random.next() < SYNC_SHARE;
     const fail = scenario.attempts > 1 && !failedOnce.has(effectId) && random.next() < EFFECT_FAILURE_SHARE;
     const apply = () => {

@@ -1,3 +1,4 @@
+import { attemptsStoreOf } from '../src/graph/stores.js';
 import type { Topology } from '../src/dsl/topology.js';
 import type { EffectRecord } from '../src/engine/outputs.js';
 import { finishedOutcomes, Outcome, type EngineObserver, type OutcomeEvent } from '../src/engine/outcomes.js';
@@ -16,6 +17,8 @@ export interface AppliedEffect extends Omit<EffectRecord, 'outputs'> {
 export interface ObservedModelCall {
   /** The engine instance (1 for the first, one more at each restart). */
   readonly instance: number;
+  /** The agent step called. */
+  readonly step: string;
   readonly effectId: string;
   readonly atMs: number;
   readonly attempt: number;
@@ -67,7 +70,7 @@ export class DriverObservations {
   private counts = { modelCalls: 0, redeliveries: 0, wastedModelCalls: 0, orderViolations: 0, doubleEffects: 0, crashes: 0, commitsPastUnfinished: 0, unrecordedAttempts: 0 };
   /** Instances fenced out of the group (see TopologyTestDriver.fence). */
   private readonly fenced = new Set<number>();
-  /** The most attempts ever acknowledged for an event, by `topic/partition/offset`. */
+  /** The most attempts ever acknowledged for an event, by `store|topic/partition/offset` (each step and the effect keep their own). */
   private readonly attemptsRecorded = new Map<string, number>();
   private readonly effectPrefix: string | undefined;
 
@@ -88,9 +91,10 @@ export class DriverObservations {
       },
       modelCall: (call) => {
         this.counts.modelCalls += 1;
-        this.modelCalls.push({ instance, effectId: call.effectId, atMs: call.atMs, attempt: call.attempt });
-        // Offset-derived effect ids are `topic/partition/offset`, as the attempts are noted.
-        if (call.attempt > 1 && (this.attemptsRecorded.get(call.effectId) ?? 0) < call.attempt - 1) this.counts.unrecordedAttempts += 1;
+        this.modelCalls.push({ instance, step: call.step, effectId: call.effectId, atMs: call.atMs, attempt: call.attempt });
+        // Offset-derived effect ids are `topic/partition/offset`, as the attempts are noted, by the step's store.
+        const recorded = this.attemptsRecorded.get(`${attemptsStoreOf(call.step)}|${call.effectId}`) ?? 0;
+        if (call.attempt > 1 && recorded < call.attempt - 1) this.counts.unrecordedAttempts += 1;
         // A fenced instance's calls in flight are the cost of its freeze, not a wasted call of the group's owner.
         if (!this.fenced.has(instance) && (this.effectIds.has(call.effectId) || this.discarded.has(call.effectId))) this.counts.wastedModelCalls += 1;
       },
@@ -118,8 +122,8 @@ export class DriverObservations {
   acknowledged(ops: readonly StoreOp[]): void {
     for (const op of ops) {
       if (op.type !== 'put' || !op.key.startsWith('attempts/')) continue;
-      const { topic, partition, rest } = stateKeys.parse(op.key);
-      const event = `${topic}/${partition}/${Number(rest)}`;
+      const { store, topic, partition, rest } = stateKeys.parse(op.key);
+      const event = `${store}|${topic}/${partition}/${Number(rest)}`;
       const count = (op.value as { count: number }).count;
       if (count > (this.attemptsRecorded.get(event) ?? 0)) this.attemptsRecorded.set(event, count);
     }

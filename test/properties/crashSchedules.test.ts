@@ -20,12 +20,15 @@ const budget = { interruptAfterTimeLimit: 10 * 60_000, markInterruptAsFailure: t
 
 // Schedules checked per production path (each draws its own), reported at the end.
 const byMode: Record<DriverMode, number> = { plain: 0, staged: 0, exactlyOnce: 0 };
+// Schedules of a two-step topology (classify, then decide) per production path.
+const twoStepsByMode: Record<DriverMode, number> = { plain: 0, staged: 0, exactlyOnce: 0 };
 
 async function runAndCheck(scenario: CrashScenario, stateDir?: string): Promise<void> {
   const run = await runCrashScenario(scenario, stateDir ? { stateDir } : {});
   try {
     assertCrashScenario(run);
     byMode[scenario.mode ?? 'plain'] += 1;
+    if (scenario.steps === 2) twoStepsByMode[scenario.mode ?? 'plain'] += 1;
   } finally {
     await run.driver.close();
   }
@@ -54,6 +57,8 @@ test('every production path ran: schedules checked per mode', () => {
   console.log(`crash schedules checked per mode: plain ${byMode.plain}, staged ${byMode.staged}, exactly-once ${byMode.exactlyOnce}`);
   expect(byMode.plain + byMode.staged + byMode.exactlyOnce).toBe(schedules);
   for (const mode of driverModes) expect(byMode[mode], mode).toBeGreaterThan(0);
+  console.log(`of which a two-step topology: plain ${twoStepsByMode.plain}, staged ${twoStepsByMode.staged}, exactly-once ${twoStepsByMode.exactlyOnce}`);
+  for (const mode of driverModes) expect(twoStepsByMode[mode], `two steps, ${mode}`).toBeGreaterThan(0);
 });
 
 test('the same seed replays the same history', async () => {
