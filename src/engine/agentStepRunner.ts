@@ -2,7 +2,7 @@ import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { isRateLimited } from '../dsl/rateLimited.js';
 import type { AgentStepNode, ParkNode } from '../graph/nodes.js';
 import { abortable } from '../ports/clock.js';
-import { isThenable, withAttempts, type Try, type Tried } from './attemptLoop.js';
+import { isThenable, withAttempts, type Attempter, type Try, type Tried } from './attemptLoop.js';
 import type { AttemptError } from './attemptsRecords.js';
 import { timedCall, type TimedCall } from './callTimeout.js';
 import type { EngineContext } from './engineContext.js';
@@ -20,34 +20,35 @@ import { Outcome, type ModelCallResult } from './outcomes.js';
  * A first attempt through an open gate to a decide that answers at once (a rule, a cache, a
  * stand-in) returns its result without a promise; anything else continues asynchronously.
  */
-export function runAgentStep(ctx: EngineContext, step: AgentStepNode, park: ParkNode, gate: RateGate, unit: EventInFlight): Tried<unknown> | Promise<Tried<unknown>> {
-  const { event, signal } = unit;
-  return withAttempts(ctx, {
-    owner: step,
-    park,
-    event,
-    signal,
-    attempt: (attempt, previous, refused) => {
-      const admission = gate.tryAdmit();
-      if (admission) return callOnce({ ctx, step, gate, unit }, attempt, previous, admission);
-      return gate.admit({ front: refused, signal }).then((admitted: Admission) => callOnce({ ctx, step, gate, unit }, attempt, previous, admitted));
-    },
-  });
+export function runAgentStep(stepper: Stepper, unit: EventInFlight): Tried<unknown> | Promise<Tried<unknown>> {
+  return withAttempts(stepper.ctx, stepper, unit);
 }
 
-/** The step, its gate and the event it decides: what every call of one event at one step shares. */
-interface StepOf {
-  readonly ctx: EngineContext;
-  readonly step: AgentStepNode;
-  readonly gate: RateGate;
-  readonly unit: EventInFlight;
+/** One agent step of one engine, with its park and its rate gate: what every call of it shares. */
+export class Stepper implements Attempter<unknown> {
+  readonly owner: AgentStepNode;
+
+  constructor(
+    readonly ctx: EngineContext,
+    readonly step: AgentStepNode,
+    readonly park: ParkNode,
+    readonly gate: RateGate,
+  ) {
+    this.owner = step;
+  }
+
+  attempt(unit: EventInFlight, attempt: number, previous: readonly AttemptError[], refused: boolean): CallOutcome | Promise<CallOutcome> {
+    const admission = this.gate.tryAdmit();
+    if (admission) return callOnce(this, unit, attempt, previous, admission);
+    return this.gate.admit({ front: refused, signal: unit.signal }).then((admitted: Admission) => callOnce(this, unit, attempt, previous, admitted));
+  }
 }
 
 type CallOutcome = Try<unknown>;
 
 const NO_ERRORS: readonly string[] = [];
 
-function callOnce({ ctx, step, gate, unit }: StepOf, attempt: number, previous: readonly AttemptError[], admission: Admission): CallOutcome | Promise<CallOutcome> {
+function callOnce({ ctx, step, gate }: Stepper, unit: EventInFlight, attempt: number, previous: readonly AttemptError[], admission: Admission): CallOutcome | Promise<CallOutcome> {
   const { event, signal } = unit;
   const atMs = ctx.clock.now();
   ctx.metrics.modelCall();

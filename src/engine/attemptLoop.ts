@@ -2,8 +2,8 @@ import type { ParkNode } from '../graph/nodes.js';
 import { sleep } from '../ports/clock.js';
 import { NO_ATTEMPTS, type AttemptError, type AttemptsOwner, type AttemptsRecord } from './attemptsRecords.js';
 import type { EngineContext } from './engineContext.js';
-import type { EngineEvent } from './events.js';
 import { Outcome } from './outcomes.js';
+import type { EventInFlight } from './processors/processor.js';
 
 /** What one attempt came to: a result, a refusal (a 429: not an attempt) or a failure, which counts. */
 export type Try<T> = { readonly kind: 'done'; readonly value: T } | { readonly kind: 'refused' } | { readonly kind: 'failed'; readonly error: string };
@@ -14,15 +14,13 @@ export type Try<T> = { readonly kind: 'done'; readonly value: T } | { readonly k
  */
 export type Tried<T> = { readonly ok: true; readonly value: T; readonly attemptsStored: boolean } | { readonly ok: false; readonly attempts: AttemptsRecord };
 
-/** What is tried: by whom (its attempts record), under which park, for which event. */
-export interface Attempted<T> {
+/** What is tried, built once per node: by whom (its attempts record), under which park, and how. */
+export interface Attempter<T> {
   readonly owner: AttemptsOwner;
   /** How many attempts and how long between them; without a park, one attempt. */
   readonly park: ParkNode | undefined;
-  readonly event: EngineEvent;
-  readonly signal: AbortSignal;
-  /** One attempt; `refused`: the one before was refused (a 429), so it waits at the front. */
-  attempt(attempt: number, previous: readonly AttemptError[], refused: boolean): Try<T> | Promise<Try<T>>;
+  /** One attempt for `unit`; `refused`: the one before was refused (a 429), so it waits at the front. */
+  attempt(unit: EventInFlight, attempt: number, previous: readonly AttemptError[], refused: boolean): Try<T> | Promise<Try<T>>;
 }
 
 /**
@@ -31,19 +29,19 @@ export interface Attempted<T> {
  * crash resets no count), and never counts a 429. A first attempt that succeeds at once returns
  * without a promise.
  */
-export function withAttempts<T>(ctx: EngineContext, tried: Attempted<T>): Tried<T> | Promise<Tried<T>> {
+export function withAttempts<T>(ctx: EngineContext, tried: Attempter<T>, unit: EventInFlight): Tried<T> | Promise<Tried<T>> {
   const max = tried.park?.attempts ?? 1;
-  const attempts = tried.park ? ctx.attempts.of(tried.owner, tried.event) : NO_ATTEMPTS;
+  const attempts = tried.park ? ctx.attempts.of(tried.owner, unit.event) : NO_ATTEMPTS;
   if (attempts.count >= max) return { ok: false, attempts };
-  if (tried.signal.aborted) throw tried.signal.reason;
-  const first = tried.attempt(attempts.count + 1, attempts.errors, false);
+  if (unit.signal.aborted) throw unit.signal.reason;
+  const first = tried.attempt(unit, attempts.count + 1, attempts.errors, false);
   if (!isThenable(first) && first.kind === 'done') return { ok: true, value: first.value, attemptsStored: attempts.count > 0 };
-  return attemptsFrom(ctx, tried, max, attempts, first);
+  return attemptsFrom(ctx, tried, unit, max, attempts, first);
 }
 
 /** The attempts from `attempts` on, `first` being one already made. */
-async function attemptsFrom<T>(ctx: EngineContext, tried: Attempted<T>, max: number, attempts: AttemptsRecord, first: Try<T> | Promise<Try<T>>): Promise<Tried<T>> {
-  const { signal, event } = tried;
+async function attemptsFrom<T>(ctx: EngineContext, tried: Attempter<T>, unit: EventInFlight, max: number, attempts: AttemptsRecord, first: Try<T> | Promise<Try<T>>): Promise<Tried<T>> {
+  const { signal, event } = unit;
   let refused = false;
   let made: Try<T> | Promise<Try<T>> | undefined = first;
   while (attempts.count < max) {
@@ -54,7 +52,7 @@ async function attemptsFrom<T>(ctx: EngineContext, tried: Attempted<T>, max: num
       made = undefined;
     } else {
       if (signal.aborted) throw signal.reason;
-      outcome = await tried.attempt(attempt, attempts.errors, refused);
+      outcome = await tried.attempt(unit, attempt, attempts.errors, refused);
     }
     refused = outcome.kind === 'refused';
     if (outcome.kind === 'done') return { ok: true, value: outcome.value, attemptsStored: attempts.count > 0 };

@@ -47,26 +47,35 @@ export function attemptsStore(owner: AttemptsOwner): string {
  * returned as store ops, to go out with the batch that ends what they belong to.
  */
 export class AttemptsRecords {
+  /** Store names by owner, built once: a lookup per event builds no string. */
+  private readonly stores = new Map<AttemptsOwner, string>();
+
   constructor(private readonly store: AttemptsIndexedStore) {}
+
+  private storeOf(owner: AttemptsOwner): string {
+    let name = this.stores.get(owner);
+    if (name === undefined) this.stores.set(owner, (name = attemptsStore(owner)));
+    return name;
+  }
 
   /** Reads a partition's records of one owner, so that later lookups are answered from memory. */
   load(owner: AttemptsOwner, tp: TopicPartition): Promise<void> {
-    return this.store.load(attemptsStore(owner), tp);
+    return this.store.load(this.storeOf(owner), tp);
   }
 
   /** The event's failed attempts at `owner` so far. */
   of(owner: AttemptsOwner, event: { topic: string; partition: number; offset: number }): AttemptsRecord {
-    return this.store.attemptsOf<AttemptsRecord>(attemptsStore(owner), event, event.offset) ?? NO_ATTEMPTS;
+    return this.store.attemptsOf<AttemptsRecord>(this.storeOf(owner), event, event.offset) ?? NO_ATTEMPTS;
   }
 
   /** Writes the event's attempts at `owner`. */
   put(owner: AttemptsOwner, event: { topic: string; partition: number; offset: number }, record: AttemptsRecord): StoreOp {
-    return { type: 'put', key: stateKeys.attemptsIn(attemptsStore(owner), event, event.offset), value: record };
+    return { type: 'put', key: stateKeys.attemptsIn(this.storeOf(owner), event, event.offset), value: record };
   }
 
   /** Deletes the event's attempts at `owner`. */
   del(owner: AttemptsOwner, event: { topic: string; partition: number; offset: number }): StoreOp {
-    return { type: 'del', key: stateKeys.attemptsIn(attemptsStore(owner), event, event.offset) };
+    return { type: 'del', key: stateKeys.attemptsIn(this.storeOf(owner), event, event.offset) };
   }
 
   /** Deletes of the event's records at every owner that has one: its end leaves none behind. */

@@ -1,5 +1,5 @@
 import type { AgentStepNode } from '../../graph/nodes.js';
-import { runAgentStep } from '../agentStepRunner.js';
+import { runAgentStep, Stepper } from '../agentStepRunner.js';
 import { isThenable, type Tried } from '../attemptLoop.js';
 import type { EventInFlight, Processed, ProcessorFactory } from './processor.js';
 
@@ -10,9 +10,9 @@ import type { EventInFlight, Processed, ProcessorFactory } from './processor.js'
  * used as it is, without a call.
  */
 export const agentStepProcessor: ProcessorFactory<AgentStepNode> = (node, ctx, parking) => {
-  const gate = ctx.gates.get(node.name)!;
   // The topology is validated: every agent step has its park right after it.
   const { park } = parking!;
+  const stepper = new Stepper(ctx, node, park, ctx.gates.get(node.name)!);
   const decided = (unit: EventInFlight, result: Tried<unknown>): Processed => {
     if (!result.ok) return { kind: 'parked', attempts: result.attempts, park, step: node.name };
     // Most decisions come at the first attempt: then there is no attempts record to delete.
@@ -27,7 +27,7 @@ export const agentStepProcessor: ProcessorFactory<AgentStepNode> = (node, ctx, p
         unit.value = { event: unit.value, decision: unit.decisions[node.name] };
         return undefined;
       }
-      const stepped = runAgentStep(ctx, node, park, gate, unit);
+      const stepped = runAgentStep(stepper, unit);
       return isThenable(stepped) ? stepped.then((result) => decided(unit, result)) : decided(unit, stepped);
     },
   };

@@ -1,6 +1,6 @@
 import type { ApplyOnceNode } from '../../graph/nodes.js';
 import { abortable } from '../../ports/clock.js';
-import { isThenable, withAttempts, type Tried, type Try } from '../attemptLoop.js';
+import { isThenable, withAttempts, type Attempter, type Tried, type Try } from '../attemptLoop.js';
 import { timedCall } from '../callTimeout.js';
 import type { EngineContext } from '../engineContext.js';
 import { metaOf } from '../events.js';
@@ -32,9 +32,10 @@ export const applyOnceProcessor: ProcessorFactory<ApplyOnceNode> = (node, ctx, p
     if (tried.value.result !== undefined) unit.value = tried.value.result;
     return undefined;
   };
+  const attempter: Attempter<Effected> = { owner: node, park: parking?.park, attempt: (unit) => attemptEffect(ctx, node, unit) };
   return {
     process(unit) {
-      const tried = withAttempts<Effected>(ctx, { owner: node, park: parking?.park, event: unit.event, signal: unit.signal, attempt: () => attemptEffect(ctx, node, unit) });
+      const tried = withAttempts(ctx, attempter, unit);
       return isThenable(tried) ? tried.then((t) => effected(unit, t)) : effected(unit, tried);
     },
   };
