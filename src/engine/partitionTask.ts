@@ -7,7 +7,7 @@ import { EffectHorizon } from './effectHorizon.js';
 import type { EngineContext } from './engineContext.js';
 import { laneOf } from './events.js';
 import type { Landed } from './eventEnd.js';
-import { EventUnits } from './eventUnit.js';
+import { EventUnits } from './eventUnits.js';
 import { MinHeap } from './minHeap.js';
 import { ParkedKeys, type ParkedEvent, type ParkedKeyState, type Resolution } from './parkedKeys.js';
 

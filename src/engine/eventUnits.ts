@@ -6,14 +6,15 @@ import { isThenable } from './attemptLoop.js';
 import type { EffectHorizon } from './effectHorizon.js';
 import type { EngineContext } from './engineContext.js';
 import type { Landed } from './eventEnd.js';
-import { fromStoredEvent, type EngineEvent } from './events.js';
+import { fromStoredEvent } from './events.js';
 import { loadOutput, type EffectRecord } from './outputs.js';
 import { Outcome } from './outcomes.js';
 import type { ParkedKeys, Resolution } from './parkedKeys.js';
 import { buildProcessors } from './processors/index.js';
 import type { EventInFlight, Processor } from './processors/processor.js';
 import { deadLetterUndecodable, decode, decodeStored } from './stages/decode.js';
-import { discardRecordOp, effectRecordOp, recordedEffect } from './stages/effectLookup.js';
+import { discardRecordOp, recordedEffect } from './stages/effectLookup.js';
+import { endEvent, endReplayed } from './stages/endOfEvent.js';
 import { attemptsDeletes, exhausted, repark, requireParking } from './stages/exhausted.js';
 import { hold } from './stages/hold.js';
 import { runProcessors } from './stages/runProcessors.js';
@@ -52,20 +53,23 @@ export class EventUnits {
    * finished before `durable` settles.
    */
   async runEvent(record: LogRecord, signal: AbortSignal): Promise<Landed | undefined> {
+    // Decode.
     const decoded = decode(this.ctx, record);
     if (!decoded.ok) {
       await deadLetterUndecodable(this.ctx, decoded.event, decoded.error);
       return undefined;
     }
     const { event, value } = decoded;
-    // Past the partition's effect horizon no event has an effect record: nothing to look up.
+    // Effect horizon, then effect lookup: past the horizon no event has an effect record.
     const unrecorded = this.horizon?.beyond(event.offset) ?? false;
     const recorded = unrecorded ? undefined : recordedEffect(this.ctx, event);
+    // Hold: behind a parked key, unless it ended for good before the key was parked.
     if (this.parked?.get(event.lane) && !recorded) {
       await hold(this.ctx, this.parked, event);
       return undefined;
     }
-    if (recorded) return this.endEvent(event, ...this.endOfRecorded(recorded), signal);
+    if (recorded) return endEvent(this.ctx, event, ...this.endOfRecorded(recorded), signal);
+    // The graph's processors, in chain order.
     const unit: EventInFlight = { event, value, ops: [], outputs: [], decisions: NO_DECISIONS, signal };
     const processed = runProcessors(this.processors, unit);
     const stopped = isThenable(processed) ? await processed : processed;
@@ -74,7 +78,8 @@ export class EventUnits {
       await exhausted(this.ctx, this.parked, unit, stopped);
       return undefined;
     }
-    return this.endEvent(event, stopped ? Outcome.FILTERED : this.through, unit.ops, unit.outputs, signal);
+    // The end of the event.
+    return endEvent(this.ctx, event, stopped ? Outcome.FILTERED : this.through, unit.ops, unit.outputs, signal);
   }
 
   /** Checks a resolution and makes it durable; the lane then replays the key. */
@@ -105,7 +110,7 @@ export class EventUnits {
     const event = fromStoredEvent(head.event);
     const recorded = recordedEffect(this.ctx, event);
     if (recorded) {
-      await this.endReplayed(event, ...this.endOfRecorded(recorded), advance, signal);
+      await endReplayed(this.ctx, event, ...this.endOfRecorded(recorded), advance, signal);
       return parked.get(lane) ? 'more' : 'released';
     }
     // The decisions made before the event was parked, and a person's for the step that parked it.
@@ -118,7 +123,7 @@ export class EventUnits {
       await repark(this.ctx, parked, lane, head, unit, stopped);
       return 'parked-again';
     }
-    await this.endReplayed(event, stopped ? Outcome.FILTERED : this.through, unit.ops, unit.outputs, advance, signal);
+    await endReplayed(this.ctx, event, stopped ? Outcome.FILTERED : this.through, unit.ops, unit.outputs, advance, signal);
     return parked.get(lane) ? 'more' : 'released';
   }
 
@@ -129,27 +134,6 @@ export class EventUnits {
   private endOfRecorded(recorded: EffectRecord): [Outcome, StoreOp[], OutRecord[]] {
     if (recorded.discardedAtMs !== undefined) return [Outcome.DISCARDED, [], []];
     return [Outcome.DUPLICATE, [], this.ctx.end.kind === 'transactional' ? [] : recorded.outputs.map(loadOutput)];
-  }
-
-  /** Stage: the end of the event. Records the effect with the event's state, writes and sends as the engine's end does. */
-  private async endEvent(event: EngineEvent, outcome: Outcome, ops: StoreOp[], outputs: OutRecord[], signal: AbortSignal): Promise<Landed | undefined> {
-    // The last moment to give up: past it the effect is recorded, so the event runs to its end.
-    signal.throwIfAborted();
-    if (outcome === Outcome.APPLIED) ops.push(effectRecordOp(this.ctx, event, outputs));
-    const landed = await this.ctx.end.end(ops, outputs);
-    if (!landed) {
-      this.ctx.report(outcome, event);
-      return undefined;
-    }
-    return { durable: landed.durable.then(() => this.ctx.report(outcome, event)) };
-  }
-
-  /** The end of a replayed event, with its removal from its parked key (see EventEnd.endReplay). */
-  private async endReplayed(event: EngineEvent, outcome: Outcome, ops: StoreOp[], outputs: OutRecord[], advance: () => readonly StoreOp[], signal: AbortSignal): Promise<void> {
-    signal.throwIfAborted();
-    if (outcome === Outcome.APPLIED) ops.push(effectRecordOp(this.ctx, event, outputs));
-    await this.ctx.end.endReplay(ops, outputs, advance);
-    this.ctx.report(outcome, event, { replayed: true });
   }
 
   private async checkDecision(step: string, decision: unknown): Promise<unknown> {
