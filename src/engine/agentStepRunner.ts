@@ -1,5 +1,5 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
-import { isRateLimited } from '../dsl/rateLimited.js';
+import { isRateLimited } from '../graph/rateLimited.js';
 import type { AgentStepNode, ParkNode } from '../graph/nodes.js';
 import { abortable } from '../ports/clock.js';
 import { isThenable, withAttempts, type Attempter, type Try, type Tried } from './attemptLoop.js';
