@@ -40,7 +40,14 @@ export function withAttempts<T>(ctx: EngineContext, tried: Attempter<T>, unit: E
 }
 
 /** The attempts from `attempts` on, `first` being one already made. */
-async function attemptsFrom<T>(ctx: EngineContext, tried: Attempter<T>, unit: EventInFlight, max: number, attempts: AttemptsRecord, first: Try<T> | Promise<Try<T>>): Promise<Tried<T>> {
+async function attemptsFrom<T>(
+  ctx: EngineContext,
+  tried: Attempter<T>,
+  unit: EventInFlight,
+  max: number,
+  attempts: AttemptsRecord,
+  first: Try<T> | Promise<Try<T>>,
+): Promise<Tried<T>> {
   const { signal, event } = unit;
   let refused = false;
   let made: Try<T> | Promise<Try<T>> | undefined = first;

@@ -29,7 +29,11 @@ export interface AttemptsOwner {
 }
 
 /** What keeps attempts records in a topology: its agent step, and its effect when a park retries it. */
-export function attemptsOwners(topology: { readonly agentStep?: AttemptsOwner | undefined; readonly applyOnce?: AttemptsOwner | undefined; readonly park?: unknown }): AttemptsOwner[] {
+export function attemptsOwners(topology: {
+  readonly agentStep?: AttemptsOwner | undefined;
+  readonly applyOnce?: AttemptsOwner | undefined;
+  readonly park?: unknown;
+}): AttemptsOwner[] {
   const owners: AttemptsOwner[] = [];
   if (topology.agentStep) owners.push(topology.agentStep);
   if (topology.applyOnce && topology.park) owners.push(topology.applyOnce);

@@ -66,24 +66,27 @@ function twoSteps(options: TwoStepOptions = {}) {
 }
 
 describe('several agent steps', () => {
-  it.each<DriverMode>(['plain', 'staged', 'exactlyOnce'])('runs them in order; a later step and the effect see the earlier decisions by name (%s)', async (mode) => {
-    const { topology, calls } = twoSteps({ classify: (e) => ({ kind: e.id.startsWith('f') ? 'fraud' : 'service' }) });
-    driver = new TopologyTestDriver(topology, { mode });
-    const input = driver.createInputTopic<Ev>('events');
-    input.pipeInput('a', { id: 'f1' }, { partition: 0 });
-    input.pipeInput('b', { id: 's1' }, { partition: 0 });
-    await driver.runUntilIdle();
+  it.each<DriverMode>(['plain', 'staged', 'exactlyOnce'])(
+    'runs them in order; a later step and the effect see the earlier decisions by name (%s)',
+    async (mode) => {
+      const { topology, calls } = twoSteps({ classify: (e) => ({ kind: e.id.startsWith('f') ? 'fraud' : 'service' }) });
+      driver = new TopologyTestDriver(topology, { mode });
+      const input = driver.createInputTopic<Ev>('events');
+      input.pipeInput('a', { id: 'f1' }, { partition: 0 });
+      input.pipeInput('b', { id: 's1' }, { partition: 0 });
+      await driver.runUntilIdle();
 
-    expect(calls.classify.sort()).toEqual(['f1', 's1']);
-    expect(calls.decide.find((c) => c.id === 'f1')!.seen).toEqual({ classify: { kind: 'fraud' } });
-    expect(calls.applied.find((c) => c.id === 's1')!.decisions).toEqual({ classify: { kind: 'service' }, decide: { action: 'refund' } });
-    const out = driver.createOutputTopic<{ id: string; kind: string; action: string }>('out').readValuesToList();
-    expect(out.sort((x, y) => x.id.localeCompare(y.id))).toEqual([
-      { id: 'f1', kind: 'fraud', action: 'refund' },
-      { id: 's1', kind: 'service', action: 'refund' },
-    ]);
-    expect(driver.metrics().doubleEffects).toBe(0);
-  });
+      expect(calls.classify.sort()).toEqual(['f1', 's1']);
+      expect(calls.decide.find((c) => c.id === 'f1')!.seen).toEqual({ classify: { kind: 'fraud' } });
+      expect(calls.applied.find((c) => c.id === 's1')!.decisions).toEqual({ classify: { kind: 'service' }, decide: { action: 'refund' } });
+      const out = driver.createOutputTopic<{ id: string; kind: string; action: string }>('out').readValuesToList();
+      expect(out.sort((x, y) => x.id.localeCompare(y.id))).toEqual([
+        { id: 'f1', kind: 'fraud', action: 'refund' },
+        { id: 's1', kind: 'service', action: 'refund' },
+      ]);
+      expect(driver.metrics().doubleEffects).toBe(0);
+    },
+  );
 
   it('gives each step its own attempts and park: a failing second step parks the event with the first decision kept, to its own topic', async () => {
     const { topology, calls } = twoSteps({ decide: (e) => (e.bad ? { action: 'maybe' } : { action: 'refund' }) });
@@ -145,21 +148,24 @@ describe('several agent steps', () => {
     expect(driver.status().budgets.map((b) => b.step)).toEqual(['decide']);
   });
 
-  it.each<DriverMode>(['plain', 'staged', 'exactlyOnce'])('an event written to the log twice (one effect id) runs no step again and its effect applies once (%s)', async (mode) => {
-    const { topology, calls } = twoSteps({ effectId: ({ value }) => `dispute-${value.id}` });
-    driver = new TopologyTestDriver(topology, { mode });
-    const input = driver.createInputTopic<Ev>('events');
-    input.pipeInput('a', { id: 'a1' }, { partition: 0 });
-    await driver.runUntilIdle();
-    input.pipeInput('a', { id: 'a1' }, { partition: 0 });
-    await driver.runUntilIdle();
+  it.each<DriverMode>(['plain', 'staged', 'exactlyOnce'])(
+    'an event written to the log twice (one effect id) runs no step again and its effect applies once (%s)',
+    async (mode) => {
+      const { topology, calls } = twoSteps({ effectId: ({ value }) => `dispute-${value.id}` });
+      driver = new TopologyTestDriver(topology, { mode });
+      const input = driver.createInputTopic<Ev>('events');
+      input.pipeInput('a', { id: 'a1' }, { partition: 0 });
+      await driver.runUntilIdle();
+      input.pipeInput('a', { id: 'a1' }, { partition: 0 });
+      await driver.runUntilIdle();
 
-    expect(outcomesAt(driver, 0, 0)).toEqual(['APPLIED']);
-    expect(outcomesAt(driver, 0, 1)).toEqual(['DUPLICATE']);
-    expect(calls.classify).toEqual(['a1']);
-    expect(calls.decide.map((c) => c.id)).toEqual(['a1']);
-    expect(driver.effects()).toHaveLength(1);
-  });
+      expect(outcomesAt(driver, 0, 0)).toEqual(['APPLIED']);
+      expect(outcomesAt(driver, 0, 1)).toEqual(['DUPLICATE']);
+      expect(calls.classify).toEqual(['a1']);
+      expect(calls.decide.map((c) => c.id)).toEqual(['a1']);
+      expect(driver.effects()).toHaveLength(1);
+    },
+  );
 
   it('after a crash between recording and committing, the redelivered event is a DUPLICATE: no step runs again', async () => {
     const { topology, calls } = twoSteps();

@@ -67,7 +67,8 @@ function effectFailed(node: ApplyOnceNode, error: unknown, signal: AbortSignal):
 function callEffect(ctx: EngineContext, node: ApplyOnceNode, unit: EventInFlight, table: StagedTable): unknown {
   const { event, signal, decisions } = unit;
   const timeoutMs = node.effect.timeoutMs;
-  if (timeoutMs === undefined) return node.effect.apply(unit.value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table, decisions, signal });
+  if (timeoutMs === undefined)
+    return node.effect.apply(unit.value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table, decisions, signal });
   const call = timedCall(ctx.clock, signal, timeoutMs, `applyOnce '${node.name}'`);
   let applied: unknown;
   try {

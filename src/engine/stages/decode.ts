@@ -5,7 +5,8 @@ import { messageOf, metaOf, offsetEffectId, toEngineEvent, type EngineEvent } fr
 import { Outcome } from '../outcomes.js';
 
 /** A record decoded into an event with its value and effect id, or the reason it could not be. */
-export type Decoded = { readonly ok: true; readonly event: EngineEvent; readonly value: unknown } | { readonly ok: false; readonly event: EngineEvent; readonly error: string };
+export type Decoded =
+  { readonly ok: true; readonly event: EngineEvent; readonly value: unknown } | { readonly ok: false; readonly event: EngineEvent; readonly error: string };
 
 /** Stage 1, decode: the record's value through the source's serde, and its effect id. */
 export function decode(ctx: EngineContext, record: LogRecord): Decoded {

@@ -11,7 +11,14 @@ import { effectRecordOp } from './effectLookup.js';
  * written and sent as the engine's end does (plain, staged or transactional). Returns `durable`
  * when the end has landed and is not durable yet; the outcome is reported once it is.
  */
-export async function endEvent(ctx: EngineContext, event: EngineEvent, outcome: Outcome, ops: StoreOp[], outputs: OutRecord[], signal: AbortSignal): Promise<Landed | undefined> {
+export async function endEvent(
+  ctx: EngineContext,
+  event: EngineEvent,
+  outcome: Outcome,
+  ops: StoreOp[],
+  outputs: OutRecord[],
+  signal: AbortSignal,
+): Promise<Landed | undefined> {
   // The last moment to give up: past it the effect is recorded, so the event runs to its end.
   signal.throwIfAborted();
   if (outcome === Outcome.APPLIED) ops.push(effectRecordOp(ctx, event, outputs));
@@ -24,7 +31,15 @@ export async function endEvent(ctx: EngineContext, event: EngineEvent, outcome: 
 }
 
 /** The end of a replayed event, with its removal from its parked key (see EventEnd.endReplay). */
-export async function endReplayed(ctx: EngineContext, event: EngineEvent, outcome: Outcome, ops: StoreOp[], outputs: OutRecord[], advance: () => readonly StoreOp[], signal: AbortSignal): Promise<void> {
+export async function endReplayed(
+  ctx: EngineContext,
+  event: EngineEvent,
+  outcome: Outcome,
+  ops: StoreOp[],
+  outputs: OutRecord[],
+  advance: () => readonly StoreOp[],
+  signal: AbortSignal,
+): Promise<void> {
   signal.throwIfAborted();
   if (outcome === Outcome.APPLIED) ops.push(effectRecordOp(ctx, event, outputs));
   await ctx.end.endReplay(ops, outputs, advance);

@@ -85,4 +85,3 @@ export function requireParking(ctx: EngineContext, parked: ParkedKeys | undefine
   if (!parked) throw new Error(`${ctx.topology.source.topic}: this topology has no park(), so no key is ever parked`);
   return parked;
 }
-
