@@ -86,6 +86,8 @@ export function crashScenarioArbitrary(bounds: CrashScenarioBounds = {}): fc.Arb
       replayCrash: fc.option(fc.record({ nth: fc.integer({ min: 1, max: 3 }), restartAfterMs: fc.integer({ min: 0, max: 5_000 }) }), { nil: undefined }),
       // Each schedule runs one production path, as a swarm test draws its options.
       mode: fc.constantFrom(...driverModes),
+      // One agent step, or two chained, each with its own park.
+      steps: fc.constantFrom(1 as const, 2 as const),
       seed: fc.integer(),
     }),
   ).map((scenario) => ({ ...scenario, crashes: scenario.crashes.filter((c) => drawnIn(scenario.mode, c)) })) as fc.Arbitrary<CrashScenario>;

@@ -5,6 +5,7 @@ import { applyFault, resolveAllParked, type ScenarioCrash } from './faultSchedul
 import { isRateLimited, RateLimited } from '../src/dsl/rateLimited.js';
 import type { DecideFn } from '../src/graph/nodes.js';
 import { stateKeys } from '../src/state/stateKeys.js';
+import { attemptsStoreOf } from '../src/graph/stores.js';
 import type { StoreOp } from '../src/ports/store.js';
 import { TopologyTestDriver, type DriverMode } from './driver.js';
 import { SeededRandom } from './seededRandom.js';
@@ -37,6 +38,12 @@ export interface CrashScenario {
   readonly resolutions: readonly ('decision' | 'discard')[];
   /** A crash in the middle of the replays, at the nth replayed event. */
   readonly replayCrash?: { readonly nth: number; readonly restartAfterMs: number };
+  /**
+   * 2: a 'classify' step (answering at once or later, failing an attempt now and then, never
+   * poison) with its own park runs before 'decide', which sees its decision in ctx.decisions.
+   * @defaultValue 1
+   */
+  readonly steps?: 1 | 2;
   /** Which production path the ports take (see DriverOptions.mode). @defaultValue 'plain' */
   readonly mode?: DriverMode;
   readonly seed: number;
@@ -110,8 +117,15 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
   });
   const decide = options.ignoreRetryAfter ? deafToRetryAfter(model.decide) : model.decide;
   const fx = scenarioEffect(scenario);
-  const topology = stream<ScenarioValue>('in')
-    .keyedSerial({ maxInFlight: scenario.maxInFlight })
+  const keyed = stream<ScenarioValue>('in').keyedSerial({ maxInFlight: scenario.maxInFlight });
+  const classified =
+    scenario.steps === 2
+      ? keyed
+          .agentStep('classify', scenarioClassifier(scenario), { schema: ScenarioKind })
+          .park({ attempts: scenario.attempts, retryDelayMs: scenario.retryDelayMs })
+          .mapValues(({ event }) => event)
+      : keyed;
+  const topology = classified
     .agentStep('decide', decide, { schema: ScenarioDecision, ...(scenario.model.declareLimit && scenario.model.limit ? { limit: scenario.model.limit } : {}) })
     .park({ attempts: scenario.attempts, retryDelayMs: scenario.retryDelayMs })
     .applyOnce(fx)
@@ -159,6 +173,33 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
 
 type EffectInput = { event: ScenarioValue; decision: ScenarioDecisionValue };
 
+type ScenarioKindValue = { kind: 'even' | 'odd' };
+const ScenarioKind = checkedSchema<ScenarioKindValue>('orderly-crash-scenario-kind', (value) => {
+  const kind = asObject(value)?.kind;
+  return kind === 'even' || kind === 'odd' ? [] : [`a classification is { kind: 'even' | 'odd' }, got ${JSON.stringify(value)}`];
+});
+
+/**
+ * The first step of a two-step scenario: it answers synchronously or asynchronously at random per
+ * call, and fails an event's first attempt now and then when the park allows more than one.
+ */
+function scenarioClassifier(scenario: CrashScenario): DecideFn<ScenarioValue, ScenarioKindValue> {
+  const random = new SeededRandom(scenario.seed).derive('classify');
+  const failedOnce = new Set<string>();
+  return (event, { effectId }) => {
+    const sync = random.next() < SYNC_SHARE;
+    const fail = scenario.attempts > 1 && !failedOnce.has(effectId) && random.next() < EFFECT_FAILURE_SHARE;
+    const answer = (): ScenarioKindValue => {
+      if (fail) {
+        failedOnce.add(effectId);
+        throw new Error(`classify is down for ${effectId} (a fault of the scenario, once per event)`);
+      }
+      return { kind: event.n % 2 === 0 ? 'even' : 'odd' };
+    };
+    return sync ? answer() : Promise.resolve().then(answer);
+  };
+}
+
 /**
  * The scenario's effect: it appends each event to its key's row (applied twice, an event would
  * show twice), answering synchronously or asynchronously at random per call, and failing once
@@ -167,7 +208,8 @@ type EffectInput = { event: ScenarioValue; decision: ScenarioDecisionValue };
 function scenarioEffect(scenario: CrashScenario) {
   const random = new SeededRandom(scenario.seed).derive('effect');
   const failedOnce = new Set<string>();
-  return effect<EffectInput, EffectInput>('fx', (v, { state, key, effectId }) => {
+  return effect<EffectInput, EffectInput>('fx', (v, { state, key, effectId, decisions }) => {
+    if (scenario.steps === 2 && decisions.classify === undefined) throw new Error(`the effect of ${effectId} did not see the classify step's decision`);
     const sync = random.next() < SYNC_SHARE;
     const fail = scenario.attempts > 1 && !failedOnce.has(effectId) && random.next() < EFFECT_FAILURE_SHARE;
     const apply = () => {
@@ -186,7 +228,9 @@ function scenarioEffect(scenario: CrashScenario) {
 /** An attempts record of an event whose last answer from the model came synchronously. */
 function isAttemptsAfterSyncAnswer(op: StoreOp, model: FakeModel<ScenarioValue, ScenarioDecisionValue>): boolean {
   if (op.type !== 'put' || !op.key.startsWith('attempts/')) return false;
-  const { topic, partition, rest } = stateKeys.parse(op.key);
+  const { store, topic, partition, rest } = stateKeys.parse(op.key);
+  // The step's records only: the effect keeps its own attempts too.
+  if (store !== attemptsStoreOf('decide')) return false;
   return model.lastCall(`${topic}/${partition}/${Number(rest)}`)?.sync === true;
 }
 

@@ -1,3 +1,4 @@
+import { attemptsStoreOf } from '../src/graph/stores.js';
 import type { Topology } from '../src/dsl/topology.js';
 import type { EffectRecord } from '../src/engine/outputs.js';
 import { finishedOutcomes, Outcome, type EngineObserver, type OutcomeEvent } from '../src/engine/outcomes.js';
@@ -65,6 +66,7 @@ export interface ResolutionObserved {
 export interface ObservedModelCall {
   /** The engine instance (1 for the first, one more at each restart). */
   readonly instance: number;
+  /** The agent step called. */
   readonly step: string;
   readonly effectId: string;
   readonly atMs: number;
@@ -151,7 +153,7 @@ export class DriverObservations {
   private counts = { modelCalls: 0, redeliveries: 0, wastedModelCalls: 0, orderViolations: 0, doubleEffects: 0, crashes: 0, partitionResets: 0, commitsPastUnfinished: 0, unrecordedAttempts: 0 };
   /** Instances fenced out of the group (see TopologyTestDriver.fence). */
   private readonly fenced = new Set<number>();
-  /** The most attempts ever acknowledged for an event, by `topic/partition/offset`. */
+  /** The most attempts ever acknowledged for an event, by `store|topic/partition/offset` (each step and the effect keep their own). */
   private readonly attemptsRecorded = new Map<string, number>();
   private readonly effectPrefix: string | undefined;
   private readonly tablePrefix: string | undefined;
@@ -183,8 +185,9 @@ export class DriverObservations {
       modelCall: (call) => {
         this.counts.modelCalls += 1;
         this.modelCalls.push({ instance, step: call.step, effectId: call.effectId, atMs: call.atMs, attempt: call.attempt });
-        // Offset-derived effect ids are `topic/partition/offset`, as the attempts are noted.
-        if (call.attempt > 1 && (this.attemptsRecorded.get(call.effectId) ?? 0) < call.attempt - 1) {
+        // Offset-derived effect ids are `topic/partition/offset`, as the attempts are noted, by the step's store.
+        const recorded = this.attemptsRecorded.get(`${attemptsStoreOf(call.step)}|${call.effectId}`) ?? 0;
+        if (call.attempt > 1 && recorded < call.attempt - 1) {
           this.counts.unrecordedAttempts += 1;
           note(this.breaches.unrecordedAttempt, `engine ${instance} called step '${call.step}' for ${call.effectId} (attempt ${call.attempt}) at ${call.atMs} ms before attempt ${call.attempt - 1} was recorded`);
         }
@@ -218,8 +221,8 @@ export class DriverObservations {
   acknowledged(ops: readonly StoreOp[]): void {
     for (const op of ops) {
       if (op.type !== 'put' || !op.key.startsWith('attempts/')) continue;
-      const { topic, partition, rest } = stateKeys.parse(op.key);
-      const event = `${topic}/${partition}/${Number(rest)}`;
+      const { store, topic, partition, rest } = stateKeys.parse(op.key);
+      const event = `${store}|${topic}/${partition}/${Number(rest)}`;
       const count = (op.value as { count: number }).count;
       if (count > (this.attemptsRecorded.get(event) ?? 0)) this.attemptsRecorded.set(event, count);
     }

@@ -13,7 +13,8 @@ export type { InvariantViolation } from './violations.js';
 export function checkCrashScenario(run: ScenarioRun): InvariantViolation[] {
   return [
     ...checkSafety(run),
-    ...checkRetryAfter(run.driver.modelCalls(), run.model.stats()),
+    // The rate-limited provider is the 'decide' step's; a two-step scenario's 'classify' calls another.
+    ...checkRetryAfter(run.driver.modelCalls().filter((c) => c.step === 'decide'), run.model.stats()),
     // Checked as the run went, after every crash and at its end: the state against the effects recorded.
     ...run.stateViolations,
     ...checkParkedBeforeResolutions(run),

@@ -25,13 +25,24 @@ const uniqueNames: Pass = (nodes) => {
 };
 
 const oneOfEachStatefulKind: Pass = (nodes) => {
-  for (const kind of ['keyedSerial', 'agentStep', 'park', 'applyOnce'] as const) {
+  for (const kind of ['keyedSerial', 'applyOnce'] as const) {
     const found = nodes.filter((n) => n.kind === kind);
     if (found.length > 1) {
-      const fix = kind === 'agentStep' ? 'make one decide function that calls both models, or chain two topologies through a topic' : `remove one of the ${found.length}`;
-      throw new TopologyError(found[1]!.name, `${kind} '${found[1]!.name}': a topology has at most one ${kind} in this version; ${fix}`);
+      throw new TopologyError(found[1]!.name, `${kind} '${found[1]!.name}': a topology has at most one ${kind} in this version; remove one of the ${found.length}`);
     }
   }
+};
+
+/** Each agent step has one park: two in a row would leave the second with no step of its own. */
+const oneParkPerStep: Pass = (nodes) => {
+  nodes.forEach((node, i) => {
+    const before = nodes[i - 1];
+    if (node.kind === 'park' && before?.kind === 'park') {
+      const step = nodes[i - 2];
+      const owner = step?.kind === 'agentStep' ? `agentStep '${step.name}' already has its park` : 'a park follows a park';
+      throw new TopologyError(node.name, `park '${node.name}': ${owner}; remove one of the 2`);
+    }
+  });
 };
 
 /** A topic the topology reads or writes, and the operator that does. */
@@ -84,6 +95,8 @@ const distinctTopics: Pass = (nodes) => {
         `${operator}: its ${use.role} topic is the source topic '${use.topic}': every record it writes would be read again, and written again, forever; give ${option}`,
       );
     }
+    // Several agent steps may share a parking topic: each park record names its step.
+    if (first.role === 'park' && use.role === 'park') continue;
     if (first.role === 'output' && use.role === 'output') {
       throw new TopologyError(use.node.name, `${operator}: the topology already writes its outputs to '${use.topic}' (${first.node.name}); remove one of the two to('${use.topic}')`);
     }
@@ -106,40 +119,42 @@ const agentStepNeedsKeyedSerial: Pass = (nodes) => {
 };
 
 const parkFollowsAStep: Pass = (nodes) => {
-  const park = nodes.findIndex((n) => n.kind === 'park');
-  if (park < 0) return;
-  const before = nodes[park - 1]!;
-  if (before.kind !== 'agentStep') {
-    const name = nodes[park]!.name;
+  nodes.forEach((node, park) => {
+    if (node.kind !== 'park') return;
+    const before = nodes[park - 1]!;
+    if (before.kind === 'agentStep') return;
     const why = nodes.slice(0, park).some((n) => n.kind === 'agentStep')
       ? `it must follow its agentStep directly, but follows ${before.kind} '${before.name}'`
       : 'no step before it can fail';
-    throw new TopologyError(name, `park '${name}': ${why}; put .park() right after .agentStep()`);
-  }
+    throw new TopologyError(node.name, `park '${node.name}': ${why}; put .park() right after .agentStep()`);
+  });
 };
 
+/** Every agent step has its park right after it, and its decision reaches the effect. */
 const agentStepIsParkedAndApplied: Pass = (nodes) => {
-  const step = nodes.findIndex((n) => n.kind === 'agentStep');
-  if (step < 0) return;
-  const name = nodes[step]!.name;
-  if (nodes[step + 1]?.kind !== 'park') {
-    throw new TopologyError(
-      name,
-      `agentStep '${name}' has no park() right after it: a decision that keeps failing would have nowhere to go; add .park({ attempts: 3 })`,
-    );
-  }
-  if (!nodes.slice(step).some((n) => n.kind === 'applyOnce')) {
-    throw new TopologyError(
-      name,
-      `agentStep '${name}': its decision is never applied; add .applyOnce(effect) after its park(), so each decision takes effect once`,
-    );
-  }
+  nodes.forEach((node, step) => {
+    if (node.kind !== 'agentStep') return;
+    const name = node.name;
+    if (nodes[step + 1]?.kind !== 'park') {
+      throw new TopologyError(
+        name,
+        `agentStep '${name}' has no park() right after it: a decision that keeps failing would have nowhere to go; add .park({ attempts: 3 })`,
+      );
+    }
+    if (!nodes.slice(step).some((n) => n.kind === 'applyOnce')) {
+      throw new TopologyError(
+        name,
+        `agentStep '${name}': its decision is never applied; add .applyOnce(effect) after its park(), so each decision takes effect once`,
+      );
+    }
+  });
 };
 
 // Duplicates and topics first: their errors say what to remove or change, where a clash of the
 // names they default to would only say "rename".
 const passes: readonly Pass[] = [
   oneOfEachStatefulKind,
+  oneParkPerStep,
   distinctTopics,
   uniqueNames,
   agentStepNeedsKeyedSerial,

@@ -1,128 +1,69 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { isRateLimited } from '../graph/rateLimited.js';
 import type { AgentStepNode, ParkNode } from '../graph/nodes.js';
-import { abortable, sleep } from '../ports/clock.js';
-import { stateKeys } from '../state/stateKeys.js';
+import { abortable } from '../ports/clock.js';
+import { isThenable, withAttempts, type Attempter, type Try, type Tried } from './attemptLoop.js';
+import type { AttemptError } from './attemptsRecords.js';
 import { timedCall, type TimedCall } from './callTimeout.js';
 import type { EngineContext } from './engineContext.js';
-import type { Admission } from './rateGate.js';
+import type { Admission, RateGate } from './rateGate.js';
+import type { EventInFlight } from './processors/processor.js';
 import { messageOf, metaOf, type EngineEvent } from './events.js';
 import { Outcome, type ModelCallResult } from './outcomes.js';
 
-/** One failed attempt, as it is stored and parked. */
-export interface AttemptError {
-  readonly attempt: number;
-  readonly atMs: number;
-  readonly error: string;
-}
-
-/** Attempts of one event so far, kept in the store so that a crash does not reset them. */
-export interface AttemptsRecord {
-  readonly count: number;
-  readonly errors: readonly AttemptError[];
-}
-
-const NO_ATTEMPTS: AttemptsRecord = { count: 0, errors: [] };
-const NO_ERRORS: readonly string[] = [];
-
-export type StepResult =
-  /** `attemptsStored`: an earlier attempt failed, so its record is in the store, to delete with the decision. */
-  | { readonly ok: true; readonly decision: unknown; readonly attemptsStored: boolean }
-  | { readonly ok: false; readonly attempts: AttemptsRecord };
-
 /**
  * Asks the agent step for a valid decision: through the rate gate, retrying failed attempts after
- * the park's delay, never counting a 429 as an attempt. It only ever returns a decision or the
- * failed attempts: committing, skipping, applying and parking are the engine's.
+ * the park's delay (see {@link withAttempts}), never counting a 429 as an attempt. It only ever
+ * returns a decision or the failed attempts: committing, skipping, applying and parking are the
+ * engine's.
  *
  * A first attempt through an open gate to a decide that answers at once (a rule, a cache, a
  * stand-in) returns its result without a promise; anything else continues asynchronously.
  */
-export function runAgentStep(
-  ctx: EngineContext,
-  step: AgentStepNode,
-  park: ParkNode,
-  event: EngineEvent,
-  value: unknown,
-  signal: AbortSignal,
-): StepResult | Promise<StepResult> {
-  const attempts = ctx.attempts.attemptsOf<AttemptsRecord>(step.name, event, event.offset) ?? NO_ATTEMPTS;
-  if (attempts.count >= park.attempts) return { ok: false, attempts };
-  if (signal.aborted) throw signal.reason;
-  const admission = ctx.gate!.tryAdmit();
-  if (!admission) return attemptsFrom(ctx, step, park, event, value, signal, attempts);
-  const first = callOnce(ctx, step, event, value, attempts.count + 1, attempts.errors, admission, signal);
-  if (!isThenable(first) && first.kind === 'decided') return { ok: true, decision: first.decision, attemptsStored: attempts.count > 0 };
-  return attemptsFrom(ctx, step, park, event, value, signal, attempts, first);
+export function runAgentStep(stepper: Stepper, unit: EventInFlight): Tried<unknown> | Promise<Tried<unknown>> {
+  return withAttempts(stepper.ctx, stepper, unit);
 }
 
-/** The attempts from `attempts` on, `first` being the outcome of one already called. */
-async function attemptsFrom(
-  ctx: EngineContext,
-  step: AgentStepNode,
-  park: ParkNode,
-  event: EngineEvent,
-  value: unknown,
-  signal: AbortSignal,
-  attempts: AttemptsRecord,
-  first?: CallOutcome | Promise<CallOutcome>,
-): Promise<StepResult> {
-  let refused = false;
-  let called = first;
-  while (attempts.count < park.attempts) {
-    const attempt = attempts.count + 1;
-    let outcome: CallOutcome;
-    if (called !== undefined) {
-      outcome = await called;
-      called = undefined;
-    } else {
-      if (signal.aborted) throw signal.reason;
-      const gate = ctx.gate!;
-      const admission = gate.tryAdmit() ?? (await gate.admit({ front: refused, signal }));
-      outcome = await callOnce(ctx, step, event, value, attempt, attempts.errors, admission, signal);
-    }
-    refused = outcome.kind === 'refused';
-    if (outcome.kind === 'decided') return { ok: true, decision: outcome.decision, attemptsStored: attempts.count > 0 };
-    if (outcome.kind === 'refused') continue;
-    attempts = { count: attempt, errors: [...attempts.errors, { attempt, atMs: ctx.clock.now(), error: outcome.error }] };
-    if (attempts.count >= park.attempts) break;
-    await ctx.writer.write([{ type: 'put', key: attemptsKeyOf(step, event), value: attempts }]);
-    ctx.report(Outcome.RETRY, event, { attempt, error: outcome.error });
-    await sleep(ctx.clock, retryDelayMs(ctx, park), signal);
+/** One agent step of one engine, with its park and its rate gate: what every call of it shares. */
+export class Stepper implements Attempter<unknown> {
+  readonly owner: AgentStepNode;
+
+  constructor(
+    readonly ctx: EngineContext,
+    readonly step: AgentStepNode,
+    readonly park: ParkNode,
+    readonly gate: RateGate,
+  ) {
+    this.owner = step;
   }
-  return { ok: false, attempts };
+
+  attempt(unit: EventInFlight, attempt: number, previous: readonly AttemptError[], refused: boolean): CallOutcome | Promise<CallOutcome> {
+    const admission = this.gate.tryAdmit();
+    if (admission) return callOnce(this, unit, attempt, previous, admission);
+    return this.gate.admit({ front: refused, signal: unit.signal }).then((admitted: Admission) => callOnce(this, unit, attempt, previous, admitted));
+  }
 }
 
-/** The store key of an event's attempts at a step, to delete once it is decided or parked. */
-export function attemptsKeyOf(step: AgentStepNode, event: { topic: string; partition: number; offset: number }): string {
-  return stateKeys.attempts(step.name, event, event.offset);
-}
+type CallOutcome = Try<unknown>;
 
-type CallOutcome = { kind: 'decided'; decision: unknown } | { kind: 'refused' } | { kind: 'failed'; error: string };
+const NO_ERRORS: readonly string[] = [];
 
-function callOnce(
-  ctx: EngineContext,
-  step: AgentStepNode,
-  event: EngineEvent,
-  value: unknown,
-  attempt: number,
-  previous: readonly AttemptError[],
-  admission: Admission,
-  signal: AbortSignal,
-): CallOutcome | Promise<CallOutcome> {
+function callOnce({ ctx, step, gate }: Stepper, unit: EventInFlight, attempt: number, previous: readonly AttemptError[], admission: Admission): CallOutcome | Promise<CallOutcome> {
+  const { event, signal } = unit;
   const atMs = ctx.clock.now();
   ctx.metrics.modelCall();
   ctx.observer.modelCall?.({ step: step.name, effectId: event.effectId, atMs, attempt });
   const timed = timedCall(ctx.clock, signal, step.timeoutMs, `agentStep '${step.name}'`);
-  const call: Call = { ctx, step, event, attempt, admission, signal, timed, startedAtMs: atMs };
+  const call: Call = { ctx, step, gate, event, attempt, admission, signal, timed, startedAtMs: atMs };
   let answer: unknown;
   try {
-    answer = step.decide(value, {
+    answer = step.decide(unit.value, {
       key: event.key,
       effectId: event.effectId,
       attempt,
       record: metaOf(event),
       previousErrors: previous.length === 0 ? NO_ERRORS : previous.map((e) => e.error),
+      decisions: unit.decisions,
       clock: ctx.clock,
       signal: timed.signal,
       ...(ctx.instance !== undefined ? { instance: ctx.instance } : {}),
@@ -134,7 +75,7 @@ function callOnce(
   // Answered at once (a rule, a cache): no promise to wait for, and the timeout's timer (if any) ends now.
   if (!isThenable(answer)) {
     timed.end();
-    ctx.gate!.answered(admission);
+    gate.answered(admission);
     if (signal.aborted) {
       callEnded(call, 'aborted');
       throw signal.reason;
@@ -149,6 +90,7 @@ function callOnce(
 interface Call {
   readonly ctx: EngineContext;
   readonly step: AgentStepNode;
+  readonly gate: RateGate;
   readonly event: EngineEvent;
   readonly attempt: number;
   readonly admission: Admission;
@@ -180,21 +122,21 @@ async function answerOf(call: Call, answer: PromiseLike<unknown>): Promise<CallO
   } finally {
     call.timed.end();
   }
-  call.ctx.gate!.answered(call.admission);
+  call.gate.answered(call.admission);
   callEnded(call, 'answered');
   return validateDecision(call.step, raw);
 }
 
 /** A decide that threw, rejected or timed out: given up, refused (a 429: no attempt counted) or failed. */
 function callFailed(call: Call, error: unknown): CallOutcome {
-  const { ctx, step, event, attempt, admission, signal, timed } = call;
+  const { ctx, step, gate, event, attempt, admission, signal, timed } = call;
   if (isRateLimited(error) && !signal.aborted) {
     callEnded(call, 'rate_limited');
-    ctx.gate!.rateLimited(error.retryAfterMs, admission);
+    gate.rateLimited(error.retryAfterMs, admission);
     ctx.report(Outcome.RATE_LIMITED, event, { attempt });
     return { kind: 'refused' };
   }
-  ctx.gate!.answered(admission);
+  gate.answered(admission);
   // Given up, not failed: no attempt is counted, the event stays unfinished.
   if (signal.aborted) {
     callEnded(call, 'aborted');
@@ -206,11 +148,11 @@ function callFailed(call: Call, error: unknown): CallOutcome {
   return { kind: 'failed', error: `agentStep '${step.name}' threw: ${messageOf(error)}` };
 }
 
-type Validated = CallOutcome & { kind: 'decided' | 'failed' };
+type Validated = CallOutcome & { kind: 'done' | 'failed' };
 
 /** Validates a decision against the step's schema; a decision given by a person goes through it too. A schema that validates synchronously gives its verdict without a promise. */
 export function validateDecision(step: AgentStepNode, raw: unknown): Validated | Promise<Validated> {
-  if (!step.schema) return { kind: 'decided', decision: raw };
+  if (!step.schema) return { kind: 'done', value: raw };
   let result: StandardSchemaV1.Result<unknown> | Promise<StandardSchemaV1.Result<unknown>>;
   try {
     result = step.schema['~standard'].validate(raw);
@@ -222,7 +164,7 @@ export function validateDecision(step: AgentStepNode, raw: unknown): Validated |
 }
 
 function verdict(step: AgentStepNode, result: StandardSchemaV1.Result<unknown>): Validated {
-  if (!result.issues) return { kind: 'decided', decision: result.value };
+  if (!result.issues) return { kind: 'done', value: result.value };
   const issues = result.issues.map((i) => `${pathOf(i)}${i.message}`).join('; ');
   return { kind: 'failed', error: `agentStep '${step.name}': decision failed its schema: ${issues}` };
 }
@@ -234,13 +176,4 @@ function schemaThrew(step: AgentStepNode, error: unknown): Validated {
 function pathOf(issue: StandardSchemaV1.Issue): string {
   if (!issue.path?.length) return '';
   return `${issue.path.map((p) => String(typeof p === 'object' ? p.key : p)).join('.')}: `;
-}
-
-/** The park's retry delay with its jitter, from the seeded random. */
-export function retryDelayMs(ctx: EngineContext, park: ParkNode): number {
-  return park.retryDelayMs * (1 + park.retryJitter * (2 * ctx.random.next() - 1));
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }

@@ -18,7 +18,7 @@ export class AttemptsIndexedStore implements Store {
   private readonly known = new Map<string, Set<number>>();
   /** The loaded partitions' prefixes: of these, an offset not known has no record. */
   private readonly loaded = new Set<string>();
-  /** Prefixes by step, topic and partition, built once: an event's lookup builds no string. */
+  /** Prefixes by store, topic and partition, built once: an event's lookup builds no string. */
   private readonly prefixes = new Map<string, Map<string, string[]>>();
   private readonly kind: string;
 
@@ -43,9 +43,9 @@ export class AttemptsIndexedStore implements Store {
     return this.inner.location;
   }
 
-  /** Reads the partition's attempts records, then answers for them from memory. */
-  async load(step: string, tp: TopicPartition): Promise<void> {
-    const prefix = this.prefixOf(step, tp);
+  /** Reads the partition's attempts records in `store`, then answers for them from memory. */
+  async load(store: string, tp: TopicPartition): Promise<void> {
+    const prefix = this.prefixOf(store, tp);
     this.loaded.delete(prefix);
     const offsets = new Set<number>();
     this.known.set(prefix, offsets);
@@ -53,11 +53,11 @@ export class AttemptsIndexedStore implements Store {
     this.loaded.add(prefix);
   }
 
-  /** The attempts record of an event at a step, as `get` of its key answers, without building the key when its partition is loaded. */
-  attemptsOf<T>(step: string, tp: TopicPartition, offset: number): T | undefined {
-    const prefix = this.prefixOf(step, tp);
+  /** The attempts record of an event in `store`, as `get` of its key answers, without building the key when its partition is loaded. */
+  attemptsOf<T>(store: string, tp: TopicPartition, offset: number): T | undefined {
+    const prefix = this.prefixOf(store, tp);
     if (this.loaded.has(prefix) && !this.known.get(prefix)!.has(offset)) return undefined;
-    return this.inner.get<T>(stateKeys.attempts(step, tp, offset));
+    return this.inner.get<T>(stateKeys.attemptsIn(store, tp, offset));
   }
 
   get<T>(key: string): T | undefined {
@@ -88,14 +88,14 @@ export class AttemptsIndexedStore implements Store {
     }
   }
 
-  private prefixOf(step: string, tp: TopicPartition): string {
-    let byTopic = this.prefixes.get(step);
-    if (!byTopic) this.prefixes.set(step, (byTopic = new Map()));
+  private prefixOf(store: string, tp: TopicPartition): string {
+    let byTopic = this.prefixes.get(store);
+    if (!byTopic) this.prefixes.set(store, (byTopic = new Map()));
     let byPartition = byTopic.get(tp.topic);
     if (!byPartition) byTopic.set(tp.topic, (byPartition = []));
     let prefix = byPartition[tp.partition];
     if (prefix === undefined) {
-      const sample = stateKeys.attempts(step, tp, 0);
+      const sample = stateKeys.attemptsIn(store, tp, 0);
       prefix = byPartition[tp.partition] = sample.slice(0, sample.lastIndexOf('/') + 1);
     }
     return prefix;

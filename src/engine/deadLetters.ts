@@ -1,5 +1,5 @@
 import type { OutRecord } from '../ports/log.js';
-import type { AttemptError } from './agentStepRunner.js';
+import type { AttemptError } from './attemptsRecords.js';
 import type { EngineEvent } from './events.js';
 
 /** The header that carries a dead-lettered event's error (the last one, if it had several attempts). */

@@ -4,6 +4,7 @@ import { isCommitRefused, partitionId, type CommitOffset, type Log, type LogReco
 import type { Random } from '../ports/random.js';
 import type { Store } from '../ports/store.js';
 import { AttemptsIndexedStore } from './attemptsIndex.js';
+import { AttemptsRecords } from './attemptsRecords.js';
 import type { EngineContext } from './engineContext.js';
 import type { BudgetStatus, EngineStatus } from './engineStatus.js';
 import { MetricsRecorder, type EngineMetrics } from './metrics.js';
@@ -12,7 +13,7 @@ import { checkResolution } from './checkResolution.js';
 import type { ParkedEvent, ParkedKeyState, Resolution } from './parkedKeys.js';
 import { PartitionTasks } from './partitionTasks.js';
 import { PartitionTask } from './partitionTask.js';
-import { EventPipeline } from './pipeline.js';
+import { eventEndFor } from './eventEnd.js';
 import { RateGate } from './rateGate.js';
 import { StateWriter } from './stateWriter.js';
 
@@ -60,7 +61,6 @@ export interface ParkedKeyInfo extends ParkedKeyState {
  */
 export class Engine {
   private readonly ctx: EngineContext;
-  private readonly pipeline: EventPipeline;
   private readonly tasks = new PartitionTasks();
   private readonly commitPolicy: CommitPolicy;
   private commitTimer: Timer | undefined;
@@ -73,21 +73,21 @@ export class Engine {
     const { topology, clock, observer = {} } = options;
     this.commitPolicy = checkCommitPolicy(options.commit ?? { everyMs: 5_000 });
     const metrics = new MetricsRecorder();
-    const step = topology.agentStep;
     const store = new AttemptsIndexedStore(options.store);
+    const writer = new StateWriter(store);
     this.ctx = {
       topology,
       clock,
       random: options.random,
       store,
-      attempts: store,
+      attempts: new AttemptsRecords(store),
       log: options.log,
-      writer: new StateWriter(store),
-      gate: step && new RateGate(clock, step.limit),
+      writer,
+      gates: new Map(topology.agentSteps.map((step) => [step.name, new RateGate(clock, step.limit)])),
+      end: eventEndFor(options.log, writer),
       observer,
       metrics,
       ...(options.instance !== undefined ? { instance: options.instance } : {}),
-      atomically: options.log.atomic ? (work) => options.log.atomic!(work) : (work) => work(),
       report: (outcome, event, details) => {
         metrics.outcome(outcome);
         if (!observer.outcome) return;
@@ -97,7 +97,6 @@ export class Engine {
         observer.outcome(details ? { outcome, atMs, topic, partition, offset, key, effectId, ...details } : { outcome, atMs, topic, partition, offset, key, effectId });
       },
     };
-    this.pipeline = new EventPipeline(this.ctx);
   }
 
   /** Subscribes to the topology's source topic; partitions arrive through the log's assignments. */
@@ -137,15 +136,14 @@ export class Engine {
     return this.ctx.metrics.snapshot();
   }
 
-  /** What the engine holds now: events in flight, the step's budget, and per partition its offsets and parked keys. */
+  /** What the engine holds now: events in flight, each step's budget, and per partition its offsets and parked keys. */
   status(): EngineStatus {
-    const step = this.ctx.topology.agentStep;
-    const learned = this.ctx.gate?.learnedBudget;
-    const budget: BudgetStatus | undefined = step?.limit
-      ? { step: step.name, source: 'declared', calls: step.limit.calls, windowMs: step.limit.windowMs }
-      : step && learned !== undefined
-        ? { step: step.name, source: 'learned', calls: learned, windowMs: this.ctx.gate?.learnedLimit?.windowMs }
-        : undefined;
+    const budgets = this.ctx.topology.agentSteps.flatMap((step): BudgetStatus[] => {
+      if (step.limit) return [{ step: step.name, source: 'declared', calls: step.limit.calls, windowMs: step.limit.windowMs }];
+      const gate = this.ctx.gates.get(step.name);
+      const learned = gate?.learnedBudget;
+      return learned === undefined ? [] : [{ step: step.name, source: 'learned', calls: learned, windowMs: gate?.learnedLimit?.windowMs }];
+    });
     const partitions = [...this.tasks.values()].map((task) => {
       const parked = task.parkedKeys();
       let heldEvents = 0;
@@ -159,7 +157,7 @@ export class Engine {
         heldEvents,
       };
     });
-    return { inFlight: this.inFlight, budgets: budget ? [budget] : [], partitions };
+    return { inFlight: this.inFlight, budgets, partitions };
   }
 
   /** Units running across all partitions: events not yet landed (those landed and becoming durable are not counted). */
@@ -198,7 +196,7 @@ export class Engine {
     for (const tp of tps) {
       // The partition's state first (a changelog store restores it here), then its task reads it.
       await this.options.store.openPartition?.(tp);
-      const task = new PartitionTask(tp, this.ctx, this.pipeline, {
+      const task = new PartitionTask(tp, this.ctx, {
         maxBuffered: max,
         onFinished: () => this.finished(),
         onFatal: (error) => this.fail(error),

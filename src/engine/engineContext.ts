@@ -3,10 +3,11 @@ import type { Clock } from '../ports/clock.js';
 import type { Log } from '../ports/log.js';
 import type { Random } from '../ports/random.js';
 import type { Store } from '../ports/store.js';
-import type { AttemptsIndexedStore } from './attemptsIndex.js';
+import type { AttemptsRecords } from './attemptsRecords.js';
 import type { MetricsRecorder } from './metrics.js';
 import type { EngineObserver, Outcome, OutcomeDetails } from './outcomes.js';
 import type { EngineEvent } from './events.js';
+import type { EventEnd } from './eventEnd.js';
 import type { RateGate } from './rateGate.js';
 import type { StateWriter } from './stateWriter.js';
 
@@ -16,21 +17,18 @@ export interface EngineContext {
   readonly clock: Clock;
   readonly random: Random;
   readonly store: Store;
-  /** The same store; it loads a partition's attempts records when the partition is assigned. */
-  readonly attempts: AttemptsIndexedStore;
+  /** Every read, write and delete of an attempts record. */
+  readonly attempts: AttemptsRecords;
   readonly log: Log;
   readonly writer: StateWriter;
-  /** The agent step's rate gate, shared by all partitions. */
-  readonly gate: RateGate | undefined;
+  /** Each agent step's rate gate, by step name, shared by all partitions. */
+  readonly gates: ReadonlyMap<string, RateGate>;
+  /** How an event's end is written: plain, staged or transactional, chosen when the engine is built. */
+  readonly end: EventEnd;
   readonly observer: EngineObserver;
   readonly metrics: MetricsRecorder;
   /** The engine instance's name, told to its agent steps (EngineOptions.instance). */
   readonly instance?: string;
-  /**
-   * Runs the end of an event (its state write and the records it sends) as one unit: on an
-   * exactly-once log, one transaction holds all of it.
-   */
-  atomically<T>(work: () => Promise<T>): Promise<T>;
   /** Counts an outcome and tells the observer, stamped with the clock's time. */
   report(outcome: Outcome, event: Omit<EngineEvent, 'value'>, details?: OutcomeDetails): void;
 }

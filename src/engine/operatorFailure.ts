@@ -1,5 +1,5 @@
 import type { ProcessorNode } from '../graph/nodes.js';
-import type { AttemptError, AttemptsRecord } from './agentStepRunner.js';
+import type { AttemptError, AttemptsRecord } from './attemptsRecords.js';
 import { CallTimeoutError } from './callTimeout.js';
 import type { EngineContext } from './engineContext.js';
 import { messageOf, type EngineEvent } from './events.js';

@@ -1,7 +1,7 @@
 import type { TopicPartition } from '../ports/log.js';
 import type { Store, StoreOp } from '../ports/store.js';
 import { stateKeys } from '../state/stateKeys.js';
-import type { AttemptError } from './agentStepRunner.js';
+import type { AttemptError } from './attemptsRecords.js';
 import type { StoredEvent } from './events.js';
 
 /** How a person resolves a parked key. Only its parked (head) event is affected; the rest replay. */
@@ -21,6 +21,11 @@ export interface ParkedEvent {
   readonly attempts: number;
   readonly errors: readonly AttemptError[];
   readonly parkedAtMs: number;
+  /**
+   * The decisions of the agent steps before `step`, by step name: a replay uses them instead of
+   * calling those steps again. Absent when there were none (and in records of older versions).
+   */
+  readonly decisions?: Readonly<Record<string, unknown>>;
 }
 
 /** A parked key: its held events are `headSeq` up to (not including) `nextSeq`. */

@@ -1,14 +1,15 @@
 import { setMaxListeners } from 'node:events';
 import type { LogRecord, TopicPartition } from '../ports/log.js';
 import { isPartitionReset, partitionId } from '../ports/log.js';
+import { attemptsOwners } from './attemptsRecords.js';
 import { CommitTracker } from './commitTracker.js';
 import { EffectHorizon } from './effectHorizon.js';
 import type { EngineContext } from './engineContext.js';
 import { laneOf } from './events.js';
-import { LaneWork, type Landed } from './laneWork.js';
+import type { Landed } from './eventEnd.js';
+import { EventUnits } from './eventUnits.js';
 import { MinHeap } from './minHeap.js';
 import { ParkedKeys, type ParkedEvent, type ParkedKeyState, type Resolution } from './parkedKeys.js';
-import type { EventPipeline } from './pipeline.js';
 
 /** A partition's lifecycle; any other transition is a bug and throws. */
 export type TaskState = 'restoring' | 'running' | 'closing' | 'closed';
@@ -59,7 +60,7 @@ export class PartitionTask {
   private readonly ready = new MinHeap<Lane>();
   private readonly parked: ParkedKeys | undefined;
   private readonly horizon: EffectHorizon | undefined;
-  private readonly work: LaneWork;
+  private readonly units: EventUnits;
   private inFlight = 0;
   /** Events whose lane went on once their end landed, and which wait for it to be durable to finish. */
   private becomingDurable = 0;
@@ -72,7 +73,6 @@ export class PartitionTask {
   constructor(
     readonly tp: TopicPartition,
     private readonly ctx: EngineContext,
-    pipeline: EventPipeline,
     private readonly options: PartitionTaskOptions,
   ) {
     this.tracker = new CommitTracker(partitionId(tp));
@@ -84,13 +84,12 @@ export class PartitionTask {
     // Declared effect ids may repeat at any offset: only offset-derived ones have a horizon.
     const apply = ctx.topology.applyOnce;
     this.horizon = apply && !ctx.topology.source.effectId ? new EffectHorizon(ctx.store, ctx.writer, apply.name, tp, options.onFatal) : undefined;
-    this.work = new LaneWork(ctx, pipeline, tp, this.parked, this.horizon);
+    this.units = new EventUnits(ctx, tp, this.parked, this.horizon);
   }
 
   /** Loads the partition's attempts records and parked keys, and resumes the replays a crash interrupted. */
   async restore(): Promise<void> {
-    const step = this.ctx.topology.agentStep;
-    if (step) await this.ctx.attempts.load(step.name, this.tp);
+    for (const owner of attemptsOwners(this.ctx.topology)) await this.ctx.attempts.load(owner, this.tp);
     await this.horizon?.load();
     if (this.parked) {
       const entries = await this.ctx.store.entries<ParkedKeyState>(this.parked.prefix);
@@ -122,7 +121,7 @@ export class PartitionTask {
 
   /** Resolves a parked key; its events then replay in order, ahead of its new ones. */
   async resolve(lane: string, resolution: Resolution): Promise<void> {
-    await this.work.resolve(lane, resolution);
+    await this.units.resolve(lane, resolution);
     this.startReplay(lane);
     this.pump();
   }
@@ -210,10 +209,11 @@ export class PartitionTask {
       try {
         if (record) {
           lane.queue[lane.head++] = undefined;
-          const landed = await this.work.processRecord(record, signal);
+          const landed = await this.units.runEvent(record, signal);
+          // The commit tracker: the event finishes now, or once its landed end is durable.
           if (landed) this.finishWhenDurable(record.offset, landed);
           else this.finish(record.offset);
-        } else if ((await this.work.replayStep(lane.id, signal)) !== 'more') {
+        } else if ((await this.units.replayStep(lane.id, signal)) !== 'more') {
           lane.replaying = false;
         }
       } catch (error) {

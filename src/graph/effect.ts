@@ -23,6 +23,8 @@ export interface EffectContext {
   readonly effectId: string;
   readonly record: RecordMeta;
   readonly state: StateTable;
+  /** The decisions of the topology's agent steps, by step name (`ctx.decisions.decide`). */
+  readonly decisions: Readonly<Record<string, unknown>>;
   /**
    * Aborted when the engine gives the event up (revoked, lost, stopping) or the call passes the
    * effect's `timeoutMs`. Pass it to outside calls; a result that comes after it is dropped.

@@ -15,6 +15,8 @@ export interface DecideContext {
   readonly record: RecordMeta;
   /** Errors of the earlier failed attempts, oldest first. */
   readonly previousErrors: readonly string[];
+  /** The decisions of the agent steps before this one, by step name (`ctx.decisions.classify`). */
+  readonly decisions: Readonly<Record<string, unknown>>;
   /** The engine's clock: use it for any waiting, so the test driver can run you on virtual time. */
   readonly clock: Clock;
   /**

@@ -10,7 +10,11 @@ import { topologyToMermaid } from './mermaid.js';
 export class Topology {
   /** Events in flight per partition. 1 when the chain has no keyedSerial. */
   readonly maxInFlight: number;
+  /** The first agent step. */
   readonly agentStep: AgentStepNode | undefined;
+  /** Every agent step, in chain order. */
+  readonly agentSteps: readonly AgentStepNode[];
+  /** The first park: its store holds the topology's parked keys, whichever step parked them. */
   readonly park: ParkNode | undefined;
   readonly applyOnce: ApplyOnceNode | undefined;
   /** Every topic the topology writes: sinks, then the parking and dead-letter topics. */
@@ -23,11 +27,20 @@ export class Topology {
   ) {
     // Derived once: the engine reads these for every event.
     this.maxInFlight = this.find('keyedSerial')?.maxInFlight ?? 1;
-    this.agentStep = this.find('agentStep');
+    this.agentSteps = processors.filter((n): n is AgentStepNode => n.kind === 'agentStep');
+    this.agentStep = this.agentSteps[0];
     this.park = this.find('park');
     this.applyOnce = this.find('applyOnce');
     const sinks = processors.flatMap((n) => (n.kind === 'sink' ? [n.topic] : []));
-    this.outputTopics = [...new Set([...sinks, ...(this.park ? [this.park.topic] : []), source.deadLetterTopic])];
+    const parks = processors.flatMap((n) => (n.kind === 'park' ? [n.topic] : []));
+    this.outputTopics = [...new Set([...sinks, ...parks, source.deadLetterTopic])];
+  }
+
+  /** The park right after an agent step: its attempts, delay, disposition and parking topic. */
+  parkAfter(step: string): ParkNode | undefined {
+    const at = this.processors.findIndex((n) => n.kind === 'agentStep' && n.name === step);
+    const next = at < 0 ? undefined : this.processors[at + 1];
+    return next?.kind === 'park' ? next : undefined;
   }
 
   /** Every node, the source first, in chain order. */

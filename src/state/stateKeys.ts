@@ -14,7 +14,8 @@ import type { TopicPartition } from '../ports/log.js';
 export type KeyKind = 'effect' | 'horizon' | 'table' | 'attempts' | 'parked' | 'held' | 'heldid';
 
 const kindsOfStore: Record<StoreKind, readonly KeyKind[]> = {
-  effects: ['effect', 'horizon', 'table'],
+  // An effect's failed attempts live in its own store, beside its records (no topic of their own).
+  effects: ['effect', 'horizon', 'table', 'attempts'],
   attempts: ['attempts'],
   park: ['parked', 'held', 'heldid'],
 };
@@ -91,6 +92,8 @@ export const stateKeys = {
   tablePrefix: (store: string) => `table/${enc(store)}/`,
   /** Failed attempts of one event at a step (in the step's `<step>-attempts` store). */
   attempts: (step: string, tp: TopicPartition, offset: number) => `${scope('attempts', attemptsStoreOf(step), tp)}${pad(offset)}`,
+  /** Failed attempts of one event in a store: a step's `<step>-attempts`, or an effect's own store. */
+  attemptsIn: (store: string, tp: TopicPartition, offset: number) => `${scope('attempts', store, tp)}${pad(offset)}`,
   /** A parked key of a partition. */
   parkedKey: (park: string, tp: TopicPartition, lane: string) => `${scope('parked', park, tp)}${enc(lane)}`,
   parkedKeyPrefix: (park: string, tp: TopicPartition) => scope('parked', park, tp),

@@ -106,6 +106,33 @@ describe('a user function that throws', () => {
     expect(driver.parked()).toHaveLength(1);
   });
 
+  it('the effect: its failed attempts are kept in the store, so a crash between two of them resets no count', async () => {
+    let calls = 0;
+    const topology = stream<Ev>('events')
+      .keyedSerial()
+      .agentStep('decide', decide, { schema: Decision })
+      .park({ attempts: 3, retryDelayMs: 100, retryJitter: 0 })
+      .applyOnce(
+        effect('fx', () => {
+          calls += 1;
+          throw new Error('ledger unavailable');
+        }),
+      )
+      .build();
+    driver = new TopologyTestDriver(topology);
+    driver.createInputTopic<Ev>('events').pipeInput('a', { id: 'a1' }, { partition: 0 });
+    // Two failed attempts, then a crash while the third waits its delay.
+    await driver.advanceWallClockTime(150);
+    expect(calls).toBe(2);
+    driver.crash();
+    driver.restart();
+    await driver.runUntilIdle();
+
+    expect(calls, 'the third attempt is the last one, after the restart too').toBe(3);
+    expect(readParked(driver)[0]!.body.errors.map((e) => e.attempt)).toEqual([1, 2, 3]);
+    expect(driver.effects()).toEqual([]);
+  });
+
   it('without a park(), the engine stops naming the operator, the event and the fix, and commits nothing past it', async () => {
     const topology = stream<Ev>('events')
       .filter((e) => {

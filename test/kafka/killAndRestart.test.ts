@@ -23,31 +23,11 @@ afterEach(async () => {
 
 const KILLS = 10;
 const EOS_KILLS = 6;
+const TWO_STEP_KILLS = 4;
 
 describe('orderly run: kill -9 at random moments and restart, on Kafka', () => {
   it(`applies every decision exactly once across ${KILLS} kill -9s, and keeps per-account order`, async () => {
-    const random = testRandom('kill -9 test');
-    const { prefix, group, stateDir, inputs } = await prefilledScenario(bootstrap, 'crash', { count: 400, accounts: 20, partitions: 4 });
-    // A slower model and few calls at once, so that kills land while calls are in flight. Most runs
-    // use static membership: a restarted worker takes its place at once instead of waiting for the
-    // killed one's session (6 s) to time out, which keeps ten restarts short; some runs join as a
-    // new member, so that a restart after a crash goes through a rebalance too.
-    const env = { ORDERLY_MODEL_LATENCY_MS: '200', ORDERLY_MAX_IN_FLIGHT: '2' };
-    const staticMember: WorkerOptions = { bootstrap, group, stateDir, topicPrefix: prefix, env, args: ['--instance-id', `${prefix}worker`] };
-    const newMember: WorkerOptions = { ...staticMember, args: [] };
-
-    const runs = await killRepeatedly(random, KILLS, staticMember, newMember);
-    expect(appliedCount(runs), 'the kills landed before the end of the input').toBeLessThan(inputs.length);
-    const last = new Worker(staticMember);
-    runs.push(last);
-    workers.push(last);
-
-    const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length, {
-      timeoutMs: 120_000,
-      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${last.tail()}`,
-    });
-    expect(await last.stop()).toBe(0);
-    const summary = await expectEachInputAppliedOnceInOrder(inputs, output, runs, [stateDir]);
+    const { runs, inputs, summary } = await killAndFinish('kill -9 test', 'crash', KILLS, { count: 400, accounts: 20, partitions: 4 });
     console.log(`kill -9 test: ${runs.map((w) => w.outcomes('APPLIED').length).join('+')} applied, ${summary.duplicates} redelivered duplicates, ${summary.repeatedOutputs} repeated outputs`);
     // Every input was applied (APPLIED) or found applied after a restart (DUPLICATE) by some run;
     // a kill after the effect was recorded and before its outcome line leaves only the DUPLICATE.
@@ -55,6 +35,14 @@ describe('orderly run: kill -9 at random moments and restart, on Kafka', () => {
     expect(finished.size).toBe(inputs.length);
     // The kills did land between an effect and its commit: restarts met redelivered, already applied events.
     expect(summary.duplicates, 'redelivered events found already applied').toBeGreaterThan(0);
+  });
+
+  it(`a two-step topology (classify, then decide) applies every decision once across ${TWO_STEP_KILLS} kill -9s, in per-account order`, async () => {
+    const scenario = { count: 200, accounts: 10, partitions: 2 };
+    const { runs, summary } = await killAndFinish('kill -9 two-step test', 'crash-two-steps', TWO_STEP_KILLS, scenario, 'test/kafka/disputesTwoSteps.ts');
+    console.log(`kill -9 two-step test: ${runs.map((w) => w.outcomes('APPLIED').length).join('+')} applied, ${summary.duplicates} redelivered duplicates`);
+    // decide checks that classify came first: a decide without it would have failed and parked the event.
+    expect(runs.flatMap((w) => w.outcomes('PARKED'))).toEqual([]);
   });
 
   it(`with --exactly-once and poison events, a read_committed reader sees each decision and each parking once across ${EOS_KILLS} kill -9s`, async () => {
@@ -102,6 +90,35 @@ describe('orderly run: kill -9 at random moments and restart, on Kafka', () => {
   });
 });
 
+
+/**
+ * A prefilled scenario run through `kills` kill -9s and a last worker that decides every input;
+ * checks that each input was applied once, in per-account order. A slower model and few calls at
+ * once, so that kills land while calls are in flight. Most runs use static membership: a restarted
+ * worker takes its place at once instead of waiting for the killed one's session (6 s) to time
+ * out, which keeps the restarts short; some runs join as a new member, so that a restart after a
+ * crash goes through a rebalance too.
+ */
+async function killAndFinish(seedName: string, name: string, kills: number, scenario: { count: number; accounts: number; partitions: number }, sourceModule?: string) {
+  const random = testRandom(seedName);
+  const { prefix, group, stateDir, inputs } = await prefilledScenario(bootstrap, name, scenario);
+  const env = { ORDERLY_MODEL_LATENCY_MS: '200', ORDERLY_MAX_IN_FLIGHT: '2' };
+  const staticMember: WorkerOptions = { bootstrap, group, stateDir, topicPrefix: prefix, env, ...(sourceModule ? { sourceModule } : {}), args: ['--instance-id', `${prefix}worker`] };
+  const newMember: WorkerOptions = { ...staticMember, args: [] };
+
+  const runs = await killRepeatedly(random, kills, staticMember, newMember);
+  expect(appliedCount(runs), 'the kills landed before the end of the input').toBeLessThan(inputs.length);
+  const last = new Worker(staticMember);
+  runs.push(last);
+  workers.push(last);
+  const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length, {
+    timeoutMs: 120_000,
+    describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${last.tail()}`,
+  });
+  expect(await last.stop()).toBe(0);
+  const summary = await expectEachInputAppliedOnceInOrder(inputs, output, runs, [stateDir]);
+  return { runs, inputs, summary };
+}
 
 /**
  * Starts a worker and kill -9s it, `kills` times: mostly as a static member (a restart takes its

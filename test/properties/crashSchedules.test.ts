@@ -22,6 +22,8 @@ const budget = { interruptAfterTimeLimit: 10 * 60_000, markInterruptAsFailure: t
 const byMode: Record<DriverMode, number> = { plain: 0, staged: 0, exactlyOnce: 0 };
 // Exactly-once schedules whose partitions were reset after an aborted transaction (lost partitions, a refused write).
 let withResets = 0;
+// Schedules of a two-step topology (classify, then decide) per production path.
+const twoStepsByMode: Record<DriverMode, number> = { plain: 0, staged: 0, exactlyOnce: 0 };
 
 async function runAndCheck(scenario: CrashScenario, stateDir?: string): Promise<void> {
   const run = await runCrashScenario(scenario, stateDir ? { stateDir } : {});
@@ -29,6 +31,7 @@ async function runAndCheck(scenario: CrashScenario, stateDir?: string): Promise<
     assertCrashScenario(run);
     byMode[scenario.mode ?? 'plain'] += 1;
     if (run.driver.metrics().partitionResets > 0) withResets += 1;
+    if (scenario.steps === 2) twoStepsByMode[scenario.mode ?? 'plain'] += 1;
   } finally {
     await run.driver.close();
   }
@@ -58,6 +61,8 @@ test('every production path ran: schedules checked per mode', () => {
   expect(withResets, 'exactly-once schedules that lost partitions ran the reset').toBeGreaterThan(0);
   expect(byMode.plain + byMode.staged + byMode.exactlyOnce).toBe(schedules);
   for (const mode of driverModes) expect(byMode[mode], mode).toBeGreaterThan(0);
+  console.log(`of which a two-step topology: plain ${twoStepsByMode.plain}, staged ${twoStepsByMode.staged}, exactly-once ${twoStepsByMode.exactlyOnce}`);
+  for (const mode of driverModes) expect(twoStepsByMode[mode], `two steps, ${mode}`).toBeGreaterThan(0);
 });
 
 test('the same seed replays the same history', async () => {

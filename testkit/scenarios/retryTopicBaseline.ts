@@ -97,6 +97,7 @@ class RetryTopicWorker {
           attempt,
           record: { topic: f.topic, partition: event.partition, offset: event.offset, timestampMs: 0, headers: {} },
           previousErrors: [],
+          decisions: {},
           clock: this.clock,
           signal: NEVER_ABORTED,
         });

@@ -192,7 +192,21 @@ describe('refusals at build time', () => {
     expect(error.message).toBe("agentStep 'decide': limit.calls must be a whole number of at least 1, got 0");
   });
 
-  it('refuses two agent steps in one topology', () => {
+  it('takes several agent steps, each with its own park (sharing the default parking topic)', () => {
+    const topology = stream<Dispute>('disputes')
+      .keyedSerial()
+      .agentStep('first', decide)
+      .park({ attempts: 1 })
+      .agentStep('second', decide)
+      .park({ attempts: 2 })
+      .applyOnce(effects)
+      .build();
+    expect(topology.agentSteps.map((s) => s.name)).toEqual(['first', 'second']);
+    expect(topology.parkAfter('second')?.attempts).toBe(2);
+    expect(topology.outputTopics).toContain('disputes.parked');
+  });
+
+  it('refuses a second agent step without its own park, naming it', () => {
     const error = refusal(() =>
       stream<Dispute>('disputes')
         .keyedSerial()
@@ -203,8 +217,9 @@ describe('refusals at build time', () => {
         .build(),
     );
     expect(error.operator).toBe('second');
-    expect(error.message).toContain("agentStep 'second': a topology has at most one agentStep");
-    expect(error.message).toContain('chain two topologies through a topic');
+    expect(error.message).toBe(
+      "agentStep 'second' has no park() right after it: a decision that keeps failing would have nowhere to go; add .park({ attempts: 3 })",
+    );
   });
 
   it('refuses an effect not made with effect(), even one shaped like it', () => {
@@ -239,7 +254,7 @@ describe('refusals at build time', () => {
     [
       'park',
       () => stream<Dispute>('disputes').keyedSerial().agentStep('decide', decide).park({ attempts: 3 }).park({ attempts: 2 }).applyOnce(effects).build(),
-      "park 'decide-park': a topology has at most one park in this version; remove one of the 2",
+      "park 'decide-park': agentStep 'decide' already has its park; remove one of the 2",
     ],
     [
       'applyOnce',

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { attemptsStoreOf } from '../../../src/graph/stores.js';
 import { AttemptsIndexedStore } from '../../../src/engine/attemptsIndex.js';
 import type { Store } from '../../../src/ports/store.js';
 import { openMemoryStore } from '../../../src/state/levelStore.js';
@@ -34,7 +35,7 @@ describe('AttemptsIndexedStore', () => {
     ]);
     const inner = counting(memory);
     const store = new AttemptsIndexedStore(inner);
-    await store.load('decide', p0);
+    await store.load(attemptsStoreOf('decide'), p0);
     expect(store.get(stateKeys.attempts('decide', p0, 6))).toBeUndefined();
     expect(inner.reads).toEqual([]);
     expect(store.get(stateKeys.attempts('decide', p0, 7))).toEqual(record);
@@ -52,7 +53,7 @@ describe('AttemptsIndexedStore', () => {
   it('follows the puts and deletes written through it, in order', async () => {
     const inner = counting(await openMemoryStore());
     const store = new AttemptsIndexedStore(inner);
-    await store.load('decide', p0);
+    await store.load(attemptsStoreOf('decide'), p0);
     const key = stateKeys.attempts('decide', p0, 1);
     await store.batch([{ type: 'put', key, value: record }]);
     expect(store.get(key)).toEqual(record);
@@ -66,14 +67,14 @@ describe('AttemptsIndexedStore', () => {
   it('loads a partition again when it comes back, with what others wrote meanwhile', async () => {
     const memory = await openMemoryStore();
     const store = new AttemptsIndexedStore(memory);
-    await store.load('decide', p0);
+    await store.load(attemptsStoreOf('decide'), p0);
     const key = stateKeys.attempts('decide', p0, 2);
     // Another worker owned the partition in between and wrote to the state directly.
     await memory.batch([{ type: 'put', key, value: record }]);
-    await store.load('decide', p0);
+    await store.load(attemptsStoreOf('decide'), p0);
     expect(store.get(key)).toEqual(record);
     await memory.batch([{ type: 'del', key }]);
-    await store.load('decide', p0);
+    await store.load(attemptsStoreOf('decide'), p0);
     expect(store.get(key)).toBeUndefined();
     await store.close();
   });
@@ -85,17 +86,17 @@ describe('AttemptsIndexedStore', () => {
     ]);
     const inner = counting(memory);
     const store = new AttemptsIndexedStore(inner);
-    await store.load('decide', p0);
-    expect(store.attemptsOf('decide', p0, 6)).toBeUndefined();
+    await store.load(attemptsStoreOf('decide'), p0);
+    expect(store.attemptsOf(attemptsStoreOf('decide'), p0, 6)).toBeUndefined();
     expect(inner.reads).toEqual([]);
-    expect(store.attemptsOf('decide', p0, 7)).toEqual(record);
+    expect(store.attemptsOf(attemptsStoreOf('decide'), p0, 7)).toEqual(record);
     // Partition 1 is not loaded: read from the store.
-    expect(store.attemptsOf('decide', p1, 2)).toEqual(record);
+    expect(store.attemptsOf(attemptsStoreOf('decide'), p1, 2)).toEqual(record);
     expect(inner.reads).toEqual([stateKeys.attempts('decide', p0, 7), stateKeys.attempts('decide', p1, 2)]);
     await store.batch([{ type: 'put', key: stateKeys.attempts('decide', p0, 9), value: record }, { type: 'del', key: stateKeys.attempts('decide', p0, 7) }]);
-    expect(store.attemptsOf('decide', p0, 9)).toEqual(record);
+    expect(store.attemptsOf(attemptsStoreOf('decide'), p0, 9)).toEqual(record);
     inner.reads.length = 0;
-    expect(store.attemptsOf('decide', p0, 7)).toBeUndefined();
+    expect(store.attemptsOf(attemptsStoreOf('decide'), p0, 7)).toBeUndefined();
     expect(inner.reads).toEqual([]);
     await store.close();
   });

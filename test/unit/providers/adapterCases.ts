@@ -35,6 +35,7 @@ export function decideContext(signal: AbortSignal = new AbortController().signal
     attempt: 1,
     record: { topic: 'requests', partition: 0, offset: 0, timestampMs: 0, headers: {} },
     previousErrors: [],
+    decisions: {},
     clock: systemClock,
     signal,
   };

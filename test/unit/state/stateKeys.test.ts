@@ -67,6 +67,8 @@ describe('stateKeys: every key is <kind>/<store>/<topic>/<partition>/<rest>', ()
       stateKeys.horizon('fx', tp),
       stateKeys.table('fx', tp, 'r1'),
       stateKeys.attempts('decide', tp, 1),
+      // The effect's own failed attempts, in its store.
+      stateKeys.attemptsIn('fx', tp, 1),
       stateKeys.parkedKey('hold', tp, 'k'),
       stateKeys.heldEvent('hold', tp, 'k', 0),
       stateKeys.heldIndex('hold', tp, 'e1'),
@@ -80,7 +82,7 @@ describe('stateKeys: every key is <kind>/<store>/<topic>/<partition>/<rest>', ()
     const store = await openMemoryStore();
     await store.batch([...mine, ...others].map((key) => ({ type: 'put' as const, key, value: 1 })));
     const prefixes = stateKeys.partitionPrefixes(stores, tp);
-    expect(prefixes).toHaveLength(7);
+    expect(prefixes).toHaveLength(8);
     const found = (await Promise.all(prefixes.map((p) => store.entries(p)))).flat().map(([k]) => k);
     expect(found.sort()).toEqual([...mine].sort());
     await store.close();

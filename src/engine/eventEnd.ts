@@ -1,0 +1,109 @@
+import type { Log, OutRecord } from '../ports/log.js';
+import type { StoreOp } from '../ports/store.js';
+import type { StateWriter } from './stateWriter.js';
+
+/** An event's end that has landed and is still becoming durable. */
+export interface Landed {
+  /** Settles once the end is durable; rejects if it never will be. */
+  readonly durable: Promise<void>;
+}
+
+/**
+ * How an event's end (its state ops, then its outputs) is written. One of three, chosen when the
+ * engine is built from what its ports can do, so that no stage branches on the ports:
+ * - `plain`: the state write is durable when it settles, then the outputs are sent;
+ * - `staged`: the state write lands locally and becomes durable later (the changelog store): the
+ *   event's lane goes on once it has landed, and the event finishes once it is durable;
+ * - `transactional`: the state write, the outputs and the offsets go in one transaction (an
+ *   exactly-once log).
+ */
+export interface EventEnd {
+  readonly kind: 'plain' | 'staged' | 'transactional';
+  /** Ends an event from the log; settles once its end has landed, with `durable` when that is not durable yet. */
+  end(ops: StoreOp[], outputs: readonly OutRecord[]): Promise<Landed | undefined>;
+  /**
+   * Ends a replayed event: `after` (its removal from its parked key) goes with its state when it
+   * has no outputs, else in a batch of its own once they are sent. A replayed event's offset is
+   * committed already, so only its held copy, still in the store, can have its outputs sent again
+   * (as a DUPLICATE) if the engine crashes before they are out.
+   */
+  endReplay(ops: StoreOp[], outputs: readonly OutRecord[], after: () => readonly StoreOp[]): Promise<void>;
+  /** Writes state and sends records as one unit (a park, a hold, a dead letter): one transaction on a transactional log. */
+  atomically<T>(work: () => Promise<T>): Promise<T>;
+}
+
+/** The end that fits the ports: a transactional log first, then a store that stages its writes. */
+export function eventEndFor(log: Log, writer: StateWriter): EventEnd {
+  if (log.atomic) return new TransactionalEnd(log, writer);
+  if (writer.pipelined) return new StagedEnd(log, writer);
+  return new PlainEnd(log, writer);
+}
+
+class PlainEnd implements EventEnd {
+  readonly kind: EventEnd['kind'] = 'plain';
+
+  constructor(
+    protected readonly log: Log,
+    protected readonly writer: StateWriter,
+  ) {}
+
+  async end(ops: StoreOp[], outputs: readonly OutRecord[]): Promise<Landed | undefined> {
+    if (ops.length > 0) await this.writer.write(ops);
+    if (outputs.length > 0) await this.log.produce(outputs);
+    return undefined;
+  }
+
+  async endReplay(ops: StoreOp[], outputs: readonly OutRecord[], after: () => readonly StoreOp[]): Promise<void> {
+    if (outputs.length === 0) for (const op of after()) ops.push(op);
+    if (ops.length > 0) await this.writer.write(ops);
+    if (outputs.length > 0) {
+      await this.log.produce(outputs);
+      const removal = after();
+      if (removal.length > 0) await this.writer.write(removal);
+    }
+  }
+
+  atomically<T>(work: () => Promise<T>): Promise<T> {
+    return work();
+  }
+}
+
+class StagedEnd extends PlainEnd {
+  override readonly kind: EventEnd['kind'] = 'staged';
+
+  /**
+   * Writes the event's state and returns once it has landed; the outputs go out once the state
+   * is durable (a crash before that must not leave outputs of an effect the state lost), and
+   * `durable` settles when they are acknowledged. The outputs of one key's events go out in
+   * their order: their states become durable in order, and each sends in that settlement's turn.
+   */
+  override async end(ops: StoreOp[], outputs: readonly OutRecord[]): Promise<Landed | undefined> {
+    if (ops.length > 0) {
+      const staged = this.writer.stage(ops);
+      await staged.landed;
+      return { durable: outputs.length > 0 ? staged.durable.then(() => this.log.produce(outputs)) : staged.durable };
+    }
+    if (outputs.length > 0) return { durable: this.log.produce(outputs) };
+    return undefined;
+  }
+}
+
+class TransactionalEnd extends PlainEnd {
+  override readonly kind: EventEnd['kind'] = 'transactional';
+
+  override async end(ops: StoreOp[], outputs: readonly OutRecord[]): Promise<undefined> {
+    await this.log.atomic!(async () => {
+      if (ops.length > 0) await this.writer.write(ops);
+      if (outputs.length > 0) await this.log.produce(outputs);
+    });
+    return undefined;
+  }
+
+  override endReplay(ops: StoreOp[], outputs: readonly OutRecord[], after: () => readonly StoreOp[]): Promise<void> {
+    return this.log.atomic!(() => super.endReplay(ops, outputs, after));
+  }
+
+  override atomically<T>(work: () => Promise<T>): Promise<T> {
+    return this.log.atomic!(work);
+  }
+}

@@ -1,0 +1,38 @@
+import type { OutRecord } from '../../ports/log.js';
+import type { StoreOp } from '../../ports/store.js';
+import { stateKeys } from '../../state/stateKeys.js';
+import type { EngineContext } from '../engineContext.js';
+import { where, type EngineEvent } from '../events.js';
+import { storeOutput, type EffectRecord } from '../outputs.js';
+
+/**
+ * Stage 4, effect lookup: the event's effect record, if its effect was applied (or a person
+ * discarded it). Such an event ended for good: a redelivery runs no step again, and is not held
+ * behind a key parked after it ended.
+ */
+export function recordedEffect(ctx: EngineContext, event: Omit<EngineEvent, 'value'>): EffectRecord | undefined {
+  const apply = ctx.topology.applyOnce;
+  return apply && ctx.store.get<EffectRecord>(stateKeys.effect(apply.name, event, event.effectId));
+}
+
+/** The op that records an applied effect with its outputs, written in one batch with the effect's state. */
+export function effectRecordOp(ctx: EngineContext, event: EngineEvent, outputs: readonly OutRecord[]): StoreOp {
+  const apply = ctx.topology.applyOnce!;
+  const record: EffectRecord = {
+    topic: event.topic,
+    partition: event.partition,
+    offset: event.offset,
+    key: event.key,
+    effectId: event.effectId,
+    appliedAtMs: ctx.clock.now(),
+    outputs: outputs.length === 0 ? [] : outputs.map(storeOutput),
+  };
+  return { type: 'put', key: stateKeys.effect(apply.name, event, event.effectId), value: record };
+}
+
+/** The record that ends a discarded event for good, written with its removal from its parked key. */
+export function discardRecordOp(ctx: EngineContext, event: Omit<EngineEvent, 'value'>): StoreOp {
+  const apply = ctx.topology.applyOnce!;
+  const record: EffectRecord = { ...where(event), appliedAtMs: ctx.clock.now(), discardedAtMs: ctx.clock.now(), outputs: [] };
+  return { type: 'put', key: stateKeys.effect(apply.name, event, event.effectId), value: record };
+}

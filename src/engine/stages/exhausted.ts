@@ -1,0 +1,87 @@
+import type { StoreOp } from '../../ports/store.js';
+import { attemptsOwners } from '../attemptsRecords.js';
+import { deadLetterRecord } from '../deadLetters.js';
+import type { EngineContext } from '../engineContext.js';
+import { fromStoredEvent, toStoredEvent, type EngineEvent } from '../events.js';
+import { exhaustedFailure } from '../operatorFailure.js';
+import { Outcome } from '../outcomes.js';
+import type { ParkedEvent, ParkedKeys } from '../parkedKeys.js';
+import { parkRecord } from '../parkRecords.js';
+import type { EventInFlight, Stopped } from '../processors/processor.js';
+
+type Parked = Stopped & { kind: 'parked' };
+
+/**
+ * Stage: an event from the log whose attempts ran out at a step (or whose user function threw)
+ * ends as that step's park() disposes: parked with its key held, dead-lettered, skipped, or the
+ * engine stops. Its attempts records go with it.
+ */
+export async function exhausted(ctx: EngineContext, parked: ParkedKeys | undefined, unit: EventInFlight, stopped: Parked): Promise<void> {
+  const { event } = unit;
+  const { park, attempts } = stopped;
+  const last = attempts.errors[attempts.errors.length - 1];
+  const details = last ? { error: last.error, attempt: last.attempt } : undefined;
+  switch (park.onExhausted) {
+    case 'park': {
+      const poison = poisonOf(ctx, event, stopped, unit.decisions);
+      await ctx.end.atomically(async () => {
+        await ctx.writer.write([...requireParking(ctx, parked).park(poison), ...attemptsDeletes(ctx, event)]);
+        await ctx.log.produce([parkRecord(park.topic, poison)]);
+      });
+      reportParked(ctx, poison);
+      return;
+    }
+    case 'dlq':
+      // The record goes out first: a crash before the write runs the event's attempts again and
+      // may dead-letter it twice (one effect id), never lose it.
+      await ctx.end.atomically(async () => {
+        await ctx.log.produce([deadLetterRecord(ctx.topology.source.deadLetterTopic, event, last?.error ?? 'attempts ran out', attempts.errors)]);
+        await ctx.writer.write(attemptsDeletes(ctx, event));
+      });
+      ctx.report(Outcome.DEAD_LETTERED, event, details);
+      return;
+    case 'skip':
+      await ctx.writer.write(attemptsDeletes(ctx, event));
+      ctx.report(Outcome.SKIPPED, event, details);
+      return;
+    case 'fail':
+      throw exhaustedFailure(event, attempts);
+  }
+}
+
+/** A replayed event failed again: its key is parked again, with it at the head. */
+export async function repark(ctx: EngineContext, parked: ParkedKeys, lane: string, head: ParkedEvent, unit: EventInFlight, stopped: Parked): Promise<void> {
+  const poison = poisonOf(ctx, fromStoredEvent(head.event), stopped, unit.decisions);
+  // The record goes out first: the event's offset is committed, so a crash after the write would
+  // lose it for good, while a crash before the write replays the event and parks it again.
+  await ctx.end.atomically(async () => {
+    await ctx.log.produce([parkRecord(stopped.park.topic, poison)]);
+    await ctx.writer.write([...parked.repark(lane, poison), ...attemptsDeletes(ctx, head.event)]);
+  });
+  reportParked(ctx, poison, true);
+}
+
+/** The event's end: none of its attempts records may outlive it. */
+export function attemptsDeletes(ctx: EngineContext, event: { topic: string; partition: number; offset: number }): StoreOp[] {
+  return ctx.attempts.clear(attemptsOwners(ctx.topology), event);
+}
+
+/** The parked form of an event, with the decisions made before the step that failed (a replay uses them). */
+function poisonOf(ctx: EngineContext, event: EngineEvent, stopped: Parked, decisions: Readonly<Record<string, unknown>>): ParkedEvent {
+  const { step, attempts } = stopped;
+  const before = Object.keys(decisions).length > 0 ? { decisions } : {};
+  return { event: toStoredEvent(event), reason: 'POISON', step, attempts: attempts.count, errors: attempts.errors, parkedAtMs: ctx.clock.now(), ...before };
+}
+
+export function reportParked(ctx: EngineContext, poison: ParkedEvent, replayed = false): void {
+  const last = poison.errors[poison.errors.length - 1];
+  ctx.report(Outcome.PARKED, poison.event, {
+    ...(last ? { error: last.error, attempt: last.attempt } : {}),
+    ...(replayed ? { replayed } : {}),
+  });
+}
+
+export function requireParking(ctx: EngineContext, parked: ParkedKeys | undefined): ParkedKeys {
+  if (!parked) throw new Error(`${ctx.topology.source.topic}: this topology has no park(), so no key is ever parked`);
+  return parked;
+}
