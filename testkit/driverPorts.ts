@@ -110,7 +110,11 @@ export class GatedStore implements Store {
       // Asked for as the batch lands: acknowledgements come in landing order.
       acked = this.io.enqueue(this.owner, { kind: 'durable', ops }, () => this.acknowledge(seq, ops), 'acks');
     });
-    if (this.options.faults?.durableAtLanding) return { landed, durable: landed };
+    if (this.options.faults?.durableAtLanding) {
+      // The fault drops the acknowledgement: nobody waits for it, so its failure (a refused write) must not go unhandled.
+      void landed.then(() => acked.catch(() => undefined), () => undefined);
+      return { landed, durable: landed };
+    }
     return { landed, durable: landed.then(() => acked) };
   }
 
