@@ -1,6 +1,7 @@
 // topologyProperty on topologies of different shapes, each at least 1,000 runs in every driver
 // mode: the disputes example; a topology with a filter and mapValues before its step, a declared
-// limit and an output topic. ORDERLY_TOPOLOGY_RUNS asks for more runs per mode (or, while
+// limit and an output topic; a chain of two agent steps, the second reading the first's decision.
+// ORDERLY_TOPOLOGY_RUNS asks for more runs per mode (or, while
 // developing, fewer).
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
@@ -9,6 +10,7 @@ import { driverModes, type DriverMode } from '../../testkit/driver.js';
 import { topologyProperty, TopologyPropertyError, type TopologyProperty, type TopologyRun, type TopologyRunInput } from '../../testkit/index.js';
 import type { Dispute } from '../../testkit/scenarios/disputes.js';
 import { disputeEvents, disputeModelStandIn } from './topologies/disputes.js';
+import { claimEvents, claimsStandIn, claimsTopology, type Claim, type Classified, type PayoutRow } from './topologies/claims.js';
 import { inspectStandIn, returnEvents, returnsTopology, type PricedReturn, type Return } from './topologies/returns.js';
 
 const runs = Number(process.env.ORDERLY_TOPOLOGY_RUNS ?? 1_000);
@@ -34,6 +36,25 @@ const returns = topologyProperty<Return>({
   events: returnEvents,
   model: { decide: (r: PricedReturn) => inspectStandIn(r), latencyMs: { min: 0, max: 4_000 }, failureShare: 0.1 },
   resolutions: { decision: () => ({ refund: false, reason: 'a person refused it' }), retry: true },
+});
+
+/** A user-level invariant: every payout names the category its claim was classified in (assess read classify's decision). */
+function assessedAsClassified(run: TopologyRun<Claim>): string[] {
+  return run.driver
+    .effects()
+    .flatMap((e) => e.state)
+    .filter((row) => row.value !== undefined)
+    .flatMap((row) => {
+      const payout = row.value as PayoutRow;
+      return payout.category === payout.classifiedAs ? [] : [`claim ${row.row} was assessed as ${payout.category} but classified as ${String(payout.classifiedAs)}`];
+    });
+}
+
+const claims = topologyProperty<Claim>({
+  topology: (decide) => claimsTopology(decide<Claim, unknown>('classify'), decide<Classified, unknown>('assess')),
+  events: claimEvents,
+  model: { decide: (value, ctx) => claimsStandIn(value as Claim | Classified, ctx), latencyMs: { min: 0, max: 3_000 } },
+  userInvariants: { 'a payout names the category its claim was classified in': assessedAsClassified },
 });
 
 /** How often the runs met what the invariants are about: a property that never crashed or parked checks little. */
@@ -95,7 +116,10 @@ describe.each(driverModes)('in mode %s', (mode) => {
     () => holdsInMode('returns', returns, mode, ['restarted', 'parked', 'resolved', 'refused', 'filtered']),
     timeout,
   );
-});
 
-// The third topology, two agent steps in one chain, comes with the issue "One path" (a second
-// agentStep in the DSL and engine): it goes here, through the same entry point, in every mode.
+  test(
+    `two agent steps, the second reading the first's decision, each with its own limit and park (${runs} runs)`,
+    () => holdsInMode('claims', claims, mode, ['restarted', 'parked', 'resolved']),
+    timeout,
+  );
+});
