@@ -44,7 +44,8 @@ describe('orderly lint', { timeout: 180_000 }, () => {
   it('finds nothing in examples/, having checked its decide function and its effect (in testkit/)', () => {
     expect(lint('examples')).toEqual([]);
     expect(checked('examples')).toEqual([
-      `agentStep 'decide' examples/disputes/topology.ts:${lineOf('examples/disputes/topology.ts', ".agentStep('decide'")}`,
+      // The step's decide is a parameter of disputesWith: the lint checks what the caller passes.
+      `agentStep 'decide' examples/disputes/topology.ts:${lineOf('examples/disputes/topology.ts', 'return disputesWith(disputeModel())')}`,
       `effect 'dispute-decisions' testkit/scenarios/disputes.ts:${lineOf('testkit/scenarios/disputes.ts', "effect('dispute-decisions'")}`,
     ]);
   });
