@@ -29,6 +29,7 @@ const REFUSED_BY_REBALANCE = new Set([
   -142, // _ASSIGNMENT_LOST
   22, // ILLEGAL_GENERATION
   25, // UNKNOWN_MEMBER_ID
+  69, // GROUP_ID_NOT_FOUND: the group was emptied when this member, its last, was dropped (seen after a lost session)
   27, // REBALANCE_IN_PROGRESS
   110, // FENCED_MEMBER_EPOCH (KIP-848)
   113, // STALE_MEMBER_EPOCH (KIP-848)

@@ -27,7 +27,10 @@ interface LoggingClient {
 export function logClientTo(client: LoggingClient, logger: Logger, onFatal: (error: Error) => void): void {
   client.on('event.log', (line) => {
     const fields = { librdkafka: line.fac };
-    if (line.severity <= 3) logger.error(fields, line.message);
+    // orderly sets the gap-less guarantee on purpose (see producerConfig): librdkafka's warning that
+    // it is experimental says nothing the operator can act on, so it is not one.
+    if (line.fac === 'CONFWARN' && line.message.includes('enable.gapless.guarantee is experimental')) logger.debug(fields, line.message);
+    else if (line.severity <= 3) logger.error(fields, line.message);
     else if (line.severity === 4) logger.warn(fields, line.message);
     else if (line.severity <= 6) logger.info(fields, line.message);
     else logger.debug(fields, line.message);

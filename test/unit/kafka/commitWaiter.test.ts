@@ -15,8 +15,8 @@ async function commitAnswered(code: number): Promise<unknown> {
 }
 
 describe('commit errors', () => {
-  it('a rebalance that took the partitions refuses the commit (not fatal, not retried)', async () => {
-    for (const code of [22, 25, 27, -142, 110, 113]) {
+  it('a rebalance that took the partitions (or emptied the group of its last member) refuses the commit (not fatal, not retried)', async () => {
+    for (const code of [22, 25, 27, 69, -142, 110, 113]) {
       const error = await commitAnswered(code);
       expect(isRefusedByRebalance(error), `code ${code}`).toBe(true);
       expect(isRetriableCommitError(error), `code ${code}`).toBe(false);
