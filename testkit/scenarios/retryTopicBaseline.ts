@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { isRateLimited } from '../../src/dsl/rateLimited.js';
 import { sleep, type Clock } from '../../src/ports/clock.js';
 import type { FakeModel } from '../fakeModel.js';
@@ -139,5 +140,7 @@ function retryTopicDelayMs(retries: number): number {
   return Math.min(1_000 * 2 ** retries, 16_000);
 }
 
-// The baseline never gives a call up.
+// The baseline never gives a call up. Every call in flight listens to this one signal (the fake
+// model honours it), so it may have many listeners at once: not a leak.
 const NEVER_ABORTED = new AbortController().signal;
+setMaxListeners(0, NEVER_ABORTED);

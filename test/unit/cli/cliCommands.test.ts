@@ -69,3 +69,10 @@ test('every command refuses a bad number the same way, naming the option and the
   const parked = orderly('parked', 'list', '--bootstrap', '127.0.0.1:9', '--group', 'g', '--topology', 'x.js', '--timeout-ms', '0');
   expect(parked.stderr).toContain("expected a whole number of at least 1, got '0'");
 });
+
+test('orderly scenario worked-example prints its table and nothing on stderr (no warning of Node.js either)', () => {
+  const run = orderly('scenario', 'worked-example');
+  expect(run.status, run.stderr).toBe(0);
+  expect(run.stdout).toContain('retry-after');
+  expect(run.stderr).toBe('');
+});
