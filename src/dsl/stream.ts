@@ -73,6 +73,11 @@ export interface ParkOptions extends NameOption {
 
 const dispositions: readonly Disposition[] = ['park', 'dlq', 'skip', 'fail'];
 
+export interface RespondOptions extends NameOption {
+  /** Where `ctx.status(update)` publishes. @defaultValue `<source topic>.status` */
+  statusTopic?: string;
+}
+
 export interface ToOptions<T> extends NameOption {
   /** How values are encoded. @defaultValue `json()` */
   value?: Serde<T>;
@@ -188,6 +193,19 @@ export class StreamBuilder<T> {
     requireName('to', 'topic', topic);
     const value = (options.value ?? json<T>()) as Serde<unknown>;
     return this.with({ kind: 'sink', name: options.name ?? `${topic}-sink`, topic, value });
+  }
+
+  /**
+   * Writes each event's final result to `topic` as a response record (docs/jobs.md): the value at
+   * this point of the chain once the effect is applied, or `parked` / `failed` with the reason when
+   * the event was parked, held behind a parked key, dead-lettered or skipped. Keyed like the event,
+   * with its job id (header `orderly-job-id`, else its effect id). It also declares the status
+   * topic that `ctx.status(update)` publishes to. Needs an agentStep upstream.
+   */
+  respond(topic: string, options: RespondOptions = {}): StreamBuilder<T> {
+    requireName('respond', 'topic', topic);
+    const statusTopic = requireName('respond', 'statusTopic', options.statusTopic ?? `${this.source.topic}.status`);
+    return this.with({ kind: 'respond', name: options.name ?? `${topic}-respond`, topic, statusTopic });
   }
 
   /** Validates the chain and compiles it. Throws a {@link TopologyError} naming the operator and the fix. */

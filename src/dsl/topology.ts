@@ -1,4 +1,4 @@
-import type { AgentStepNode, ApplyOnceNode, GraphNode, ParkNode, ProcessorNode, SourceNode } from '../graph/nodes.js';
+import type { AgentStepNode, ApplyOnceNode, GraphNode, ParkNode, ProcessorNode, RespondNode, SourceNode } from '../graph/nodes.js';
 import { describeTopology } from '../graph/describe.js';
 import { topologyToMermaid } from '../graph/mermaid.js';
 
@@ -13,7 +13,9 @@ export class Topology {
   readonly agentStep: AgentStepNode | undefined;
   readonly park: ParkNode | undefined;
   readonly applyOnce: ApplyOnceNode | undefined;
-  /** Every topic the topology writes: sinks, then the parking and dead-letter topics. */
+  /** Where responses and status updates go, when the chain declares `.respond()`. */
+  readonly respond: RespondNode | undefined;
+  /** Every topic the topology writes: sinks, then the parking and dead-letter topics, then the response and status topics. */
   readonly outputTopics: readonly string[];
 
   /** @internal */
@@ -26,8 +28,10 @@ export class Topology {
     this.agentStep = this.find('agentStep');
     this.park = this.find('park');
     this.applyOnce = this.find('applyOnce');
+    this.respond = this.find('respond');
     const sinks = processors.flatMap((n) => (n.kind === 'sink' ? [n.topic] : []));
-    this.outputTopics = [...new Set([...sinks, ...(this.park ? [this.park.topic] : []), source.deadLetterTopic])];
+    const jobs = this.respond ? [this.respond.topic, this.respond.statusTopic] : [];
+    this.outputTopics = [...new Set([...sinks, ...(this.park ? [this.park.topic] : []), source.deadLetterTopic, ...jobs])];
   }
 
   /** Every node, the source first, in chain order. */

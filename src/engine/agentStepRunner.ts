@@ -125,6 +125,7 @@ function callOnce(
       previousErrors: previous.length === 0 ? NO_ERRORS : previous.map((e) => e.error),
       clock: ctx.clock,
       signal: timed.signal,
+      status: ctx.jobs.publisher(step, event, attempt, timed.signal),
     });
   } catch (error) {
     timed.end();

@@ -5,6 +5,7 @@ import type { Random } from '../ports/random.js';
 import type { Store } from '../ports/store.js';
 import { AttemptsIndexedStore } from './attemptsIndex.js';
 import type { EngineContext } from './engineContext.js';
+import { StatusUpdates } from './statusUpdates.js';
 import type { BudgetStatus, EngineStatus } from './engineStatus.js';
 import { MetricsRecorder, type EngineMetrics } from './metrics.js';
 import type { EngineObserver } from './outcomes.js';
@@ -73,7 +74,7 @@ export class Engine {
     const metrics = new MetricsRecorder();
     const step = topology.agentStep;
     const store = new AttemptsIndexedStore(options.store);
-    this.ctx = {
+    const ctx = {
       topology,
       clock,
       random: options.random,
@@ -93,7 +94,8 @@ export class Engine {
         // Most outcomes have no details: a literal of fixed shape is cheaper to build than a spread.
         observer.outcome(details ? { outcome, atMs, topic, partition, offset, key, effectId, ...details } : { outcome, atMs, topic, partition, offset, key, effectId });
       },
-    };
+    } satisfies Omit<EngineContext, 'jobs'>;
+    this.ctx = { ...ctx, jobs: new StatusUpdates(ctx) };
     this.pipeline = new EventPipeline(this.ctx);
   }
 

@@ -9,6 +9,7 @@ import type { EngineObserver, Outcome, OutcomeDetails } from './outcomes.js';
 import type { EngineEvent } from './events.js';
 import type { RateGate } from './rateGate.js';
 import type { StateWriter } from './stateWriter.js';
+import type { StatusUpdates } from './statusUpdates.js';
 
 /** What every part of one engine shares: its topology, its ports and its reporting. */
 export interface EngineContext {
@@ -24,6 +25,8 @@ export interface EngineContext {
   readonly gate: RateGate | undefined;
   readonly observer: EngineObserver;
   readonly metrics: MetricsRecorder;
+  /** The agent step's status updates and the responses, for a topology with `.respond()`. */
+  readonly jobs: StatusUpdates;
   /**
    * Runs the end of an event (its state write and the records it sends) as one unit: on an
    * exactly-once log, one transaction holds all of it.

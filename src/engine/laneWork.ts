@@ -109,7 +109,7 @@ export class LaneWork {
       // record again (a crash may have come between the parking's write and its record), except
       // on an exactly-once log: there the record was committed in the parking's transaction, with
       // the state that says the event is parked, so a read_committed reader has it once.
-      if (!this.ctx.log.atomic) await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, stored)]);
+      if (!this.ctx.log.atomic) await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, stored), ...this.parkedResponse(stored)]);
       if (stored.reason === 'POISON') this.reportParked(stored);
       else this.ctx.report(Outcome.HELD, event);
       return;
@@ -117,7 +117,7 @@ export class LaneWork {
     const held: ParkedEvent = { event: toStoredEvent(event), reason: 'HELD', step: this.stepName(), attempts: 0, errors: [], parkedAtMs: this.ctx.clock.now() };
     await this.ctx.atomically(async () => {
       await this.ctx.writer.write(parked.hold(held));
-      await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, held)]);
+      await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, held), ...this.parkedResponse(held)]);
     });
     this.ctx.report(Outcome.HELD, event);
   }
@@ -134,15 +134,24 @@ export class LaneWork {
         // The record goes out first: a crash before the write runs the event's attempts again and
         // may dead-letter it twice (one effect id), never lose it.
         await this.ctx.atomically(async () => {
-          await this.ctx.log.produce([deadLetterRecord(this.ctx.topology.source.deadLetterTopic, event, last?.error ?? 'attempts ran out', attempts.errors)]);
+          await this.ctx.log.produce([
+            deadLetterRecord(this.ctx.topology.source.deadLetterTopic, event, last?.error ?? 'attempts ran out', attempts.errors),
+            ...this.ctx.jobs.response(event, { state: 'failed', reason: `dead-lettered: ${last?.error ?? 'attempts ran out'}` }),
+          ]);
           await this.ctx.writer.write([this.attemptsDelete(event)]);
         });
         this.ctx.report(Outcome.DEAD_LETTERED, event, details);
         return;
-      case 'skip':
-        await this.ctx.writer.write([this.attemptsDelete(event)]);
+      case 'skip': {
+        const response = this.ctx.jobs.response(event, { state: 'failed', reason: `skipped: ${last?.error ?? 'attempts ran out'}` });
+        // The response goes out first, like a dead letter: a crash before the write runs the attempts again.
+        await this.ctx.atomically(async () => {
+          if (response.length > 0) await this.ctx.log.produce(response);
+          await this.ctx.writer.write([this.attemptsDelete(event)]);
+        });
         this.ctx.report(Outcome.SKIPPED, event, details);
         return;
+      }
       case 'fail':
         throw exhaustedFailure(event, attempts);
     }
@@ -157,7 +166,7 @@ export class LaneWork {
     const poison = this.poison(event, attempts);
     await this.ctx.atomically(async () => {
       await this.ctx.writer.write([...parked.park(poison), { type: 'del', key: attemptsKeyOf(this.ctx.topology.agentStep!, event) }]);
-      await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, poison)]);
+      await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, poison), ...this.parkedResponse(poison)]);
     });
     this.reportParked(poison);
   }
@@ -167,10 +176,17 @@ export class LaneWork {
     // The record goes out first: the event's offset is committed, so a crash after the write would
     // lose it for good, while a crash before the write replays the event and parks it again.
     await this.ctx.atomically(async () => {
-      await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, poison)]);
+      await this.ctx.log.produce([parkRecord(this.ctx.topology.park!.topic, poison), ...this.parkedResponse(poison)]);
       await this.ctx.writer.write([...this.requireParking().repark(lane, poison), { type: 'del', key: attemptsKeyOf(this.ctx.topology.agentStep!, head.event) }]);
     });
     this.reportParked(poison, true);
+  }
+
+  /** The response of a parked or held event, when the topology has `.respond()`. */
+  private parkedResponse(parked: ParkedEvent): ReturnType<EngineContext['jobs']['response']> {
+    const last = parked.errors[parked.errors.length - 1];
+    const reason = parked.reason === 'HELD' ? 'held: an earlier event of its key is parked' : `parked: ${last?.error ?? 'its attempts ran out'}`;
+    return this.ctx.jobs.response(parked.event, { state: 'parked', reason });
   }
 
   private poison(event: EngineEvent, attempts: AttemptsRecord): ParkedEvent {

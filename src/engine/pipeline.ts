@@ -90,7 +90,7 @@ export class EventPipeline {
 
   /** Sends an undecodable record to the dead-letter topic with its error. */
   async deadLetter(event: EngineEvent, error: string): Promise<Outcome> {
-    await this.ctx.log.produce([deadLetterRecord(this.ctx.topology.source.deadLetterTopic, event, error)]);
+    await this.ctx.log.produce([deadLetterRecord(this.ctx.topology.source.deadLetterTopic, event, error), ...this.ctx.jobs.response(event, { state: 'failed', reason: error })]);
     this.ctx.report(Outcome.DEAD_LETTERED, event, { error });
     return Outcome.DEAD_LETTERED;
   }
@@ -165,6 +165,16 @@ export class EventPipeline {
             return this.threw(node, event, error, options);
           }
           outputs.push({ topic: node.topic, key: event.key, value, headers: { [EFFECT_ID_HEADER]: event.effectId } });
+          break;
+        }
+        case 'respond': {
+          let records: OutRecord[];
+          try {
+            records = this.ctx.jobs.response(event, { state: 'done', result: current });
+          } catch (error) {
+            return this.threw(node, event, error, options);
+          }
+          for (const record of records) outputs.push(record);
           break;
         }
         case 'keyedSerial':

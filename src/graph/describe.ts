@@ -20,6 +20,8 @@ function header(node: GraphNode): string {
       return `Source: ${node.name} (topics: [${node.topic}], dead letters: ${node.deadLetterTopic})`;
     case 'sink':
       return `Sink: ${node.name} (topic: ${node.topic})`;
+    case 'respond':
+      return `Sink: ${node.name} (responses: ${node.topic}, status: ${node.statusTopic})`;
     default:
       return `Processor: ${node.name} (${[`stores: [${storesOf(node).join(', ')}]`, ...details(node)].join(', ')})`;
   }

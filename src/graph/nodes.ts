@@ -31,6 +31,13 @@ export interface DecideContext {
    * next owner (or this worker, restarted) decides it again.
    */
   readonly signal: AbortSignal;
+  /**
+   * Publishes a progress update of this event's job to the topology's status topic (declared by
+   * `.respond()`), keyed like the event, with the job id, this call's id and attempt, and a
+   * sequence number counted from 1 per call. `update` must be JSON. Await it: it settles once the
+   * log has the record. Throws when the topology declares no `.respond()`.
+   */
+  readonly status: (update: unknown) => Promise<void>;
 }
 
 /** An agent step's decision, joined to the event it decided. */
@@ -121,5 +128,13 @@ export interface SinkNode {
   readonly value: Serde<unknown>;
 }
 
-export type ProcessorNode = FilterNode | MapValuesNode | KeyedSerialNode | AgentStepNode | ParkNode | ApplyOnceNode | SinkNode;
+/** Writes each event's final result (its value, or how it was parked or dropped) as a response record; the agent step's status updates go to `statusTopic`. */
+export interface RespondNode {
+  readonly kind: 'respond';
+  readonly name: string;
+  readonly topic: string;
+  readonly statusTopic: string;
+}
+
+export type ProcessorNode = FilterNode | MapValuesNode | KeyedSerialNode | AgentStepNode | ParkNode | ApplyOnceNode | SinkNode | RespondNode;
 export type GraphNode = SourceNode | ProcessorNode;

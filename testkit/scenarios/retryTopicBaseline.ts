@@ -98,6 +98,8 @@ class RetryTopicWorker {
           record: { topic: f.topic, partition: event.partition, offset: event.offset, timestampMs: 0, headers: {} },
           previousErrors: [],
           clock: this.clock,
+          // The baseline has no status topic: its updates go nowhere.
+          status: () => Promise.resolve(),
           signal: NEVER_ABORTED,
         });
       } catch (error) {

@@ -37,5 +37,6 @@ export function decideContext(signal: AbortSignal = new AbortController().signal
     previousErrors: [],
     clock: systemClock,
     signal,
+    status: () => Promise.resolve(),
   };
 }

@@ -1,0 +1,82 @@
+import type { AgentStepNode } from '../graph/nodes.js';
+import type { OutRecord } from '../ports/log.js';
+import type { EngineContext } from './engineContext.js';
+import type { EngineEvent } from './events.js';
+import { JOB_SCHEMA_VERSION, jobIdOf, jobRecord, type JobEnd } from './jobRecords.js';
+
+/** The last call of an event's agent step, as its response names it. */
+interface CallTrail {
+  readonly call: string;
+  count: number;
+}
+
+/** How an event ended, as its response says. */
+export type Ending = { readonly state: 'done'; readonly result: unknown } | { readonly state: Exclude<JobEnd, 'done'>; readonly reason: string };
+
+type Ports = Pick<EngineContext, 'topology' | 'clock' | 'random' | 'log'>;
+
+/**
+ * The status updates and responses of a topology with `.respond()`: `ctx.status` of each call of
+ * the agent step, and the response that ends an event, naming the last call and how many updates
+ * it published.
+ */
+export class StatusUpdates {
+  /** The last call of each event in flight on this worker, by effect id; taken by its response. */
+  private readonly calls = new Map<string, CallTrail>();
+
+  constructor(private readonly ports: Ports) {}
+
+  /** The `status` function of one call of decide. */
+  publisher(step: AgentStepNode, event: EngineEvent, attempt: number, signal: AbortSignal): (update: unknown) => Promise<void> {
+    const respond = this.ports.topology.respond;
+    if (!respond) {
+      return () =>
+        Promise.reject(new Error(`agentStep '${step.name}': ctx.status() needs a status topic; declare .respond(topic) in the topology (the status topic defaults to '<source>.status')`));
+    }
+    const trail: CallTrail = { call: this.callId(attempt), count: 0 };
+    this.calls.set(event.effectId, trail);
+    return async (update) => {
+      // A call the engine gave up publishes nothing more: its event runs again, with a new call.
+      signal.throwIfAborted();
+      trail.count += 1;
+      const body = {
+        version: JOB_SCHEMA_VERSION,
+        type: 'status',
+        jobId: jobIdOf(event),
+        effectId: event.effectId,
+        step: step.name,
+        call: trail.call,
+        attempt,
+        seq: trail.count,
+        atMs: this.ports.clock.now(),
+        update,
+      } as const;
+      await this.ports.log.produce([jobRecord(respond.statusTopic, event, body)]);
+    };
+  }
+
+  /** The response record that ends `event`, or none when the topology has no `.respond()`. */
+  response(event: Omit<EngineEvent, 'value'>, ending: Ending): OutRecord[] {
+    const respond = this.ports.topology.respond;
+    if (!respond) return [];
+    const trail = this.calls.get(event.effectId);
+    this.calls.delete(event.effectId);
+    const body = {
+      version: JOB_SCHEMA_VERSION,
+      type: 'response',
+      jobId: jobIdOf(event),
+      effectId: event.effectId,
+      ...ending,
+      call: trail?.call ?? null,
+      statusCount: trail?.count ?? 0,
+      atMs: this.ports.clock.now(),
+    } as const;
+    return [jobRecord(respond.topic, event, body)];
+  }
+
+  /** `<attempt>-<8 hex>`, from the Random port so the test driver repeats it. */
+  private callId(attempt: number): string {
+    const hex = Math.floor(this.ports.random.next() * 0x1_0000_0000).toString(16).padStart(8, '0');
+    return `${attempt}-${hex}`;
+  }
+}
