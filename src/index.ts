@@ -1,7 +1,7 @@
 // orderly: the public API. The DSL builds a Topology; the Engine runs it over the ports.
 // The Kafka runner and log are orderly/kafka (src/kafka/index.ts): importing orderly loads no native client.
 export { stream, StreamBuilder } from './dsl/stream.js';
-export type { StreamOptions, KeyedSerialOptions, AgentStepOptions, ParkOptions, ToOptions, NameOption } from './dsl/stream.js';
+export type { StreamOptions, KeyedSerialOptions, AgentStepOptions, ParkOptions, ToOptions, RespondOptions, NameOption } from './dsl/stream.js';
 export { Topology } from './dsl/topology.js';
 export { TopologyError } from './dsl/topologyError.js';
 export { RateLimited, isRateLimited } from './dsl/rateLimited.js';
@@ -21,6 +21,8 @@ export type { Resolution, ParkedEvent, ParkedKeyState } from './engine/parkedKey
 export { EFFECT_ID_HEADER } from './engine/outputs.js';
 export type { EffectRecord } from './engine/outputs.js';
 export { PARK_REASON_HEADER } from './engine/parkRecords.js';
+export { JOB_ID_HEADER, JOB_SCHEMA_VERSION, jobIdOf } from './engine/jobRecords.js';
+export type { JobEnd, StatusBody, ResponseBody } from './engine/jobRecords.js';
 export { openLevelStore, openMemoryStore, StateDirectoryError } from './state/levelStore.js';
 export { stateKeys } from './state/stateKeys.js';
 export type { KeyKind, ParsedKey } from './state/stateKeys.js';
