@@ -13,6 +13,7 @@ export interface GatewayBackend {
 /** A job id as the gateway makes them: a random UUID (122 random bits). */
 const JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const KEEPALIVE_MS = 15_000;
+const RETRY_MS = 1_000;
 
 /** The gateway's HTTP API: `POST /jobs`, `GET /jobs/:id`, `GET /jobs/:id/events`. */
 export function gatewayServer(backend: GatewayBackend): Server {
@@ -90,6 +91,8 @@ function streamEvents(table: JobTable, jobId: string, req: IncomingMessage, res:
     return;
   }
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  // A client cut off (a gateway restart) comes back after a second, not the default three.
+  res.write(`retry: ${RETRY_MS}\n\n`);
   const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
   let unwatch = (): void => undefined;
   const stop = () => {

@@ -2,7 +2,8 @@ import rdkafka, { type LibrdKafkaError } from '@confluentinc/kafka-javascript';
 import type { Logger } from 'pino';
 import { AckedProducer } from '../../src/kafka/ackedProducer.js';
 import type { KafkaSettings } from '../../src/kafka/kafkaConfig.js';
-import { TopicReader } from '../../src/kafka/topicReader.js';
+import { describePartitions, TopicReader } from '../../src/kafka/topicReader.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { LogRecord, OutRecord } from '../../src/index.js';
 import type { jobTopics } from './jobRequest.js';
 
@@ -23,6 +24,14 @@ export async function createJobTopics(bootstrap: string, topics: Topics, partiti
     }
   } finally {
     admin.disconnect();
+  }
+  // A topic just created is not in every broker's metadata at once: wait until it can be read.
+  const deadline = Date.now() + 30_000;
+  for (const topic of [topics.requests, topics.status, topics.responses]) {
+    while ((await describePartitions({ bootstrap }, topic)) === undefined) {
+      if (Date.now() > deadline) throw new Error(`topic '${topic}' was created on ${bootstrap} but is not visible after 30 s`);
+      await sleep(200);
+    }
   }
 }
 
