@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ResponseBody, StatusBody } from '../../src/index.js';
 import { startGateway, type RunningGateway } from '../../examples/agent-gateway/gateway.js';
 import { scenario } from './disputes.js';
+import { readAll } from './kafkaClient.js';
 import { Worker, type WorkerOptions } from './worker.js';
 
 const bootstrap = inject('kafkaBootstrap');
@@ -69,30 +70,68 @@ async function readStream(url: string, lastEventId: string): Promise<{ status: n
   return { status: res.status, ids: [...text.matchAll(/^id: (.+)$/gm)].map((m) => m[1]!) };
 }
 
+/**
+ * A gateway on a fresh request topic (any free port) and a worker of the agent-jobs topology
+ * behind it, with `args` added to the worker's.
+ */
+async function setUp(args: readonly string[]) {
+  const { prefix, group, stateDir } = await scenario('gateway');
+  const topic = `${prefix}agent-jobs`;
+  const logger = pino({ level: 'warn' });
+  const fatal: Error[] = [];
+  const start = (port: number) => startGateway({ bootstrap, port, topic, logger, onFatal: (e) => fatal.push(e) });
+  const gateway = await start(0);
+  gateways.push(gateway);
+  const workerOptions: WorkerOptions = {
+    bootstrap,
+    group,
+    stateDir,
+    topicPrefix: prefix,
+    sourceModule: 'dist/examples/agent-gateway/topology.js',
+    // Slow enough that the kill lands with calls in flight; static membership, so the restarted worker takes its partitions back at once.
+    env: { ORDERLY_MODEL_LATENCY_MS: '1000', ORDERLY_RETRY_DELAY_MS: '200' },
+    args: ['--instance-id', `${prefix}worker`, ...args],
+  };
+  workers.push(new Worker(workerOptions));
+  return { base: gateway.url, port: Number(new URL(gateway.url).port), start, workerOptions, fatal, topic };
+}
+
+/** Posts one job per prompt, all at once; each is accepted with a fresh job id and its Location. */
+async function postJobs(base: string, prompts: readonly string[]): Promise<string[]> {
+  const accepted = await Promise.all(prompts.map((prompt) => post(base, JSON.stringify({ prompt }))));
+  const ids = accepted.map((a) => String(a.body.jobId));
+  for (const [i, a] of accepted.entries()) {
+    expect(a.status).toBe(202);
+    expect(ids[i]).toMatch(UUID_V4);
+    expect(a.location).toBe(`/jobs/${ids[i]}`);
+  }
+  expect(new Set(ids).size).toBe(prompts.length);
+  return ids;
+}
+
+/** Kills the first worker once `answered` jobs have their response, and starts another in its place; returns how many were answered then. */
+async function killWorkerAt(answered: number, responded: () => number, options: WorkerOptions): Promise<number> {
+  await until(`${answered} jobs answered`, () => responded() >= answered, 90_000);
+  await workers[0]!.kill();
+  const atKill = responded();
+  workers.push(new Worker(options));
+  return atKill;
+}
+
+/** Waits for every stream's response, naming how far they got if they do not. */
+async function allAnswered(streams: ReadonlyArray<{ done: Promise<void> }>, responded: () => number): Promise<void> {
+  await Promise.race([
+    Promise.all(streams.map((s) => s.done)),
+    sleep(90_000).then(() => {
+      throw new Error(`${responded()} of ${streams.length} jobs answered after 90 s\n${workers.at(-1)!.tail()}`);
+    }),
+  ]);
+}
+
 describe('agent gateway on Kafka', () => {
   it(`follows ${JOBS} concurrent jobs to exactly one response each through a kill -9 of the worker and a gateway restart`, async () => {
-    const { prefix, group, stateDir } = await scenario('gateway');
-    const topic = `${prefix}agent-jobs`;
-    const logger = pino({ level: 'warn' });
-    const fatal: Error[] = [];
-    const start = (port: number) => startGateway({ bootstrap, port, topic, logger, onFatal: (e) => fatal.push(e) });
-    let gateway = await start(0);
-    gateways.push(gateway);
-    const base = gateway.url;
-    const port = Number(new URL(base).port);
-
-    const workerOptions: WorkerOptions = {
-      bootstrap,
-      group,
-      stateDir,
-      topicPrefix: prefix,
-      sourceModule: 'dist/examples/agent-gateway/topology.js',
-      // Slow enough that the kill lands with calls in flight; static membership, so the restarted worker takes its partitions back at once.
-      env: { ORDERLY_MODEL_LATENCY_MS: '1000', ORDERLY_RETRY_DELAY_MS: '200' },
-      args: ['--instance-id', `${prefix}worker`],
-    };
-    workers.push(new Worker(workerOptions));
-
+    const { base, port, start, workerOptions, fatal } = await setUp([]);
+    let gateway = gateways[0]!;
     // Bad requests, answered before anything reaches Kafka.
     const malformed = await post(base, '{"prompt": ');
     expect(malformed.status).toBe(400);
@@ -109,22 +148,12 @@ describe('agent gateway on Kafka', () => {
 
     // 200 jobs at once, one in 20 poison (parked after its attempts).
     const prompts = Array.from({ length: JOBS }, (_, i) => (i % 20 === 7 ? `poison ${i}` : `question ${i}`));
-    const accepted = await Promise.all(prompts.map((prompt) => post(base, JSON.stringify({ prompt }))));
-    const ids = accepted.map((a) => String(a.body.jobId));
-    for (const [i, a] of accepted.entries()) {
-      expect(a.status).toBe(202);
-      expect(ids[i]).toMatch(UUID_V4);
-      expect(a.location).toBe(`/jobs/${ids[i]}`);
-    }
-    expect(new Set(ids).size).toBe(JOBS);
+    const ids = await postJobs(base, prompts);
     const streams = ids.map((id) => follow(`${base}/jobs/${id}/events`));
     const responded = () => streams.filter((s) => s.events.some((e) => e.type === 'response')).length;
 
     // The worker killed with about a quarter of the jobs answered, and restarted.
-    await until('a quarter of the jobs answered', () => responded() >= JOBS / 4, 90_000);
-    await workers[0]!.kill();
-    const answeredAtKill = responded();
-    workers.push(new Worker(workerOptions));
+    const answeredAtKill = await killWorkerAt(JOBS / 4, responded, workerOptions);
 
     // The gateway restarted once more jobs are answered: the streams reconnect with Last-Event-ID.
     await until('half of the jobs answered', () => responded() >= JOBS / 2, 90_000);
@@ -137,12 +166,7 @@ describe('agent gateway on Kafka', () => {
     const states = await Promise.all(ids.map(async (id) => (await fetch(`${base}/jobs/${id}`)).status));
     expect(states.every((s) => s === 200)).toBe(true);
 
-    await Promise.race([
-      Promise.all(streams.map((s) => s.done)),
-      sleep(90_000).then(() => {
-        throw new Error(`${responded()} of ${JOBS} jobs answered after 90 s\n${workers.at(-1)!.tail()}`);
-      }),
-    ]);
+    await allAnswered(streams, responded);
     expect(fatal).toEqual([]);
     expect(answeredAtKill).toBeLessThan(JOBS);
 
@@ -185,5 +209,27 @@ describe('agent gateway on Kafka', () => {
     expect(await readStream(`${base}/jobs/${ids[0]}/events`, all[0]!)).toEqual({ status: 200, ids: all.slice(1) });
     expect((await readStream(`${base}/jobs/${ids[0]}/events`, 'r')).status).toBe(204);
     console.log(`agent gateway: ${JOBS} jobs, ${answeredAtKill} answered at the kill, ${redeliveredCalls} with a call redone after it`);
+  }, 180_000);
+
+  it('with --exactly-once, a kill -9 leaves each job one response record, and each update of a call once', async () => {
+    const { base, workerOptions, fatal, topic } = await setUp(['--exactly-once', '--commit-every-ms', '300']);
+    const prompts = Array.from({ length: 40 }, (_, i) => (i % 20 === 3 ? `poison ${i}` : `question ${i}`));
+    const ids = await postJobs(base, prompts);
+    const streams = ids.map((id) => follow(`${base}/jobs/${id}/events`));
+    const responded = () => streams.filter((s) => s.events.some((e) => e.type === 'response')).length;
+    const answeredAtKill = await killWorkerAt(10, responded, workerOptions);
+    await allAnswered(streams, responded);
+    expect(fatal).toEqual([]);
+    expect(answeredAtKill).toBeLessThan(prompts.length);
+
+    // A read_committed reader: on an at-least-once worker a redelivered, finished job sends its response again; here never.
+    const responses = (await readAll(bootstrap, `${topic}.responses`)).map((r) => JSON.parse(r.value!) as ResponseBody);
+    expect(responses.map((r) => r.jobId).sort()).toEqual([...ids].sort());
+    const updates = (await readAll(bootstrap, `${topic}.status`)).map((r) => JSON.parse(r.value!) as StatusBody);
+    const perCall = new Map<string, number[]>();
+    for (const u of updates) perCall.set(`${u.jobId} ${u.call}`, [...(perCall.get(`${u.jobId} ${u.call}`) ?? []), u.seq]);
+    for (const seqs of perCall.values()) expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, n) => n + 1));
+    for (const r of responses) expect(perCall.get(`${r.jobId} ${r.call}`)).toEqual(Array.from({ length: r.statusCount }, (_, n) => n + 1));
+    expect(responses.filter((r) => r.state === 'parked').length).toBe(2);
   }, 180_000);
 });
