@@ -32,6 +32,7 @@ const operatorShapes: Readonly<Record<string, Signature>> = {
   park: [['options', { name: 'string', attempts: 'number', retryDelayMs: 'number', retryJitter: 'fraction', topic: 'string', onExhausted: 'string' }]],
   applyOnce: [['effect', 'effect'], ['options', nameOption]],
   to: [['topic', 'string'], ['options', { name: 'string', value: 'serde' }]],
+  respond: [['topic', 'string'], ['options', { name: 'string', statusTopic: 'string' }]],
   build: [],
 };
 
