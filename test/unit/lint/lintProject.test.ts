@@ -32,9 +32,11 @@ describe('orderly lint', { timeout: 180_000 }, () => {
     ]);
   });
 
-  it('finds nothing in examples/, having checked its decide function and its effect (in testkit/)', () => {
+  it('finds nothing in examples/, having checked their decide functions and effects', () => {
     expect(lint('examples')).toEqual([]);
     expect(checked('examples')).toEqual([
+      "effect 'agent-answers' examples/agent-gateway/topology.ts:56",
+      "agentStep 'answer' examples/agent-gateway/topology.ts:65",
       "agentStep 'decide' examples/disputes/topology.ts:50",
       "effect 'dispute-decisions' testkit/scenarios/disputes.ts:42",
     ]);
