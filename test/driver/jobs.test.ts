@@ -121,39 +121,35 @@ describe('ctx.status and .respond()', () => {
     expect(response!.reason).toMatch(onExhausted === 'dlq' ? /^dead-lettered: / : /^skipped: /);
   });
 
-  it('at-least-once: a call cut by a crash leaves its updates; the redelivered call has the same attempt, another call id, and the response names it', async () => {
-    const { d, input, status, responses } = start();
+  /** One slow job, the engine crashed in the middle of its call and restarted: its updates and its one response. */
+  async function crashedMidCall(exactlyOnce: boolean) {
+    const { d, input, status, responses } = start({ exactlyOnce });
     input.pipeInput('k1', { prompt: 'slow', ms: 1_000 }, job('job-c'));
     d.crash({ at: 500 });
     d.restart({ after: 600 });
     await d.runUntilIdle();
+    const [response, ...more] = responses.readValuesToList();
+    expect(more).toEqual([]);
+    return { updates: status.readValuesToList(), response: response! };
+  }
 
-    const updates = status.readValuesToList();
+  it('at-least-once: a call cut by a crash leaves its updates; the redelivered call has the same attempt, another call id, and the response names it', async () => {
+    const { updates, response } = await crashedMidCall(false);
     expect(updates.map((u) => [u.attempt, u.seq])).toEqual([
       [1, 1],
       [1, 1],
       [1, 2],
     ]);
     expect(updates[0]!.call).not.toBe(updates[1]!.call);
-    const [response, ...more] = responses.readValuesToList();
-    expect(more).toEqual([]);
     expect(response).toMatchObject({ state: 'done', call: updates[1]!.call, statusCount: 2 });
   });
 
   it('exactly-once: the updates of a call cut by a crash go with its aborted transaction; a reader sees one call', async () => {
-    const { d, input, status, responses } = start({ exactlyOnce: true });
-    input.pipeInput('k1', { prompt: 'slow', ms: 1_000 }, job('job-c'));
-    d.crash({ at: 500 });
-    d.restart({ after: 600 });
-    await d.runUntilIdle();
-
-    const updates = status.readValuesToList();
+    const { updates, response } = await crashedMidCall(true);
     expect(updates.map((u) => [u.attempt, u.seq])).toEqual([
       [1, 1],
       [1, 2],
     ]);
-    const [response, ...more] = responses.readValuesToList();
-    expect(more).toEqual([]);
     expect(response).toMatchObject({ state: 'done', call: updates[0]!.call, statusCount: 2 });
   });
 
