@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import pino, { type Logger } from 'pino';
+import { checkBootstrap } from '../../src/kafka/bootstrapCheck.js';
 import { gatewayServer } from './httpServer.js';
 import { jobTopics } from './jobRequest.js';
 import { createJobTopics, JobFeed } from './jobTopicsOnKafka.js';
@@ -42,6 +43,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       logger.fatal({ err: error }, 'Kafka failed; the gateway stops');
       process.exit(1);
     });
+  // A wrong address fails here within seconds, naming its cause, instead of at a client's time-out.
+  await checkBootstrap(options.bootstrap);
   await createJobTopics(options.bootstrap, topics, options.partitions ?? 4);
   const table = new JobTable();
   const feed = await JobFeed.open(

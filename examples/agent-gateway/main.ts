@@ -24,7 +24,10 @@ const program = new Command('gateway')
   .parse();
 
 const options = program.opts<{ bootstrap: string; port: number; host: string; topic: string }>();
-const gateway = await startGateway(options);
+const gateway = await startGateway(options).catch((error: Error) => {
+  console.error(`gateway: ${error.message}`);
+  process.exit(1);
+});
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     void gateway.close().then(() => process.exit(0));
