@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { packageVersion } from './packageVersion.js';
+import { registerLabCommand } from './labCommand.js';
 import { registerParkedCommand } from './parkedCommand.js';
 import { registerRunCommand } from './runCommand.js';
 import { registerScenarioCommand } from './scenarioCommand.js';
@@ -18,12 +19,7 @@ export function createProgram(): Command {
   registerRunCommand(program);
   registerParkedCommand(program);
   registerStaticCommands(program);
-  program
-    .command('lab')
-    .description('serve the lab page: the worked example run in the browser, drawn as a timeline, a control for every setting')
-    .option('--port <n>', 'the port to listen on (0: any free port)', '8080')
-    .option('--host <address>', 'the address to listen on', '127.0.0.1')
-    .action(async (options: { port: string; host: string }) => (await import('../lab/labCommand.js')).runLabCommand(options));
+  registerLabCommand(program);
   return program;
 }
 

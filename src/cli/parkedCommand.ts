@@ -1,6 +1,7 @@
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import { hostname, userInfo } from 'node:os';
 import type { ListOptions, CommonOptions, ResolveOptions } from './parkedActions.js';
+import { collectProperty, toPartition, toPositive } from './optionValues.js';
 
 /** What the commands do, loaded only when one runs (it loads the native Kafka client). */
 const actions = () => import('./parkedActions.js');
@@ -80,22 +81,4 @@ function defaultBy(): string {
   } catch {
     return `unknown@${hostname()}`;
   }
-}
-
-function toPartition(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`a partition is a whole number of at least 0, got '${value}'`);
-  return n;
-}
-
-function toPositive(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`expected a whole number of at least 1, got '${value}'`);
-  return n;
-}
-
-function collectProperty(pair: string, previous: Record<string, string>): Record<string, string> {
-  const at = pair.indexOf('=');
-  if (at <= 0) throw new InvalidArgumentError(`a librdkafka property needs key=value, got '${pair}'`);
-  return { ...previous, [pair.slice(0, at)]: pair.slice(at + 1) };
 }

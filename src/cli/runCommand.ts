@@ -1,4 +1,5 @@
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
+import { collect, toMilliseconds, toPort, toPositive } from './optionValues.js';
 import type { RunOptions } from './runWorker.js';
 
 /**
@@ -14,15 +15,15 @@ export function registerRunCommand(program: Command): void {
     .requiredOption('--group <id>', 'consumer group id, the same for every worker of this topology')
     .requiredOption('--state-dir <dir>', "this worker's LevelDB state directory (created when missing; one process at a time)")
     .option('--group-protocol <protocol>', 'classic (cooperative-sticky) or consumer (KIP-848)', 'classic')
-    .option('--session-timeout-ms <ms>', 'classic protocol: how long a silent worker keeps its partitions', toInteger)
+    .option('--session-timeout-ms <ms>', 'classic protocol: how long a silent worker keeps its partitions', toPositive)
     .option('--instance-id <id>', 'static group membership: a restarted worker with the same id gets its partitions back without a rebalance')
-    .option('--commit-every-ms <ms>', "commit each partition's finished prefix this often (default 5000)", toInteger)
-    .option('--max-buffered <n>', 'unfinished events per partition before it is paused, resumed at half (default 1500)', toInteger)
+    .option('--commit-every-ms <ms>', "commit each partition's finished prefix this often (default 5000)", toPositive)
+    .option('--max-buffered <n>', 'unfinished events per partition before it is paused, resumed at half (default 1500)', toPositive)
     .option('--stop-grace-ms <ms>', 'on SIGINT or SIGTERM, how long the model calls in flight may finish before they are given up (default 0: at once; given-up events are redone by the next owner)', toMilliseconds)
-    .option('--rate-limit-warn-ms <ms>', 'warn when the agent step has been refused (429) this long with no answer, then at most this often (default 60000)', toInteger)
+    .option('--rate-limit-warn-ms <ms>', 'warn when the agent step has been refused (429) this long with no answer, then at most this often (default 60000)', toPositive)
     .option('--exactly-once', 'outputs, state changelogs and input offsets in one Kafka transaction per commit: a read_committed reader sees each output once (commits every 100 ms unless --commit-every-ms)')
     .option('--transactional-id <id>', "with --exactly-once: this worker's transactional id, stable across its restarts and unique in the group (default: derived from the group, the host and the state directory)")
-    .option('--transaction-timeout-ms <ms>', 'with --exactly-once: how long the broker keeps a transaction open before aborting it (default 10000)', toInteger)
+    .option('--transaction-timeout-ms <ms>', 'with --exactly-once: how long the broker keeps a transaction open before aborting it (default 10000)', toPositive)
     .option('-X, --kafka-config <key=value>', 'a librdkafka property for every client, e.g. security.protocol=SSL (repeatable)', collect, [])
     .option('--consumer-config <key=value>', 'a librdkafka property of the consumer only, e.g. max.poll.interval.ms=600000 (repeatable)', collect, [])
     .option('--producer-config <key=value>', 'a librdkafka property of the producer only, e.g. linger.ms=20 (repeatable)', collect, [])
@@ -39,26 +40,4 @@ export function registerRunCommand(program: Command): void {
       const { runWorker } = await import('./runWorker.js');
       await runWorker(module, options, program);
     });
-}
-
-function toInteger(value: string): number {
-  const number = Number(value);
-  if (!Number.isInteger(number) || number < 1) throw new InvalidArgumentError(`expected a whole number of at least 1, got '${value}'`);
-  return number;
-}
-
-function toMilliseconds(value: string): number {
-  const number = Number(value);
-  if (!Number.isInteger(number) || number < 0) throw new InvalidArgumentError(`expected a whole number of milliseconds, 0 or more, got '${value}'`);
-  return number;
-}
-
-function toPort(value: string): number {
-  const number = Number(value);
-  if (!Number.isInteger(number) || number < 0 || number > 65_535) throw new InvalidArgumentError(`expected a port from 0 to 65535, got '${value}'`);
-  return number;
-}
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
 }

@@ -1,27 +1,3 @@
-/** Turns bytes into values and back. `deserialize` throws on bad input; the engine dead-letters it. */
-export interface Serde<T> {
-  readonly name: string;
-  serialize(value: T): Uint8Array;
-  deserialize(bytes: Uint8Array): T;
-}
-
-const encoder = new TextEncoder();
-const decoder = new TextDecoder('utf-8', { fatal: true });
-
-/** JSON in UTF-8. A payload that is not UTF-8 or not JSON fails to decode (and is dead-lettered). */
-export function json<T>(): Serde<T> {
-  return {
-    name: 'json',
-    serialize: (value) => encoder.encode(JSON.stringify(value)),
-    deserialize: (bytes) => JSON.parse(decoder.decode(bytes)) as T,
-  };
-}
-
-/** UTF-8 text. */
-export function string(): Serde<string> {
-  return {
-    name: 'string',
-    serialize: (value) => encoder.encode(value),
-    deserialize: (bytes) => decoder.decode(bytes),
-  };
-}
+// Serdes are a contract of the graph and live in graph/; re-exported for the DSL's importers.
+export { json, string } from '../graph/serde.js';
+export type { Serde } from '../graph/serde.js';

@@ -9,10 +9,11 @@ import type {
   RateLimit,
   SourceNode,
 } from '../graph/nodes.js';
-import { isEffect, type Effect } from './effect.js';
-import { json, type Serde } from './serde.js';
+import type { Effect } from '../graph/effect.js';
+import { json, type Serde } from '../graph/serde.js';
+import { Topology } from '../graph/topology.js';
+import { isEffect } from './effect.js';
 import { requireFunction, requireInteger, requireName, requireNumber } from './options.js';
-import { Topology } from './topology.js';
 import { validateTopology } from './validateTopology.js';
 import { TopologyError } from './topologyError.js';
 

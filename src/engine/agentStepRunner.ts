@@ -1,5 +1,5 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
-import { isRateLimited } from '../dsl/rateLimited.js';
+import { isRateLimited } from '../graph/rateLimited.js';
 import type { AgentStepNode, ParkNode } from '../graph/nodes.js';
 import { abortable, sleep } from '../ports/clock.js';
 import { stateKeys } from '../state/stateKeys.js';

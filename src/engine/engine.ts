@@ -1,4 +1,4 @@
-import type { Topology } from '../dsl/topology.js';
+import type { Topology } from '../graph/topology.js';
 import type { Clock, Timer } from '../ports/clock.js';
 import { isCommitRefused, partitionId, type CommitOffset, type Log, type LogRecord, type TopicPartition } from '../ports/log.js';
 import type { Random } from '../ports/random.js';

@@ -1,4 +1,4 @@
-import type { Topology } from '../dsl/topology.js';
+import type { Topology } from '../graph/topology.js';
 import type { Clock } from '../ports/clock.js';
 import type { Log } from '../ports/log.js';
 import type { Random } from '../ports/random.js';

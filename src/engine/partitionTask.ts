@@ -96,6 +96,8 @@ export class PartitionTask {
       const entries = await this.ctx.store.entries<ParkedKeyState>(this.parked.prefix);
       for (const interrupted of this.parked.load(entries)) this.startReplay(interrupted.lane);
     }
+    // Closed while it restored (the engine stopped, or the partition was revoked or lost): it never runs.
+    if (this.state !== 'restoring') return;
     this.moveTo('running');
     this.pump();
   }

@@ -1,4 +1,4 @@
-import type { StateTable } from '../dsl/effect.js';
+import type { StateTable } from '../graph/effect.js';
 import type { TopicPartition } from '../ports/log.js';
 import type { Store, StoreOp } from '../ports/store.js';
 import { stateKeys } from '../state/stateKeys.js';

@@ -1,17 +1,10 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type { Clock } from '../ports/clock.js';
-import type { Headers } from '../ports/log.js';
-import type { Effect } from '../dsl/effect.js';
-import type { Serde } from '../dsl/serde.js';
+import type { Effect } from './effect.js';
+import type { RecordMeta } from './recordMeta.js';
+import type { Serde } from './serde.js';
 
-/** Where an event came from. */
-export interface RecordMeta {
-  readonly topic: string;
-  readonly partition: number;
-  readonly offset: number;
-  readonly timestampMs: number;
-  readonly headers: Headers;
-}
+export type { RecordMeta } from './recordMeta.js';
 
 /** What a decide function is told besides the event. */
 export interface DecideContext {

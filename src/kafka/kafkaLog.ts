@@ -90,8 +90,10 @@ export class KafkaLog implements Log {
   private readonly commits = new CommitWaiter();
   private loop: Promise<void> | undefined;
   private closing = false;
-  /** Exactly-once: the owned partitions are being reset after an aborted transaction. */
-  private resetting = false;
+  /** Exactly-once: resets of the owned partitions after an aborted transaction, queued or under way. */
+  private resetting = 0;
+  /** Exactly-once: the lost partitions of a reset queued but not yet begun (later causes join it). */
+  private queuedReset: TopicPartition[] | undefined;
   private fatal: Error | undefined;
   private readonly logger: Logger;
   /** Logs why no partition came yet, until the first assignment. */
@@ -237,7 +239,7 @@ export class KafkaLog implements Log {
    * the partitions whose work it held are reset, see {@link KafkaLog.resetAfterAbort}.
    */
   private async commitTransaction(offsets: readonly CommitOffset[]): Promise<void> {
-    if (this.resetting) throw new CommitRefusedError('commit refused: the partitions are being reset after an aborted transaction');
+    if (this.resetting > 0) throw new CommitRefusedError('commit refused: the partitions are being reset after an aborted transaction');
     // Every transaction carries offsets, moved or not: sending them is what checks that this
     // worker is still a member of the group's current generation (KIP-447), so a worker that was
     // fenced out while its records were in flight cannot commit them.
@@ -267,12 +269,26 @@ export class KafkaLog implements Log {
    * owned partition is dropped without a commit (the engine's `lost`), whatever was produced
    * meanwhile is aborted too, each partition is rewound to its committed offset, and it is
    * assigned to the engine again, which restores its state from the committed changelog.
+   *
+   * `lost` partitions (taken away without a revocation) are dropped in the same step, before the
+   * abort: their work in flight may still be recording an effect, and what it produces must go
+   * down with the aborted transaction, never into the next one, which this worker commits once it
+   * has rejoined the group. A reset under way when partitions are lost (it may have assigned them
+   * to the engine again) does not cover them, so another is queued; any other cause that comes
+   * while a reset is queued or under way is covered by it.
    */
-  private resetAfterAbort(cause: Error): void {
-    if (this.resetting) return;
-    this.resetting = true;
+  private resetAfterAbort(cause: Error, lost: readonly TopicPartition[] = []): void {
+    if (this.queuedReset) {
+      this.queuedReset.push(...lost);
+      return;
+    }
+    if (this.resetting > 0 && lost.length === 0) return;
     this.logger.warn({ err: cause }, 'transaction aborted: resetting the owned partitions to their committed offsets and state');
+    const queued = [...lost];
+    this.queuedReset = queued;
+    this.resetting += 1;
     this.serialize(async () => {
+      this.queuedReset = undefined;
       try {
         const states = [...this.partitions.values()].filter((p) => p.ownership === 'owned');
         const tps = states.map((p) => p.tp);
@@ -282,7 +298,7 @@ export class KafkaLog implements Log {
         if (tps.length > 0) consumer.pause(tps);
         // Their work in flight ends (or is given up) first; what it produced goes with the abort.
         await this.transactions!.discard(async () => {
-          if (tps.length > 0) await this.listener?.lost(tps);
+          if (tps.length + queued.length > 0) await this.listener?.lost([...queued, ...tps]);
         });
         // A worker that is stopping (or failed) takes nothing back.
         if (tps.length === 0 || !this.listener || this.closing || this.fatal) return;
@@ -293,7 +309,7 @@ export class KafkaLog implements Log {
         if (resume.length > 0) consumer.resume(resume);
         this.logger.info({ partitions: tps.map(partitionId) }, 'partitions reset after an aborted transaction');
       } finally {
-        this.resetting = false;
+        this.resetting -= 1;
       }
     });
   }
@@ -383,6 +399,9 @@ export class KafkaLog implements Log {
     if (!consumer) return;
     const tps = assignment.map(({ topic, partition }) => ({ topic, partition }));
     const cooperative = consumer.rebalanceProtocol() !== 'EAGER';
+    // Closing: the engine has stopped and takes no partition; librdkafka may still rebalance
+    // while it leaves the group (a rejoin under way, the revocation at close).
+    if (this.closing) return this.answerWhileClosing(consumer, error, assignment, cooperative);
     if (error?.code === ERR_ASSIGN_PARTITIONS) {
       this.assignmentWait?.stop();
       // An empty assignment completes a rebalance that gave this worker nothing new.
@@ -402,7 +421,7 @@ export class KafkaLog implements Log {
       for (const state of states) state.ownership = lost ? 'lost' : 'revoking';
       // Exactly-once: the open transaction holds writes of the lost partitions, which another
       // worker now owns: it is thrown away, and the partitions still owned are reset with it.
-      if (lost && this.transactions && states.length > 0) this.resetAfterAbort(new Error(`partitions ${tps.map(partitionId).join(', ')} were lost: this worker was fenced out of its group`));
+      if (lost && this.transactions && states.length > 0) this.resetAfterAbort(new Error(`partitions ${tps.map(partitionId).join(', ')} were lost: this worker was fenced out of its group`), tps);
       this.logger.info({ partitions: tps.map(partitionId), lost }, lost ? 'partitions lost' : 'revoking');
       this.serialize(async () => {
         if (this.listener) await (lost ? this.listener.lost(tps) : this.listener.revoked(tps));
@@ -420,10 +439,30 @@ export class KafkaLog implements Log {
     }
   }
 
+  /**
+   * A rebalance while the log closes: librdkafka is answered at once (an assignment taken and
+   * given straight back is never seen by the engine), and a consumer already disconnected, which
+   * refuses the call, is no failure: it has left the group.
+   */
+  private answerWhileClosing(consumer: Consumer, error: LibrdKafkaError, assignment: Assignment[], cooperative: boolean): void {
+    try {
+      if (error?.code === ERR_ASSIGN_PARTITIONS) {
+        if (cooperative) consumer.incrementalAssign(assignment);
+        else consumer.assign(assignment);
+      } else if (cooperative) consumer.incrementalUnassign(assignment);
+      else consumer.unassign();
+    } catch (refused) {
+      this.logger.debug({ error: (refused as Error).message }, 'rebalance while closing');
+    }
+  }
+
   /** Runs rebalance steps one after another, in the order librdkafka gave them. */
   private serialize(step: () => Promise<void>): void {
     this.rebalances = this.rebalances.then(step).catch((error: unknown) => {
-      this.fail(new Error(`rebalance callback failed: ${(error as Error).message}`, { cause: error }));
+      // A step cut short by the close (the consumer disconnected under it) fails nothing: the
+      // engine has stopped, and the partitions' next owner starts from the committed offsets.
+      if (this.closing) this.logger.warn({ err: error }, 'a rebalance step failed while the log closed');
+      else this.fail(new Error(`rebalance callback failed: ${(error as Error).message}`, { cause: error }));
     });
   }
 

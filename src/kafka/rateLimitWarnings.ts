@@ -1,4 +1,4 @@
-import { Outcome, type OutcomeEvent } from '../engine/outcomes.js';
+import type { ModelCallResult } from '../engine/outcomes.js';
 
 /** When a step that keeps being refused is worth a warning. */
 export interface RateLimitWarningOptions {
@@ -16,25 +16,34 @@ export interface RateLimitedFor {
   readonly refusals: number;
 }
 
-// Outcomes that show the step answered (a decision, or a failed attempt) or a person decided: the
-// refusals stopped. Anything else (HELD, FILTERED, DUPLICATE, ...) says nothing about the provider.
-const ANSWERED: ReadonlySet<Outcome> = new Set<Outcome>([Outcome.APPLIED, Outcome.RETRY, Outcome.PARKED]);
+/** How one call of an agent step ended, as the engine's `modelCallEnded` reports it. */
+export interface StepCallEnded {
+  readonly step: string;
+  readonly atMs: number;
+  readonly result: ModelCallResult;
+}
+
+interface Refused {
+  since: number;
+  refusals: number;
+  warnedAt?: number;
+}
 
 /**
- * Watches the engine's outcomes for a step that stays rate-limited: every call refused (429) for
- * `afterMs` with no answer between. A 429 is backpressure, logged at debug; a step refused for
- * minutes is a quota or a key that is wrong, which someone must see at the default level. Tell it
- * every outcome and, on a timer, the time, so a long Retry-After still gets its warning.
+ * Watches the calls of each agent step for one that stays rate-limited: every call refused (429)
+ * for `afterMs` with no answer between. A 429 is backpressure, logged at debug; a step refused for
+ * minutes is a quota or a key that is wrong, which someone must see at the default level. It reads
+ * how each call ended, not the events' outcomes: an answer (valid or not) or a failed call shows
+ * the provider took the call, whatever the event's disposition then did with it; a call given up
+ * by a stop or a rebalance says nothing. Tell it every ended call and, on a timer, the time, so a
+ * long Retry-After still gets its warning.
  */
 export class RateLimitWarnings {
-  private since: number | undefined;
-  private refusals = 0;
-  private warnedAt: number | undefined;
+  private readonly refused = new Map<string, Refused>();
   private readonly afterMs: number;
   private readonly everyMs: number;
 
   constructor(
-    private readonly step: string,
     private readonly warn: (state: RateLimitedFor) => void,
     options: RateLimitWarningOptions = {},
   ) {
@@ -45,23 +54,26 @@ export class RateLimitWarnings {
     }
   }
 
-  outcome(event: OutcomeEvent): void {
-    if (event.outcome === Outcome.RATE_LIMITED) {
-      this.since ??= event.atMs;
-      this.refusals += 1;
-      this.check(event.atMs);
-    } else if (ANSWERED.has(event.outcome)) {
-      this.since = undefined;
-      this.refusals = 0;
-      this.warnedAt = undefined;
+  callEnded(call: StepCallEnded): void {
+    if (call.result === 'rate_limited') {
+      const state = this.refused.get(call.step) ?? { since: call.atMs, refusals: 0 };
+      state.refusals += 1;
+      this.refused.set(call.step, state);
+      this.checkStep(call.step, state, call.atMs);
+    } else if (call.result !== 'aborted') {
+      this.refused.delete(call.step);
     }
   }
 
-  /** Warns when the step has been refused for `afterMs`, and not warned in the last `everyMs`. */
+  /** Warns for each step refused for `afterMs` and not warned of in the last `everyMs`. */
   check(nowMs: number): void {
-    if (this.since === undefined || nowMs - this.since < this.afterMs) return;
-    if (this.warnedAt !== undefined && nowMs - this.warnedAt < this.everyMs) return;
-    this.warnedAt = nowMs;
-    this.warn({ step: this.step, sinceMs: this.since, forMs: nowMs - this.since, refusals: this.refusals });
+    for (const [step, state] of this.refused) this.checkStep(step, state, nowMs);
+  }
+
+  private checkStep(step: string, state: Refused, nowMs: number): void {
+    if (nowMs - state.since < this.afterMs) return;
+    if (state.warnedAt !== undefined && nowMs - state.warnedAt < this.everyMs) return;
+    state.warnedAt = nowMs;
+    this.warn({ step, sinceMs: state.since, forMs: nowMs - state.since, refusals: state.refusals });
   }
 }

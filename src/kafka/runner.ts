@@ -136,7 +136,7 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
   const stopWith = (error?: Error, graceMs = 0): Promise<void> => {
     if (error && !failure) failure = error;
     stopping ??= (async () => {
-      rateLimits?.stop();
+      rateLimits.stop();
       try {
         await resolutions?.stop();
         await engine.stop({ graceMs });
@@ -170,7 +170,7 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
     handedBackCleanly: (tp) => !log.isLost(tp),
     ...(options.onRestored ? { onRestored: options.onRestored } : {}),
   });
-  const rateLimits = rateLimitWatch(topology, logger.child({ component: 'engine' }), options.rateLimitWarnings);
+  const rateLimits = rateLimitWatch(logger.child({ component: 'engine' }), options.rateLimitWarnings);
   const engine = new Engine({
     topology,
     log,
@@ -185,7 +185,7 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
   try {
     await engine.start();
   } catch (error) {
-    rateLimits?.stop();
+    rateLimits.stop();
     await log.close().catch(() => undefined);
     await closeStore(store, logger);
     throw error;
@@ -235,21 +235,18 @@ interface RateLimitWatch {
   stop(): void;
 }
 
-/** Warns at the default level while the topology's agent step stays refused by its provider; undefined without a step. */
-function rateLimitWatch(topology: Topology, logger: Logger, options: RateLimitWarningOptions | undefined): RateLimitWatch | undefined {
-  const step = topology.agentStep?.name;
-  if (step === undefined) return undefined;
+/** Warns at the default level while an agent step of the topology stays refused by its provider. */
+function rateLimitWatch(logger: Logger, options: RateLimitWarningOptions | undefined): RateLimitWatch {
   const warnings = new RateLimitWarnings(
-    step,
     (state) =>
       logger.warn(
         state,
-        `agentStep '${step}' has been rate-limited for ${Math.round(state.forMs / 1000)} s: ${state.refusals} calls refused (429) since ${new Date(state.sinceMs).toISOString()}, none answered; ` +
+        `agentStep '${state.step}' has been rate-limited for ${Math.round(state.forMs / 1000)} s: ${state.refusals} calls refused (429) since ${new Date(state.sinceMs).toISOString()}, none answered; ` +
           "its events wait in order. Check the provider's quota and key, or lower the step's limit.calls",
       ),
     options,
   );
-  // A long Retry-After means no outcome for a while: look at the time on a timer too.
+  // A long Retry-After means no call ends for a while: look at the time on a timer too.
   const timer = setInterval(() => warnings.check(Date.now()), 5_000);
   timer.unref();
   return { warnings, stop: () => clearInterval(timer) };
@@ -263,12 +260,14 @@ function withUserObserver(user: EngineObserver | undefined, own: EngineObserver)
 }
 
 /** Logs outcomes (debug; PARKED, DEAD_LETTERED and SKIPPED at warn), commits (debug) and fatal errors. */
-function loggingObserver(logger: Logger, onFatal: (error: Error) => void, rateLimits: RateLimitWatch | undefined): EngineObserver {
+function loggingObserver(logger: Logger, onFatal: (error: Error) => void, rateLimits: RateLimitWatch): EngineObserver {
   return {
     outcome(event: OutcomeEvent) {
       if (loud.has(event.outcome)) logger.warn(event, `event ${event.outcome}`);
       else logger.debug(event, `event ${event.outcome}`);
-      rateLimits?.warnings.outcome(event);
+    },
+    modelCallEnded(call) {
+      rateLimits.warnings.callEnded(call);
     },
     committed(commit) {
       logger.debug(commit, 'committed');

@@ -59,3 +59,13 @@ test('a module that exports no topology is refused, naming the module and what i
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('every command refuses a bad number the same way, naming the option and the value', () => {
+  const lab = orderly('lab', '--port', '70000');
+  expect(lab.status).not.toBe(0);
+  expect(lab.stderr).toContain("option '--port <n>' argument '70000' is invalid. expected a port from 0 to 65535, got '70000'");
+  const run = orderly('run', 'x.js', '--bootstrap', '127.0.0.1:9', '--group', 'g', '--state-dir', 'd', '--metrics-port', '-1');
+  expect(run.stderr).toContain("expected a port from 0 to 65535, got '-1'");
+  const parked = orderly('parked', 'list', '--bootstrap', '127.0.0.1:9', '--group', 'g', '--topology', 'x.js', '--timeout-ms', '0');
+  expect(parked.stderr).toContain("expected a whole number of at least 1, got '0'");
+});

@@ -84,3 +84,40 @@ describe('what the log tells the engine', () => {
     expect(fatal).toEqual([]);
   });
 });
+
+describe('a stop while a partition restores', () => {
+  it('closes the restoring partition: the restore ends without running it, and the engine stops cleanly', async () => {
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    const memory = await openMemoryStore();
+    // A store whose reads wait for the test: the partition stays restoring until the gate opens.
+    const store = new Proxy(memory, {
+      get(target, name, receiver) {
+        const value = Reflect.get(target, name, receiver) as unknown;
+        if (name !== 'entries' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+        return async (...args: unknown[]) => {
+          await gate;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const { log } = handDrivenLog(tp);
+    const fatal: Error[] = [];
+    const clock = new VirtualClock();
+    const engine = new Engine({
+      topology: decisionTopology(async () => ({ action: 'refund' })),
+      log,
+      clock: clock.view('engine'),
+      store,
+      random: new SeededRandom(1),
+      observer: { fatal: (error) => fatal.push(error) },
+    });
+    const started = engine.start();
+    await flush();
+    const stopped = engine.stop();
+    openGate();
+    await expect(started).resolves.toBeUndefined();
+    await expect(stopped).resolves.toBeUndefined();
+    expect(fatal).toEqual([]);
+  });
+});

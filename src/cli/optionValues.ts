@@ -1,0 +1,44 @@
+import { InvalidArgumentError } from 'commander';
+
+// Parsers of command-line option values, shared by every command so that one kind of value is
+// checked, and refused, one way.
+
+/** A whole number of at least 1 (a count, an interval). */
+export function toPositive(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`expected a whole number of at least 1, got '${value}'`);
+  return n;
+}
+
+/** A whole number of milliseconds, 0 or more. */
+export function toMilliseconds(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`expected a whole number of milliseconds, 0 or more, got '${value}'`);
+  return n;
+}
+
+/** A partition number. */
+export function toPartition(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`a partition is a whole number of at least 0, got '${value}'`);
+  return n;
+}
+
+/** A TCP port to listen on (0: any free port). */
+export function toPort(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65_535) throw new InvalidArgumentError(`expected a port from 0 to 65535, got '${value}'`);
+  return n;
+}
+
+/** A repeatable option's values, in order. */
+export function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+/** A repeatable `key=value` librdkafka property. */
+export function collectProperty(pair: string, previous: Record<string, string>): Record<string, string> {
+  const at = pair.indexOf('=');
+  if (at <= 0) throw new InvalidArgumentError(`a librdkafka property needs key=value, got '${pair}'`);
+  return { ...previous, [pair.slice(0, at)]: pair.slice(at + 1) };
+}

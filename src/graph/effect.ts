@@ -1,0 +1,45 @@
+import type { RecordMeta } from './recordMeta.js';
+
+/**
+ * Marks what {@link effect} made: `applyOnce` takes nothing else (every function has an `apply`).
+ * @internal
+ */
+export const madeByEffect: unique symbol = Symbol.for('orderly.effect');
+
+/**
+ * Rows of an effect's own state table. Writes are staged and recorded in the same atomic batch as
+ * the effect id, so they happen once or not at all.
+ */
+export interface StateTable {
+  get<V>(row: string): V | undefined;
+  put(row: string, value: unknown): void;
+  del(row: string): void;
+}
+
+/** What an effect is told about the event it applies. */
+export interface EffectContext {
+  readonly key: string | null;
+  /** Stable across redeliveries and replays: pass it as the idempotency key to any outside system. */
+  readonly effectId: string;
+  readonly record: RecordMeta;
+  readonly state: StateTable;
+  /**
+   * Aborted when the engine gives the event up (revoked, lost, stopping) or the call passes the
+   * effect's `timeoutMs`. Pass it to outside calls; a result that comes after it is dropped.
+   */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * An effect applied once per event by `applyOnce`. It may write its state table and call outside
+ * systems (with `ctx.effectId` as their idempotency key); what it returns flows downstream.
+ */
+export interface Effect<T, R = T> {
+  /** Names the effect's store: keep it stable, it keys the state across versions. */
+  readonly name: string;
+  apply(value: T, ctx: EffectContext): R | Promise<R>;
+  /** See {@link EffectOptions.timeoutMs}. */
+  readonly timeoutMs?: number;
+  /** Set by {@link effect} only. */
+  readonly [madeByEffect]: true;
+}

@@ -1,0 +1,55 @@
+import type { AgentStepNode, ApplyOnceNode, GraphNode, ParkNode, ProcessorNode, RespondNode, SourceNode } from './nodes.js';
+import { describeTopology } from './describe.js';
+import { topologyToMermaid } from './mermaid.js';
+
+/**
+ * A validated chain of operators from one source topic, built by {@link stream}. It holds
+ * declarations only, no run-time state: every engine (every restart in the test driver) that runs
+ * it starts from fresh operator state and the store.
+ */
+export class Topology {
+  /** Events in flight per partition. 1 when the chain has no keyedSerial. */
+  readonly maxInFlight: number;
+  readonly agentStep: AgentStepNode | undefined;
+  readonly park: ParkNode | undefined;
+  readonly applyOnce: ApplyOnceNode | undefined;
+  /** Where responses and status updates go, when the chain declares `.respond()`. */
+  readonly respond: RespondNode | undefined;
+  /** Every topic the topology writes: sinks, then the parking and dead-letter topics, then the response and status topics. */
+  readonly outputTopics: readonly string[];
+
+  /** @internal */
+  constructor(
+    readonly source: SourceNode,
+    readonly processors: readonly ProcessorNode[],
+  ) {
+    // Derived once: the engine reads these for every event.
+    this.maxInFlight = this.find('keyedSerial')?.maxInFlight ?? 1;
+    this.agentStep = this.find('agentStep');
+    this.park = this.find('park');
+    this.applyOnce = this.find('applyOnce');
+    this.respond = this.find('respond');
+    const sinks = processors.flatMap((n) => (n.kind === 'sink' ? [n.topic] : []));
+    const jobs = this.respond ? [this.respond.topic, this.respond.statusTopic] : [];
+    this.outputTopics = [...new Set([...sinks, ...(this.park ? [this.park.topic] : []), source.deadLetterTopic, ...jobs])];
+  }
+
+  /** Every node, the source first, in chain order. */
+  get nodes(): readonly GraphNode[] {
+    return [this.source, ...this.processors];
+  }
+
+  /** The operator graph in Kafka Streams' `describe()` form: source, processors with their stores, sinks. */
+  describe(): string {
+    return describeTopology(this.nodes);
+  }
+
+  /** The operator graph as a Mermaid flowchart, stores drawn as cylinders. */
+  toMermaid(): string {
+    return topologyToMermaid(this.nodes);
+  }
+
+  private find<K extends ProcessorNode['kind']>(kind: K): Extract<ProcessorNode, { kind: K }> | undefined {
+    return this.processors.find((n): n is Extract<ProcessorNode, { kind: K }> => n.kind === kind);
+  }
+}
