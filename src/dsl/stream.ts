@@ -43,7 +43,10 @@ export interface KeyedSerialOptions extends NameOption {
 export interface AgentStepOptions<S extends StandardSchemaV1 | undefined> {
   /** Every decision is validated against it (any Standard Schema: zod, valibot, arktype, ...). */
   schema?: S;
-  /** The provider's limit, if known: the engine then paces calls so that none is refused. */
+  /**
+   * The provider's limit, if known: calls, tokens or both per window. The engine then paces calls
+   * so that none is refused: by count, and by each call's expected and then reported tokens.
+   */
   limit?: RateLimit;
   /**
    * A call still unsettled after this long is aborted through `ctx.signal` and counts as a failed
@@ -241,9 +244,14 @@ function notAnEffect(value: unknown): string {
 
 function checkLimit(step: string, limit: RateLimit): RateLimit {
   const operator = `agentStep '${step}'`;
+  if (limit?.calls === undefined && limit?.tokens === undefined) {
+    throw new TopologyError(operator, `${operator}: limit needs calls, tokens or both per windowMs, e.g. { calls: 60, tokens: 90_000, windowMs: 60_000 }`);
+  }
   return {
-    calls: requireInteger(operator, 'limit.calls', limit.calls, 1),
+    ...(limit.calls !== undefined ? { calls: requireInteger(operator, 'limit.calls', limit.calls, 1) } : {}),
+    ...(limit.tokens !== undefined ? { tokens: requireInteger(operator, 'limit.tokens', limit.tokens, 1) } : {}),
     windowMs: requireInteger(operator, 'limit.windowMs', limit.windowMs, 1),
+    ...(limit.expectedTokens !== undefined ? { expectedTokens: requireInteger(operator, 'limit.expectedTokens', limit.expectedTokens, 1) } : {}),
   };
 }
 

@@ -1,6 +1,6 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { isRateLimited } from '../graph/rateLimited.js';
-import type { AgentStepNode, ParkNode } from '../graph/nodes.js';
+import type { AgentStepNode, DecideContext, ParkNode } from '../graph/nodes.js';
 import { abortable, sleep } from '../ports/clock.js';
 import { stateKeys } from '../state/stateKeys.js';
 import { timedCall, type TimedCall } from './callTimeout.js';
@@ -24,6 +24,8 @@ export interface AttemptsRecord {
 
 const NO_ATTEMPTS: AttemptsRecord = { count: 0, errors: [] };
 const NO_ERRORS: readonly string[] = [];
+/** `reportTokens` of a step without a token limit: nothing paces by tokens. */
+const ignoreTokens = (): void => undefined;
 
 export type StepResult =
   /** `attemptsStored`: an earlier attempt failed, so its record is in the store, to delete with the decision. */
@@ -117,7 +119,7 @@ function callOnce(
   const call: Call = { ctx, step, event, attempt, admission, signal, timed, startedAtMs: atMs };
   let answer: unknown;
   try {
-    answer = step.decide(value, {
+    const decideCtx: DecideContext = {
       key: event.key,
       effectId: event.effectId,
       attempt,
@@ -126,7 +128,10 @@ function callOnce(
       clock: ctx.clock,
       signal: timed.signal,
       status: ctx.jobs.publisher(step, event, attempt, timed.signal),
-    });
+      reportTokens: ignoreTokens,
+    };
+    // Under a token limit the call first waits for room in the token budget.
+    answer = ctx.tokens ? ctx.tokens.call(step.decide, value, decideCtx) : step.decide(value, decideCtx);
   } catch (error) {
     timed.end();
     return callFailed(call, error);

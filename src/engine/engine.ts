@@ -6,6 +6,7 @@ import type { Store } from '../ports/store.js';
 import { AttemptsIndexedStore } from './attemptsIndex.js';
 import type { EngineContext } from './engineContext.js';
 import { StatusUpdates } from './statusUpdates.js';
+import { callLimitOf, TokenPacing } from './tokenPacing.js';
 import type { BudgetStatus, EngineStatus } from './engineStatus.js';
 import { MetricsRecorder, type EngineMetrics } from './metrics.js';
 import type { EngineObserver } from './outcomes.js';
@@ -82,7 +83,8 @@ export class Engine {
       attempts: store,
       log: options.log,
       writer: new StateWriter(store),
-      gate: step && new RateGate(clock, step.limit),
+      gate: step && new RateGate(clock, callLimitOf(step.limit)),
+      tokens: step?.limit?.tokens !== undefined ? new TokenPacing({ ...step.limit, tokens: step.limit.tokens }, clock) : undefined,
       observer,
       metrics,
       atomically: options.log.atomic ? (work) => options.log.atomic!(work) : (work) => work(),
@@ -140,7 +142,7 @@ export class Engine {
   status(): EngineStatus {
     const step = this.ctx.topology.agentStep;
     const learned = this.ctx.gate?.learnedBudget;
-    const budget: BudgetStatus | undefined = step?.limit
+    const budget: BudgetStatus | undefined = step?.limit?.calls !== undefined
       ? { step: step.name, source: 'declared', calls: step.limit.calls, windowMs: step.limit.windowMs }
       : step && learned !== undefined
         ? { step: step.name, source: 'learned', calls: learned, windowMs: this.ctx.gate?.learnedLimit?.windowMs }

@@ -10,6 +10,7 @@ import type { EngineEvent } from './events.js';
 import type { RateGate } from './rateGate.js';
 import type { StateWriter } from './stateWriter.js';
 import type { StatusUpdates } from './statusUpdates.js';
+import type { TokenPacing } from './tokenPacing.js';
 
 /** What every part of one engine shares: its topology, its ports and its reporting. */
 export interface EngineContext {
@@ -23,6 +24,8 @@ export interface EngineContext {
   readonly writer: StateWriter;
   /** The agent step's rate gate, shared by all partitions. */
   readonly gate: RateGate | undefined;
+  /** The agent step's token pacing, when its limit declares tokens. */
+  readonly tokens: TokenPacing | undefined;
   readonly observer: EngineObserver;
   readonly metrics: MetricsRecorder;
   /** The agent step's status updates and the responses, for a topology with `.respond()`. */

@@ -31,6 +31,12 @@ export interface DecideContext {
    * log has the record. Throws when the topology declares no `.respond()`.
    */
   readonly status: (update: unknown) => Promise<void>;
+  /**
+   * Tells the engine the tokens this call used, as the provider reported them (the adapters of
+   * orderly/providers do). Under a step's `limit.tokens` the call's tokens are then held at that
+   * count instead of the expected one; without one it does nothing.
+   */
+  readonly reportTokens: (tokens: number) => void;
 }
 
 /** An agent step's decision, joined to the event it decided. */
@@ -41,8 +47,23 @@ export interface Decided<T, D> {
 
 export type DecideFn<T, D> = (event: T, ctx: DecideContext) => D | Promise<D>;
 
-/** A provider's rate limit: at most `calls` calls in any `windowMs`. */
+/**
+ * A provider's rate limit, in any `windowMs`: at most `calls` calls, at most `tokens` tokens, or
+ * both (at least one of the two).
+ */
 export interface RateLimit {
+  readonly calls?: number;
+  readonly tokens?: number;
+  readonly windowMs: number;
+  /**
+   * Tokens a call is held for until it reports what it used (`ctx.reportTokens`). @defaultValue the
+   * largest count reported so far, and `tokens / 10` before the first report
+   */
+  readonly expectedTokens?: number;
+}
+
+/** A limit on calls alone, as the rate gate paces them. */
+export interface CallLimit {
   readonly calls: number;
   readonly windowMs: number;
 }

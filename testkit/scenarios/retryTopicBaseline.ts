@@ -100,6 +100,7 @@ class RetryTopicWorker {
           clock: this.clock,
           // The baseline has no status topic: its updates go nowhere.
           status: () => Promise.resolve(),
+          reportTokens: () => undefined,
           signal: NEVER_ABORTED,
         });
       } catch (error) {

@@ -38,5 +38,6 @@ export function decideContext(signal: AbortSignal = new AbortController().signal
     clock: systemClock,
     signal,
     status: () => Promise.resolve(),
+    reportTokens: () => undefined,
   };
 }
