@@ -187,7 +187,7 @@ export class Engine {
     if (tasks.length > 0) this.options.log.pause(tasks.map((t) => t.tp));
     const reason = 'the engine stops';
     const grace = graceMs > 0 ? this.ctx.clock.setTimer(graceMs, () => tasks.forEach((t) => void t.close('abort', reason))) : undefined;
-    await Promise.all(tasks.map((t) => t.close(graceMs > 0 ? 'finish' : 'abort', reason)));
+    await Promise.all(tasks.map((t) => t.close(graceMs > 0 ? 'drain' : 'abort', reason)));
     grace?.cancel();
     await this.commit();
     await this.closePartitions([...this.tasks.values()].map((t) => t.tp));

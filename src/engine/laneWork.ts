@@ -40,12 +40,12 @@ export class LaneWork {
    * must not count as finished before `durable` settles.
    */
   async processRecord(record: LogRecord, signal: AbortSignal): Promise<Landed | undefined> {
-    const admission = this.pipeline.admit(record);
-    if (!admission.ok) {
-      await this.pipeline.deadLetter(admission.event, admission.error);
+    const decoded = this.pipeline.decode(record);
+    if (!decoded.ok) {
+      await this.pipeline.deadLetter(decoded.event, decoded.error);
       return undefined;
     }
-    const { event, value } = admission;
+    const { event, value } = decoded;
     const unrecorded = this.horizon?.beyond(event.offset) ?? false;
     if (this.parked?.get(event.lane) && (unrecorded || !this.pipeline.isDone(event))) {
       await this.hold(event);
@@ -86,8 +86,8 @@ export class LaneWork {
       this.ctx.report(Outcome.DISCARDED, head.event, { replayed: true });
     } else {
       const event = fromStoredEvent(head.event);
-      const result = await this.pipeline.run(event, this.pipeline.readmit(event), {
-        finishOps: () => parked.advance(lane, head),
+      const result = await this.pipeline.run(event, this.pipeline.decodeStored(event), {
+        endOps: () => parked.advance(lane, head),
         replayed: true,
         signal,
         ...(resolution && 'decision' in resolution ? { decision: { value: resolution.decision } } : {}),

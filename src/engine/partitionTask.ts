@@ -139,13 +139,13 @@ export class PartitionTask {
   }
 
   /**
-   * Starts no new work and settles once the work in flight has ended. `finish` lets it run to its
+   * Starts no new work and settles once the work in flight has ended. `drain` lets it run to its
    * end; `abort` ends its model calls, Retry-After waits and retry delays at once, and the events
    * they served stay unfinished (not committed: the next owner runs them). An event whose effect
    * is already being recorded runs to its end either way. Called again with `abort`, it aborts
-   * what a `finish` is waiting for.
+   * what a `drain` is waiting for.
    */
-  close(mode: 'finish' | 'abort', reason?: string): Promise<void> {
+  close(mode: 'drain' | 'abort', reason?: string): Promise<void> {
     if (mode === 'abort' && !this.abort.signal.aborted) {
       this.abort.abort(new Error(`partition ${partitionId(this.tp)}: ${reason ?? 'work given up'}`));
     }

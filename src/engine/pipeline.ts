@@ -16,7 +16,7 @@ import { StagedTable } from './stagedTable.js';
 /** How an event left the pipeline. `parked`: the step failed its last attempt, or a user function threw; the caller parks it. */
 export type PipelineResult =
   | {
-      readonly kind: 'finished';
+      readonly kind: 'ended';
       readonly outcome: Outcome;
       /**
        * With {@link RunOptions.untilLanded}: the event's end has landed but is not durable yet;
@@ -30,7 +30,7 @@ export type PipelineResult =
 /** How a replayed event enters: with ops to land when it is done, and maybe a person's decision. */
 export interface RunOptions {
   /** Written when the event is done: with its effect if it has no outputs, else once they are sent (a replay removes the held event with it). */
-  readonly finishOps?: () => readonly StoreOp[];
+  readonly endOps?: () => readonly StoreOp[];
   /** Skip the agent step and use this (already validated) decision. */
   readonly decision?: { readonly value: unknown };
   readonly replayed?: boolean;
@@ -41,7 +41,7 @@ export interface RunOptions {
   /**
    * Return once the event's end has landed (its state written locally and its changelog records
    * handed to the producer, in order), with the rest in {@link PipelineResult} `durable`, when
-   * the store stages its writes and the log has no units (exactly-once). Not with `finishOps`.
+   * the store stages its writes and the log has no units (exactly-once). Not with `endOps`.
    */
   readonly untilLanded?: boolean;
 }
@@ -53,7 +53,7 @@ type ApplyNode = ProcessorNode & { kind: 'applyOnce' };
 type Applied = { kind: 'applied'; value: unknown } | (PipelineResult & { kind: 'parked' });
 
 /** A decoded event, or the reason it could not be decoded. */
-export type Admission = { readonly ok: true; readonly event: EngineEvent; readonly value: unknown } | { readonly ok: false; readonly event: EngineEvent; readonly error: string };
+export type Decoded = { readonly ok: true; readonly event: EngineEvent; readonly value: unknown } | { readonly ok: false; readonly event: EngineEvent; readonly error: string };
 
 /**
  * The way of one event, read straight down: decode, look up its effect, run the operators in
@@ -63,7 +63,7 @@ export class EventPipeline {
   constructor(private readonly ctx: EngineContext) {}
 
   /** Decodes a record and computes its effect id. */
-  admit(record: LogRecord): Admission {
+  decode(record: LogRecord): Decoded {
     const source = this.ctx.topology.source;
     const fallback = toEngineEvent(record, offsetEffectId(record));
     if (record.value === null) return { ok: false, event: fallback, error: `${source.name}: the record has no value (a tombstone)` };
@@ -84,7 +84,7 @@ export class EventPipeline {
   }
 
   /** Decodes a stored (parked) event again. */
-  readmit(event: EngineEvent): unknown {
+  decodeStored(event: EngineEvent): unknown {
     return this.ctx.topology.source.value.deserialize(event.value!);
   }
 
@@ -107,9 +107,9 @@ export class EventPipeline {
   async run(event: EngineEvent, value: unknown, options: RunOptions = {}): Promise<PipelineResult> {
     const apply = this.ctx.topology.applyOnce;
     const recorded = options.unrecorded ? undefined : this.recorded(event);
-    if (recorded?.discardedAtMs !== undefined) return this.finish(event, Outcome.DISCARDED, [], [], options);
+    if (recorded?.discardedAtMs !== undefined) return this.end(event, Outcome.DISCARDED, [], [], options);
     // On an exactly-once log the outputs were committed in the effect record's transaction.
-    if (recorded) return this.finish(event, Outcome.DUPLICATE, [], this.ctx.log.atomic ? [] : recorded.outputs.map(loadOutput), options);
+    if (recorded) return this.end(event, Outcome.DUPLICATE, [], this.ctx.log.atomic ? [] : recorded.outputs.map(loadOutput), options);
     const staged: StoreOp[] = [];
     const outputs: OutRecord[] = [];
     let current = value;
@@ -125,7 +125,7 @@ export class EventPipeline {
           } catch (error) {
             return this.threw(node, event, error, options);
           }
-          if (!kept) return this.finish(event, Outcome.FILTERED, [], [], options);
+          if (!kept) return this.end(event, Outcome.FILTERED, [], [], options);
           break;
         }
         case 'mapValues': {
@@ -183,7 +183,7 @@ export class EventPipeline {
           break;
       }
     }
-    return this.finish(event, apply ? Outcome.APPLIED : Outcome.FORWARDED, staged, outputs, options);
+    return this.end(event, apply ? Outcome.APPLIED : Outcome.FORWARDED, staged, outputs, options);
   }
 
   /**
@@ -270,11 +270,11 @@ export class EventPipeline {
 
   /** Writes the event's state, then sends its outputs; on an exactly-once log, inside one transaction. */
   private async land(ops: StoreOp[], outputs: OutRecord[], options: RunOptions): Promise<void> {
-    if (outputs.length === 0 && options.finishOps) for (const op of options.finishOps()) ops.push(op);
+    if (outputs.length === 0 && options.endOps) for (const op of options.endOps()) ops.push(op);
     if (ops.length > 0) await this.ctx.writer.write(ops);
     if (outputs.length > 0) {
       await this.ctx.log.produce(outputs);
-      const after = options.finishOps?.() ?? [];
+      const after = options.endOps?.() ?? [];
       if (after.length > 0) await this.ctx.writer.write(after);
     }
   }
@@ -297,7 +297,7 @@ export class EventPipeline {
    * offset is committed already, so only its held copy, still in the store, can have its outputs
    * re-sent (as a DUPLICATE) if the engine crashes before they are out.
    */
-  private async finish(event: EngineEvent, outcome: Outcome, staged: StoreOp[], outputs: OutRecord[], options: RunOptions): Promise<PipelineResult> {
+  private async end(event: EngineEvent, outcome: Outcome, staged: StoreOp[], outputs: OutRecord[], options: RunOptions): Promise<PipelineResult> {
     // The last moment to give up: past it the effect is recorded, so the event runs to its end.
     options.signal?.throwIfAborted();
     // `staged` is this event's own array (run's, or a fresh one): the effect's ops join it.
@@ -317,13 +317,13 @@ export class EventPipeline {
     }
     const log = this.ctx.log;
     if (log.atomic) await log.atomic(() => this.land(ops, outputs, options));
-    else if (options.untilLanded && !options.finishOps && this.ctx.writer.pipelined) return this.landOnly(event, outcome, ops, outputs);
+    else if (options.untilLanded && !options.endOps && this.ctx.writer.pipelined) return this.landOnly(event, outcome, ops, outputs);
     // The usual end, nothing to send: the write alone, without land's frame.
-    else if (outputs.length === 0 && !options.finishOps) {
+    else if (outputs.length === 0 && !options.endOps) {
       if (ops.length > 0) await this.ctx.writer.write(ops);
     } else await this.land(ops, outputs, options);
     this.ctx.report(outcome, event, options.replayed ? { replayed: true } : undefined);
-    return finishedWith[outcome];
+    return endedWith[outcome];
   }
 
   /**
@@ -342,16 +342,16 @@ export class EventPipeline {
       durable = this.ctx.log.produce(outputs);
     } else {
       this.ctx.report(outcome, event);
-      return { kind: 'finished', outcome };
+      return { kind: 'ended', outcome };
     }
-    return { kind: 'finished', outcome, durable: durable.then(() => this.ctx.report(outcome, event)) };
+    return { kind: 'ended', outcome, durable: durable.then(() => this.ctx.report(outcome, event)) };
   }
 }
 
 /** One result object per outcome, shared: the pipeline's results are read, never changed. */
-const finishedWith = Object.fromEntries(Object.values(Outcome).map((outcome) => [outcome, Object.freeze({ kind: 'finished', outcome })])) as Record<
+const endedWith = Object.fromEntries(Object.values(Outcome).map((outcome) => [outcome, Object.freeze({ kind: 'ended', outcome })])) as Record<
   Outcome,
-  PipelineResult & { kind: 'finished' }
+  PipelineResult & { kind: 'ended' }
 >;
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

@@ -1,5 +1,6 @@
 import { Node, SyntaxKind, type Expression, type Symbol as MorphSymbol } from 'ts-morph';
 import { callDslFunction, callDslOperator, DslOperator, operatorOf } from './dslCalls.js';
+import type { Evaluation } from './evaluation.js';
 import { invokeFunction } from './invoke.js';
 import type { Placeholders } from './placeholders.js';
 import { envRead, platformGlobal, primitiveMethod, processProperty, ProcessValue } from './platform.js';
@@ -20,7 +21,7 @@ export interface ProjectView {
  * which it makes for real. What it cannot know (the environment, a library's value, a parameter
  * nobody passes) becomes an {@link Unknown} that remembers the expression it came from.
  */
-export class Evaluator {
+export class Evaluator implements Evaluation {
   readonly moduleScope = new Scope(undefined, undefined);
   private readonly evaluating = new Set<Node>();
   depth = 0;

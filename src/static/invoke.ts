@@ -1,6 +1,6 @@
 import { Node, type Expression, type Statement } from 'ts-morph';
-import type { Evaluator } from './evaluator.js';
-import { FunctionValue, Scope, Unknown } from './values.js';
+import type { Evaluation } from './evaluation.js';
+import { Scope, Unknown, type FunctionValue } from './values.js';
 
 const MAX_DEPTH = 64;
 
@@ -12,7 +12,7 @@ const goOn: Completion = { returned: false };
  * (declarations, `if`, `return`, `try`). A branch that only throws is taken as not taken (it guards
  * against bad input); a loop or switch that may return makes the result unknown.
  */
-export function invokeFunction(evaluator: Evaluator, fn: FunctionValue, args: readonly unknown[], call: Node): unknown {
+export function invokeFunction(evaluator: Evaluation, fn: FunctionValue, args: readonly unknown[], call: Node): unknown {
   const node = fn.node;
   if (!(Node.isFunctionDeclaration(node) || Node.isArrowFunction(node) || Node.isFunctionExpression(node) || Node.isMethodDeclaration(node))) {
     return evaluator.unknown(call, 'a call of something not a function');
@@ -34,7 +34,7 @@ export function invokeFunction(evaluator: Evaluator, fn: FunctionValue, args: re
 }
 
 /** Binds a call's arguments to `parameters` in `scope`, defaults and one level of destructuring included. */
-export function bindParameters(evaluator: Evaluator, parameters: Node[], args: readonly unknown[], scope: Scope): void {
+export function bindParameters(evaluator: Evaluation, parameters: Node[], args: readonly unknown[], scope: Scope): void {
   parameters.forEach((parameter, i) => {
     if (!Node.isParameterDeclaration(parameter)) return;
     let value = parameter.isRestParameter() ? args.slice(i) : args[i];
@@ -54,7 +54,7 @@ export function bindParameters(evaluator: Evaluator, parameters: Node[], args: r
   });
 }
 
-function runStatements(evaluator: Evaluator, statements: readonly Statement[], scope: Scope): Completion {
+function runStatements(evaluator: Evaluation, statements: readonly Statement[], scope: Scope): Completion {
   for (const statement of statements) {
     const completion = runStatement(evaluator, statement, scope);
     if (completion.returned) return completion;
@@ -62,7 +62,7 @@ function runStatements(evaluator: Evaluator, statements: readonly Statement[], s
   return goOn;
 }
 
-function runStatement(evaluator: Evaluator, statement: Node, scope: Scope): Completion {
+function runStatement(evaluator: Evaluation, statement: Node, scope: Scope): Completion {
   if (Node.isReturnStatement(statement)) {
     const expression = statement.getExpression();
     return { returned: true, value: expression ? evaluator.evaluate(expression, scope) : undefined };
@@ -85,7 +85,7 @@ function runStatement(evaluator: Evaluator, statement: Node, scope: Scope): Comp
   return goOn;
 }
 
-function runIf(evaluator: Evaluator, statement: Node & { getExpression(): Expression; getThenStatement(): Statement; getElseStatement(): Statement | undefined }, scope: Scope): Completion {
+function runIf(evaluator: Evaluation, statement: Node & { getExpression(): Expression; getThenStatement(): Statement; getElseStatement(): Statement | undefined }, scope: Scope): Completion {
   const condition = evaluator.known(evaluator.evaluate(statement.getExpression(), scope));
   const then = statement.getThenStatement();
   const otherwise = statement.getElseStatement();
@@ -99,7 +99,7 @@ function runIf(evaluator: Evaluator, statement: Node & { getExpression(): Expres
   return branches.some(mayReturn) ? { returned: true, value: condition } : goOn;
 }
 
-function runAssignment(evaluator: Evaluator, expression: Node, scope: Scope): Completion {
+function runAssignment(evaluator: Evaluation, expression: Node, scope: Scope): Completion {
   if (!Node.isBinaryExpression(expression) || expression.getOperatorToken().getText() !== '=') return goOn;
   const target = expression.getLeft();
   const declaration = Node.isIdentifier(target) ? target.getSymbol()?.getValueDeclaration() : undefined;

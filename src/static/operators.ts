@@ -1,9 +1,9 @@
 import { SyntaxKind, type BinaryExpression, type PrefixUnaryExpression } from 'ts-morph';
-import type { Evaluator } from './evaluator.js';
+import type { Evaluation } from './evaluation.js';
 import { Unknown, type Scope } from './values.js';
 
 /** A binary expression: `??`, `||` and `&&` short-circuit; `+` keeps an unknown part of a string. */
-export function evaluateBinary(evaluator: Evaluator, node: BinaryExpression, scope: Scope): unknown {
+export function evaluateBinary(evaluator: Evaluation, node: BinaryExpression, scope: Scope): unknown {
   const operator = node.getOperatorToken().getKind();
   const left = evaluator.evaluate(node.getLeft(), scope);
   if (operator === SyntaxKind.QuestionQuestionToken) {
@@ -48,7 +48,7 @@ const arithmetic: Partial<Record<SyntaxKind, (a: never, b: never) => unknown>> =
 };
 
 /** `!x`, `-x`, `+x`. */
-export function evaluatePrefix(evaluator: Evaluator, node: PrefixUnaryExpression, scope: Scope): unknown {
+export function evaluatePrefix(evaluator: Evaluation, node: PrefixUnaryExpression, scope: Scope): unknown {
   const value = evaluator.known(evaluator.evaluate(node.getOperand(), scope));
   if (value instanceof Unknown) return value;
   switch (node.getOperatorToken()) {

@@ -56,18 +56,14 @@ export class Scope {
 
   /** The scope that binds `declaration`, or the nearest scope whose function declares it (bound lazily). */
   lookup(declaration: Node): { found: true; value: unknown } | { found: false } {
-    for (let scope: Scope | undefined = this; scope; scope = scope.parent) {
-      if (scope.values.has(declaration)) return { found: true, value: scope.values.get(declaration) };
-    }
-    return { found: false };
+    if (this.values.has(declaration)) return { found: true, value: this.values.get(declaration) };
+    return this.parent ? this.parent.lookup(declaration) : { found: false };
   }
 
   /** The innermost scope whose function contains `node`. */
   scopeOf(node: Node): Scope | undefined {
-    for (let scope: Scope | undefined = this; scope; scope = scope.parent) {
-      if (scope.owner && (scope.owner === node || isInside(node, scope.owner))) return scope;
-    }
-    return undefined;
+    if (this.owner && (this.owner === node || isInside(node, this.owner))) return this;
+    return this.parent?.scopeOf(node);
   }
 }
 

@@ -99,7 +99,7 @@ export async function readUntil(
   options: { timeoutMs: number; describe: (records: readonly ReadRecord[]) => string },
 ): Promise<ReadRecord[]> {
   const deadline = Date.now() + options.timeoutMs;
-  let partitions = 0;
+  let partitions: number;
   // A describe that fails (a broker just went down) counts as not there yet.
   while ((partitions = await partitionCount(bootstrap, topic).catch(() => 0)) === 0) {
     if (Date.now() > deadline) throw new Error(`topic ${topic} was never created (waited ${options.timeoutMs} ms)`);

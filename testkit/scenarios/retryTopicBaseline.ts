@@ -3,7 +3,7 @@ import { sleep, type Clock } from '../../src/ports/clock.js';
 import type { FakeModel } from '../fakeModel.js';
 import { VirtualClock } from '../virtualClock.js';
 import { decisionProblems, type Dispute } from './disputes.js';
-import type { VariantResult } from './workedExample.js';
+import type { VariantResult } from './variantResult.js';
 import { workedExampleFixture, workedExampleLowerBoundMs, type WorkedExampleEvent, type WorkedExampleSettings } from './workedExampleSettings.js';
 import type { TimelineMark } from './workedExampleTimeline.js';
 

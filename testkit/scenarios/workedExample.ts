@@ -10,30 +10,12 @@ import { fakeModel, type FakeModel } from '../fakeModel.js';
 import { applyDecision, Decision, standInDecision, type Dispute } from './disputes.js';
 import { runRetryTopicBaseline } from './retryTopicBaseline.js';
 import { defaultWorkedExampleSettings, workedExampleEvents, workedExampleFixture, workedExampleLowerBoundMs, variantCommit, type WorkedExampleSettings, type WorkedExampleVariant } from './workedExampleSettings.js';
+import type { VariantResult } from './variantResult.js';
 import { keysByPartition, pausesAfterRateLimits, recordingModel, type TimelineMark, type WorkedExampleTimeline } from './workedExampleTimeline.js';
 
 export { defaultWorkedExampleSettings, parseWorkedExampleSettings, workedExampleEvents, workedExampleFixture, workedExampleLowerBoundMs, workedExampleQuery, workedExampleVariants } from './workedExampleSettings.js';
 export type { WorkedExampleSettings, WorkedExampleVariant } from './workedExampleSettings.js';
-
-/** One variant's figures. */
-export interface VariantResult {
-  readonly variant: WorkedExampleVariant;
-  readonly events: number;
-  readonly held: number;
-  /** Calls the provider accepted. */
-  readonly modelCalls: number;
-  readonly rateLimitedResponses: number;
-  /** Calls for events whose effect was already recorded. */
-  readonly wastedModelCalls: number;
-  /** Virtual ms when the last event finished. */
-  readonly endMs: number;
-  readonly lowerBoundMs: number;
-  readonly redelivered: number;
-  readonly redeliveredAlreadyApplied: number;
-  readonly doubleEffects: number;
-  readonly orderViolations: number;
-  readonly parked: number;
-}
+export type { VariantResult } from './variantResult.js';
 
 /** Options of {@link runWorkedExample}. */
 export interface WorkedExampleOptions {

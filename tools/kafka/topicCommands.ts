@@ -72,7 +72,9 @@ export async function produceRecords(bootstrap: string, topic: string, records: 
     const delivered = new Promise<void>((resolve, reject) => {
       producer.on("delivery-report", (error) => {
         if (error) failure ??= new BrokerError(`delivery to ${topic} failed: ${error.message}`);
-        if (--pending === 0) (failure ? reject(failure) : resolve());
+        if (--pending > 0) return;
+        if (failure) reject(failure);
+        else resolve();
       });
     });
     for (const r of records) producer.produce(topic, r.partition ?? -1, typeof r.value === "string" ? Buffer.from(r.value) : r.value, r.key, null);
@@ -88,7 +90,7 @@ export async function produceRecords(bootstrap: string, topic: string, records: 
  */
 export async function consumeTopic(bootstrap: string, topic: string, count: number, timeoutSeconds: number, print: (line: string) => void): Promise<void> {
   const deadline = Date.now() + timeoutSeconds * 1000;
-  let partitions = 0;
+  let partitions: number;
   while ((partitions = await partitionCount(bootstrap, topic)) === 0) {
     if (Date.now() > deadline) throw new BrokerError(`topic ${topic} does not exist on ${bootstrap} (waited ${timeoutSeconds} s)`);
     await new Promise((resolve) => setTimeout(resolve, 500));

@@ -1,4 +1,5 @@
-import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { lintProject, type LintResult } from '../../../src/lint/lintProject.js';
 import { rules } from '../../../src/lint/rules.js';
@@ -22,6 +23,14 @@ function checked(input: string): string[] {
   return run(input).checked.map((c) => `${c.name} ${c.file}:${c.line}`);
 }
 
+/** The line of `file` (from the root) where `text` first occurs: code outside the fixtures may move. */
+function lineOf(file: string, text: string): number {
+  const lines = readFileSync(join(root, file), 'utf8').split('\n');
+  const index = lines.findIndex((line) => line.includes(text));
+  if (index < 0) throw new Error(`${file}: no line holds ${JSON.stringify(text)}`);
+  return index + 1;
+}
+
 // Each case opens a TypeScript project (the compiler parses and binds it): seconds, more on a busy machine.
 describe('orderly lint', { timeout: 180_000 }, () => {
   it('finds nothing in a clean project: a decide that calls a model through a helper, a context used as documented', () => {
@@ -35,10 +44,10 @@ describe('orderly lint', { timeout: 180_000 }, () => {
   it('finds nothing in examples/, having checked their decide functions and effects', () => {
     expect(lint('examples')).toEqual([]);
     expect(checked('examples')).toEqual([
-      "effect 'agent-answers' examples/agent-gateway/topology.ts:56",
-      "agentStep 'answer' examples/agent-gateway/topology.ts:65",
-      "agentStep 'decide' examples/disputes/topology.ts:50",
-      "effect 'dispute-decisions' testkit/scenarios/disputes.ts:42",
+      `effect 'agent-answers' examples/agent-gateway/topology.ts:${lineOf('examples/agent-gateway/topology.ts', "effect('agent-answers'")}`,
+      `agentStep 'answer' examples/agent-gateway/topology.ts:${lineOf('examples/agent-gateway/topology.ts', ".agentStep('answer'")}`,
+      `agentStep 'decide' examples/disputes/topology.ts:${lineOf('examples/disputes/topology.ts', ".agentStep('decide'")}`,
+      `effect 'dispute-decisions' testkit/scenarios/disputes.ts:${lineOf('testkit/scenarios/disputes.ts', "effect('dispute-decisions'")}`,
     ]);
   });
 
