@@ -1,6 +1,8 @@
 import type { AgentStepNode } from '../graph/nodes.js';
-import type { OutRecord } from '../ports/log.js';
-import type { EngineContext } from './engineContext.js';
+import type { Topology } from '../graph/topology.js';
+import type { Clock } from '../ports/clock.js';
+import type { Log, OutRecord } from '../ports/log.js';
+import type { Random } from '../ports/random.js';
 import type { EngineEvent } from './events.js';
 import { JOB_SCHEMA_VERSION, jobIdOf, jobRecord, type JobEnd } from './jobRecords.js';
 
@@ -13,7 +15,13 @@ interface CallTrail {
 /** How an event ended, as its response says. */
 export type Ending = { readonly state: 'done'; readonly result: unknown } | { readonly state: Exclude<JobEnd, 'done'>; readonly reason: string };
 
-type Ports = Pick<EngineContext, 'topology' | 'clock' | 'random' | 'log'>;
+/** What it needs of the engine's context (named here, not imported: the context holds this class). */
+interface Ports {
+  readonly topology: Topology;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly log: Log;
+}
 
 /**
  * The status updates and responses of a topology with `.respond()`: `ctx.status` of each call of
