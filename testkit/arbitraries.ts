@@ -26,7 +26,8 @@ export function scenarioEventsArbitrary(partitions: number, bounds: CrashScenari
 
 /**
  * A crash at a random virtual time or at a random named point, and a restart after a random delay;
- * or a rebalance at a random virtual time that revokes or loses random partitions and assigns them back.
+ * a rebalance at a random virtual time that revokes or loses random partitions and assigns them
+ * back; a changelog write refused for good; or a worker fenced out of its group that runs on.
  */
 export function crashArbitrary(): fc.Arbitrary<ScenarioCrash> {
   const restartAfterMs = fc.integer({ min: 0, max: 20_000 });
@@ -34,6 +35,7 @@ export function crashArbitrary(): fc.Arbitrary<ScenarioCrash> {
     fc.record({ kind: fc.constant('at' as const), delayMs: fc.integer({ min: 0, max: 40_000 }), restartAfterMs }),
     fc.record({ kind: fc.constant('point' as const), point: fc.constantFrom(...crashPoints), nth: fc.integer({ min: 1, max: 4 }), restartAfterMs }),
     fc.record({ kind: fc.constant('revoke' as const), delayMs: fc.integer({ min: 0, max: 40_000 }), partitions: fc.integer({ min: 1, max: 7 }), lost: fc.boolean() }),
+    fc.record({ kind: fc.constant('refused' as const), nth: fc.integer({ min: 1, max: 6 }), restartAfterMs }),
     fc.record({
       kind: fc.constant('fenced' as const),
       delayMs: fc.integer({ min: 0, max: 40_000 }),
@@ -69,9 +71,15 @@ export function crashScenarioArbitrary(bounds: CrashScenarioBounds = {}): fc.Arb
       mode: fc.constantFrom(...driverModes),
       seed: fc.integer(),
     }),
-  ).map((scenario) =>
-    // A fenced worker that still writes is drawn under exactly-once only: on at-least-once paths
-    // its late writes can apply an event twice, a documented limit (docs/guarantees.md).
-    scenario.mode === 'exactlyOnce' ? scenario : { ...scenario, crashes: scenario.crashes.filter((c) => c.kind !== 'fenced') },
-  ) as fc.Arbitrary<CrashScenario>;
+  ).map((scenario) => ({ ...scenario, crashes: scenario.crashes.filter((c) => drawnIn(scenario.mode, c)) })) as fc.Arbitrary<CrashScenario>;
+}
+
+/** Whether a fault applies to a production path. */
+function drawnIn(mode: CrashScenario['mode'], crash: ScenarioCrash): boolean {
+  // A fenced worker that still writes is drawn under exactly-once only: on at-least-once paths
+  // its late writes can apply an event twice, a documented limit (docs/guarantees.md).
+  if (crash.kind === 'fenced') return mode === 'exactlyOnce';
+  // A refused changelog write needs a changelog: a plain store has none.
+  if (crash.kind === 'refused') return mode !== 'plain';
+  return true;
 }

@@ -38,7 +38,14 @@ export type ScenarioCrash =
    * after the fence. Exactly-once only: on at-least-once paths the old one's late writes can apply
    * an event twice, a documented limit the properties exclude by drawing this fault under exactly-once alone.
    */
-  | { readonly kind: 'fenced'; readonly delayMs: number; readonly lostAfterMs: number; readonly restartAfterMs: number };
+  | { readonly kind: 'fenced'; readonly delayMs: number; readonly lostAfterMs: number; readonly restartAfterMs: number }
+  /**
+   * Kafka refuses the changelog records of the nth staged write from now on for good (a record
+   * above the topic's max.message.bytes): the engine stops on it, as its worker does, and restarts
+   * after `restartAfterMs` (the topic fixed); exactly-once, the transaction fails under it and the
+   * owned partitions are reset instead. Not on a plain store (see TopologyTestDriver.refuseWrite).
+   */
+  | { readonly kind: 'refused'; readonly nth: number; readonly restartAfterMs: number };
 
 /** Everything one run of the crash harness is made of: the stream, the model, the engine's options, the faults. */
 export interface CrashScenario {
@@ -81,7 +88,9 @@ export interface ScenarioRun {
  * - `durableAtLanding` (staged, exactly-once): an event finishes before its staged write is durable (see DriverOptions.faults);
  * - `offsetsOutsideTransaction` (exactly-once): offsets are committed outside the transaction (see DriverOptions.faults);
  * - `syncAnswerSkipsAttempts`: the attempts record of a step answered synchronously is never written;
- * - `unfencedProducer` (exactly-once): a worker fenced out of its group still commits its transactions (see DriverOptions.faults).
+ * - `unfencedProducer` (exactly-once): a worker fenced out of its group still commits its transactions (see DriverOptions.faults);
+ * - `changelogGaps` (staged): writes after one Kafka refused are still acknowledged, a gap in the changelog (see DriverOptions.faults);
+ * - `resetKeepsLocalState` (exactly-once): the reset after an aborted transaction keeps the landed writes it threw away (see DriverOptions.faults).
  */
 export interface ScenarioFaults {
   readonly commitAheadBy?: number;
@@ -91,6 +100,8 @@ export interface ScenarioFaults {
   readonly offsetsOutsideTransaction?: boolean;
   readonly syncAnswerSkipsAttempts?: boolean;
   readonly unfencedProducer?: boolean;
+  readonly changelogGaps?: boolean;
+  readonly resetKeepsLocalState?: boolean;
 }
 
 /** The share of the model's answers, and of the effect's, that come synchronously. */
@@ -135,6 +146,8 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
     ...(options.durableAtLanding ? { durableAtLanding: true } : {}),
     ...(options.offsetsOutsideTransaction ? { offsetsOutsideTransaction: true } : {}),
     ...(options.unfencedProducer ? { unfencedProducer: true } : {}),
+    ...(options.changelogGaps ? { changelogGaps: true } : {}),
+    ...(options.resetKeepsLocalState ? { resetKeepsLocalState: true } : {}),
     ...(options.syncAnswerSkipsAttempts ? { dropWrite: (op: StoreOp) => isAttemptsAfterSyncAnswer(op, model) } : {}),
   };
   const driver = new TopologyTestDriver(topology, {
@@ -167,6 +180,7 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
       continue;
     }
     if (crash.kind === 'at') driver.crash({ at: driver.now() + crash.delayMs });
+    else if (crash.kind === 'refused') driver.refuseWrite({ nth: crash.nth });
     else driver.crash({ point: crash.point, nth: crash.nth });
     await driver.runUntilIdle();
     driver.disarm();

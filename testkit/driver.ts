@@ -5,7 +5,7 @@ import { combineObservers } from '../src/engine/combineObservers.js';
 import type { EngineStatus } from '../src/engine/engineStatus.js';
 import type { EngineObserver, OutcomeEvent } from '../src/engine/outcomes.js';
 import type { ParkedEvent, Resolution } from '../src/engine/parkedKeys.js';
-import type { CommitOffset, TopicPartition } from '../src/ports/log.js';
+import { PartitionResetError, type CommitOffset, type TopicPartition } from '../src/ports/log.js';
 import type { StoreOp } from '../src/ports/store.js';
 import { openLevelStore, openMemoryStore } from '../src/state/levelStore.js';
 import { crashPhase, type CrashPoint, type IoRequest } from './crashPoints.js';
@@ -15,6 +15,7 @@ import { DriverTransaction } from './driverTransaction.js';
 import { LandedOverlay } from './landedOverlay.js';
 import { DriverObservations, type AppliedEffect, type DriverMetrics, type ObservedModelCall } from './driverObservations.js';
 import { MemoryLog } from './memoryLog.js';
+import { isRefusedWrite, RefusedWrites } from './refusedWrites.js';
 import { SeededRandom } from './seededRandom.js';
 import { TestInputTopic, TestOutputTopic } from './topics.js';
 import { VirtualClock } from './virtualClock.js';
@@ -73,6 +74,14 @@ export interface DriverFaults extends StoreFaults {
   readonly offsetsOutsideTransaction?: boolean;
   /** Exactly-once: an instance fenced out of its group (see {@link TopologyTestDriver.fence}) keeps a producer that commits its transactions. */
   readonly unfencedProducer?: boolean;
+  /**
+   * After a write refused for good ({@link TopologyTestDriver.refuseWrite}), the instance's later
+   * writes are still acknowledged, as librdkafka's idempotent producer without
+   * `enable.gapless.guarantee` goes on after a record the broker refused: a gap in the changelog.
+   */
+  readonly changelogGaps?: boolean;
+  /** Exactly-once: the reset after an aborted transaction keeps the instance's landed writes, as a worker that did not restore its state from the changelog would. */
+  readonly resetKeepsLocalState?: boolean;
 }
 
 /** Where and when to crash. With neither, the engine crashes now. */
@@ -89,6 +98,8 @@ interface Instance {
   readonly engine: Engine;
   readonly consumer: DriverConsumer;
   alive: boolean;
+  /** Stopping after a fatal error the driver caused on purpose (a refused write), as its worker would. */
+  stopping?: Promise<void>;
 }
 
 /**
@@ -129,6 +140,7 @@ export class TopologyTestDriver {
   private commitRefusalsLeft: number | undefined;
   /** Instances fenced out of the group that may still be running (see {@link fence}). */
   private readonly fencedOut = new Set<string>();
+  private readonly refusals: RefusedWrites;
 
   constructor(
     readonly topology: Topology,
@@ -144,6 +156,7 @@ export class TopologyTestDriver {
     // Plain, every operation runs in request order; staged, acknowledgements interleave with them.
     this.io = new DriverIo(this.mode === 'plain' ? undefined : this.random.derive('io'));
     this.observations = new DriverObservations(topology);
+    this.refusals = new RefusedWrites(this.mode !== 'exactlyOnce' && options.faults?.changelogGaps !== true);
   }
 
   /** Writes to the topology's source topic; any other name is refused (nothing would read it). */
@@ -271,9 +284,22 @@ export class TopologyTestDriver {
     this.clock.view('driver').setTimer(options.lostAfterMs ?? 0, () => this.actions.push(lose));
   }
 
-  /** Forgets a crash armed at a point that was never reached. */
+  /**
+   * Kafka refuses the changelog records of the `nth` (default first) staged write from now on for
+   * good (larger than the topic's max.message.bytes, say). As orderly's producer does without
+   * transactions (gap-less), every later write and produce of that engine instance fails too,
+   * the engine stops on the error, as its worker does (committing its finished prefix), and a
+   * {@link TopologyTestDriver.restart} starts a new one, as a supervisor restarts the worker once the topic is fixed.
+   */
+  refuseWrite(options: { nth?: number } = {}): void {
+    if (this.mode === 'plain') throw new Error("TopologyTestDriver.refuseWrite: a plain store has no changelog to refuse a write; use mode 'staged' or 'exactlyOnce'");
+    this.refusals.arm(options.nth ?? 1);
+  }
+
+  /** Forgets a crash or a refused write armed and never reached. */
   disarm(): void {
     this.armed = undefined;
+    this.refusals.disarm();
   }
 
   /** False between a crash and the restart. */
@@ -422,6 +448,8 @@ export class TopologyTestDriver {
       refuseCommits: this.refuseCommits(),
       ...(faults.offsetsOutsideTransaction ? { offsetsOutsideTransaction: true } : {}),
       ...(faults.unfencedProducer ? { unfencedProducer: true } : {}),
+      ...(faults.resetKeepsLocalState ? { resetKeepsLocalState: true } : {}),
+      onReset: () => this.observations.reset(),
     });
     const store = new GatedStore(id, this.io, {
       state,
@@ -437,13 +465,32 @@ export class TopologyTestDriver {
       clock,
       store,
       random: this.random.derive(id),
-      // A fenced instance stopping on its fenced producer is what fencing is for, not a failure.
-      observer: combineObservers(this.observations.observer(this.generation, (error) => (this.fencedOut.has(id) ? undefined : (this.failure ??= error))), this.options.observer),
+      // A fenced instance stopping on its fenced producer is what fencing is for, not a failure;
+      // nor is one stopping on a write the driver refused.
+      observer: combineObservers(this.observations.observer(this.generation, (error) => this.failed(id, error)), this.options.observer),
       ...(this.options.commit ? { commit: this.options.commit } : {}),
       ...(this.options.maxBufferedPerPartition ? { maxBufferedPerPartition: this.options.maxBufferedPerPartition } : {}),
     });
     this.instance = { id, engine, consumer, alive: true };
-    engine.start().catch((error: Error) => (this.fencedOut.has(id) ? undefined : (this.failure ??= error)));
+    engine.start().catch((error: Error) => this.failed(id, error));
+  }
+
+  /** An engine instance failed: a driver failure, unless the driver made it fail on purpose. */
+  private failed(id: string, error: Error): void {
+    if (this.fencedOut.has(id)) return;
+    if (!isRefusedWrite(error)) {
+      this.failure ??= error;
+      return;
+    }
+    // As its worker does on a fatal error: the engine stops (committing its finished prefix), then the process ends.
+    const instance = this.instance;
+    if (instance?.id !== id || !instance.alive || instance.stopping) return;
+    instance.stopping = instance.engine
+      .stop()
+      .catch(() => undefined)
+      .then(() => {
+        if (this.instance === instance) this.crashNow();
+      });
   }
 
   /** Commit refusals left to make, shared by the engine instances of this driver. */
@@ -457,8 +504,10 @@ export class TopologyTestDriver {
     // Crash points are the running instance's; a fenced one's operations run as they come.
     const phase = pending.owner === this.instance?.id ? this.crashPhaseOf(pending.request) : undefined;
     if (phase === 'before') return this.crashNow();
-    let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
     const request = pending.request;
+    const refused = this.refusals.verdict(pending.owner, request, pending.owner === this.instance?.id);
+    if (refused) return this.refuse(pending, refused);
+    let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
     const before = request.kind === 'commit' ? request.offsets.map((tp) => this.log.committed(tp)) : [];
     try {
       outcome = { ok: true, value: await pending.execute() };
@@ -471,6 +520,17 @@ export class TopologyTestDriver {
     }
     if (phase === 'after') return this.crashNow();
     pending.settle(outcome);
+  }
+
+  /**
+   * Fails a request the producer refused. Exactly-once, as Kafka's log does: the transaction fails
+   * under the write, which rejects with a PartitionResetError while the owned partitions are reset.
+   */
+  private refuse(pending: PendingIo, refused: Error): void {
+    const instance = this.instance;
+    if (this.mode !== 'exactlyOnce' || !isRefusedWrite(refused) || instance?.id !== pending.owner) return pending.settle({ ok: false, error: refused });
+    void instance.consumer.resetAfterAbort();
+    pending.settle({ ok: false, error: new PartitionResetError(`the transaction failed under this write, so its partitions are reset: ${refused.message}`, { cause: refused }) });
   }
 
   private crashPhaseOf(request: IoRequest): 'before' | 'after' | undefined {

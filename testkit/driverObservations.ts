@@ -38,6 +38,8 @@ export interface DriverMetrics {
   /** Effect ids recorded twice. */
   readonly doubleEffects: number;
   readonly crashes: number;
+  /** Exactly-once: resets of the owned partitions after an aborted transaction (partitions lost, or a write the transaction failed under). */
+  readonly partitionResets: number;
   /** Commits that passed an event with no finished outcome yet. */
   readonly commitsPastUnfinished: number;
   /** Calls of a step's attempt n > 1 made before attempt n - 1 was recorded (written and acknowledged): a crash would forget it. */
@@ -64,7 +66,7 @@ export class DriverObservations {
   // By partition number: only the source topic's partitions are observed.
   private readonly partitions: PartitionObservations[] = [];
   private readonly outcomes = Object.fromEntries(Object.values(Outcome).map((o) => [o, 0])) as Record<Outcome, number>;
-  private counts = { modelCalls: 0, redeliveries: 0, wastedModelCalls: 0, orderViolations: 0, doubleEffects: 0, crashes: 0, commitsPastUnfinished: 0, unrecordedAttempts: 0 };
+  private counts = { modelCalls: 0, redeliveries: 0, wastedModelCalls: 0, orderViolations: 0, doubleEffects: 0, crashes: 0, partitionResets: 0, commitsPastUnfinished: 0, unrecordedAttempts: 0 };
   /** Instances fenced out of the group (see TopologyTestDriver.fence). */
   private readonly fenced = new Set<number>();
   /** The most attempts ever acknowledged for an event, by `topic/partition/offset`. */
@@ -162,6 +164,10 @@ export class DriverObservations {
 
   crashed(): void {
     this.counts.crashes += 1;
+  }
+
+  reset(): void {
+    this.counts.partitionResets += 1;
   }
 
   metrics(): DriverMetrics {

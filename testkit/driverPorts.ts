@@ -118,6 +118,8 @@ export class GatedStore implements Store {
   private async acknowledge(seq: number, ops: StoreOp[]): Promise<void> {
     const { overlay, transaction, state, acknowledged, madeDurable } = this.options;
     if (transaction) {
+      // Landed before a reset that aborted the transaction: it went down with it.
+      if (!overlay!.has(seq)) return;
       transaction.hold(seq);
     } else {
       await state().batch(overlay!.ops(seq));
@@ -143,6 +145,10 @@ export interface ConsumerOptions {
   readonly offsetsOutsideTransaction?: boolean;
   /** Once fenced out of its group, this consumer's producer is not fenced: its transactions still commit their records and state writes. */
   readonly unfencedProducer?: boolean;
+  /** Exactly-once: the reset after an aborted transaction keeps the instance's landed writes (its local state is not restored). */
+  readonly resetKeepsLocalState?: boolean;
+  /** Exactly-once: hears each reset of the owned partitions after an aborted transaction. */
+  readonly onReset?: () => void;
 }
 
 /** Where a consumer of the driver's log stands in a partition. */
@@ -166,6 +172,8 @@ export class DriverConsumer implements Log {
   /** Exactly-once: commits run one at a time, in the order asked. */
   private committing: Promise<void> = Promise.resolve();
   private staleTimer: Timer | undefined;
+  /** Exactly-once: the owned partitions are being reset after an aborted transaction. */
+  private resetting: Promise<void> | undefined;
   /** Present on an exactly-once log; see {@link Log.atomic}. */
   readonly atomic?: <T>(work: () => Promise<T>) => Promise<T>;
 
@@ -227,6 +235,7 @@ export class DriverConsumer implements Log {
 
   /** Commits the open transaction with the offsets, once its running units have ended. */
   private async commitTransaction(transaction: DriverTransaction, offsets: readonly CommitOffset[]): Promise<void> {
+    if (this.resetting) throw new CommitRefusedError('commit refused: the partitions are being reset after an aborted transaction');
     if (offsets.length === 0 && !transaction.holdsWrites) return;
     this.staleTimer?.cancel();
     this.staleTimer = undefined;
@@ -237,6 +246,9 @@ export class DriverConsumer implements Log {
       if (outside) await this.io.enqueue(this.owner, { kind: 'commit', offsets }, async () => this.commitOffsets(offsets));
       const inside = outside ? [] : offsets;
       await this.io.enqueue(this.owner, { kind: 'commit', offsets: inside, transaction }, async () => {
+        // Lost partitions abort the transaction: nothing of it may commit (Kafka: the group's
+        // generation moved on, so sendOffsetsToTransaction fails and the transaction aborts).
+        if (this.resetting) throw new CommitRefusedError('commit refused: the transaction was aborted, the partitions are being reset');
         // A newer instance with the same transactional id fenced this producer: fatal, as on Kafka
         // (unless a fault leaves it unfenced: its records and state writes then commit, its offsets cannot).
         if (this.fencedOut && !this.options.unfencedProducer) throw new Error('the transaction cannot commit: a newer instance fenced this producer (a fault of the driver)');
@@ -267,8 +279,53 @@ export class DriverConsumer implements Log {
    */
   async revoke(tps: readonly TopicPartition[], lost: boolean): Promise<void> {
     for (const tp of tps) this.position(tp).ready = false;
+    // Exactly-once, as Kafka's log does: the open transaction holds writes of the lost partitions,
+    // so it is aborted, and every partition still owned is reset with it.
+    if (lost && this.options.transaction) return this.resetAfterAbort(tps);
     if (this.listener) await (lost ? this.listener.lost(tps) : this.listener.revoked(tps));
     for (const tp of tps) this.positions.delete(partitionId(tp));
+  }
+
+  /**
+   * After an aborted transaction (partitions lost, or a write the transaction failed under), as
+   * `KafkaLog.resetAfterAbort` does: commits are refused, every owned partition is dropped without
+   * a commit (the engine's `lost`), the transaction is aborted and the instance's landed writes
+   * dropped (its local state restored from the durable one), and the partitions not lost are
+   * assigned again from their committed offsets. Settles once they are.
+   */
+  resetAfterAbort(lost: readonly TopicPartition[] = []): Promise<void> {
+    // A reset under way covers any other cause, but not partitions lost meanwhile (it may assign
+    // them again): another reset follows it that drops them, as on Kafka.
+    if (this.resetting && lost.length === 0) return this.resetting;
+    const reset: Promise<void> = (this.resetting ?? Promise.resolve()).then(() => this.reset(lost)).finally(() => {
+      if (this.resetting === reset) this.resetting = undefined;
+    });
+    this.resetting = reset;
+    return reset;
+  }
+
+  private async reset(lost: readonly TopicPartition[]): Promise<void> {
+    const transaction = this.options.transaction!;
+    this.staleTimer?.cancel();
+    this.staleTimer = undefined;
+    this.options.onReset?.();
+    const all = [...this.positions.values()];
+    for (const position of all) position.ready = false;
+    // A commit under way ends first (refused: it sees the reset); the units it drained run again.
+    await this.committing;
+    if (this.listener && all.length > 0) await this.listener.lost(all.map((p) => p.tp));
+    transaction.abort({ keepLocalState: this.options.resetKeepsLocalState === true });
+    const gone = new Set(lost.map(partitionId));
+    const kept = all.filter((p) => !gone.has(partitionId(p.tp)));
+    for (const p of all) this.positions.delete(partitionId(p.tp));
+    // A worker fenced out of its group takes nothing back; nor does a closed one.
+    if (this.fencedOut || !this.listener || kept.length === 0) return;
+    for (const p of kept) this.positions.set(partitionId(p.tp), { tp: p.tp, offset: this.log.committed(p.tp), paused: false, ready: false });
+    await this.listener.assigned(kept.map((p) => p.tp));
+    for (const p of kept) {
+      const position = this.positions.get(partitionId(p.tp));
+      if (position) position.ready = true;
+    }
   }
 
   /**

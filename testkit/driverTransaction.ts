@@ -74,6 +74,17 @@ export class DriverTransaction {
     this.reopen?.();
   }
 
+  /**
+   * Throws away what the transaction holds, and every write the instance landed (its local state
+   * goes back to the durable one, as a restore from the committed changelog does); a new
+   * transaction is open.
+   */
+  abort(options: { keepLocalState?: boolean } = {}): void {
+    this.records = [];
+    this.changelog = [];
+    if (!options.keepLocalState) this.overlay.clear();
+  }
+
   /** Makes what the transaction holds durable and visible, in the order it came; then a new transaction is open. */
   async commit(): Promise<void> {
     for (const seq of this.changelog) {

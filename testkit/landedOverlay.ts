@@ -43,6 +43,17 @@ export class LandedOverlay {
     for (const op of batch) if (this.latest.get(op.key)?.seq === seq) this.latest.delete(op.key);
   }
 
+  /** Drops every landed batch (an aborted transaction's, say): reads find the durable state again, as after a restore from the changelog. */
+  clear(): void {
+    this.batches.clear();
+    this.latest.clear();
+  }
+
+  /** True while the batch is landed and neither settled nor cleared. */
+  has(seq: number): boolean {
+    return this.batches.has(seq);
+  }
+
   /** Landed batches not yet settled. */
   get pending(): number {
     return this.batches.size;

@@ -224,6 +224,9 @@ export class PartitionTask {
       this.unitDone(lane);
     } catch (error) {
       this.options.onFatal(error as Error);
+      // Over all the same (the failure closed the partition first, so nothing new starts): a stop
+      // after a fatal error waits for the units still running, never for this one.
+      if (lane.busy) this.unitDone(lane);
     }
   }
 

@@ -20,39 +20,75 @@ type ProduceArgs = ReturnType<typeof toProduceArgs>;
 
 /**
  * An idempotent producer whose `produce` settles once every record is acknowledged by all
- * in-sync replicas (or failed for good: librdkafka retries until `message.timeout.ms`). Given
- * transaction settings, it is transactional: {@link Transactions} then drives its transactions.
+ * in-sync replicas, or failed for good (refused by the broker; without transactions that failure
+ * is fatal and fails every record behind it, see `producerConfig`). Given transaction settings, it
+ * is transactional: {@link Transactions} then drives its transactions.
  */
 export class AckedProducer {
   /** Records that did not fit in librdkafka's full queue, in order; every later record waits behind them. */
   private readonly waiting: Array<{ readonly args: ProduceArgs; readonly pending: Pending }> = [];
+  /** Without transactions: the calls not settled yet, failed together when a record fails for good. */
+  private readonly unsettled = new Set<Pending>();
+  /** Without transactions: the failure that stopped this producer. */
+  private failure: Error | undefined;
 
   private constructor(
     private readonly producer: rdkafka.Producer,
     private readonly logger: Logger,
+    private readonly onFatal: (error: Error) => void,
+    private readonly transactional: boolean,
   ) {}
 
   static async connect(settings: KafkaSettings, logger: Logger, onFatal: (error: Error) => void, transactions?: TransactionSettings): Promise<AckedProducer> {
     const producer = new rdkafka.Producer(producerConfig(settings, transactions));
     logClientTo(producer, logger, onFatal);
-    producer.on('delivery-report', (error: LibrdKafkaError | null, report: DeliveryReport) => {
-      const pending = report.opaque as Pending | undefined;
-      if (!pending || pending.left < 0) return;
-      if (error) {
-        pending.left = -1;
-        pending.reject(new Error(`Kafka did not acknowledge a record for ${report.topic}: ${error.message} (code ${error.code})`));
-      } else if ((pending.left -= 1) === 0) pending.resolve();
-    });
+    const acked = new AckedProducer(producer, logger, onFatal, transactions !== undefined);
+    producer.on('delivery-report', (error: LibrdKafkaError | null, report: DeliveryReport) => acked.delivered(error, report));
     await new Promise<void>((resolve, reject) => {
       producer.connect({}, (error) => (error ? reject(new Error(`Kafka producer could not connect to ${settings.bootstrap}: ${error.message}`)) : resolve()));
     });
     producer.setPollInBackground(true);
-    const acked = new AckedProducer(producer, logger);
     if (transactions) {
       // Fences a previous incarnation with the same transactional id and aborts its open transaction.
       await acked.call(`initTransactions (transactional.id ${transactions.transactionalId})`, (cb) => producer.initTransactions(transactions.timeoutMs, cb));
     }
     return acked;
+  }
+
+  private delivered(error: LibrdKafkaError | null, report: DeliveryReport): void {
+    const pending = report.opaque as Pending | undefined;
+    if (!pending || pending.left < 0) return;
+    if (!error) {
+      if ((pending.left -= 1) === 0) this.settle(pending);
+      return;
+    }
+    const failed = new Error(`Kafka did not acknowledge a record for ${report.topic}: ${error.message} (code ${error.code})${fixFor(error.code)}`);
+    this.settle(pending, failed);
+    if (!this.transactional) this.stop(failed);
+  }
+
+  /**
+   * Without transactions, a record failed for good ends this producer: librdkafka (gap-less) fails
+   * what is queued behind it, and every call not settled yet, or made from now on, fails too, so
+   * nothing is written after the gap. The binding does not mark librdkafka's fatal errors as such,
+   * so this does not wait for one: the worker hears it here.
+   */
+  private stop(cause: Error): void {
+    if (this.failure) return;
+    this.failure = new Error(`Kafka producer stopped: a record failed for good, and nothing may be written after it (${cause.message})`, { cause });
+    // Not handed to librdkafka yet: they never will be.
+    this.waiting.length = 0;
+    for (const pending of [...this.unsettled]) this.settle(pending, this.failure);
+    this.logger.error({ err: cause }, 'a record failed for good: the producer stops, so that no later record is written after it');
+    this.onFatal(this.failure);
+  }
+
+  private settle(pending: Pending, error?: Error): void {
+    if (pending.left < 0) return;
+    pending.left = -1;
+    this.unsettled.delete(pending);
+    if (error) pending.reject(error);
+    else pending.resolve();
   }
 
   beginTransaction(): Promise<void> {
@@ -90,13 +126,17 @@ export class AckedProducer {
    */
   produce(records: readonly OutRecord[]): Promise<void> {
     if (records.length === 0) return Promise.resolve();
+    if (this.failure) return Promise.reject(this.failure);
     return new Promise<void>((resolve, reject) => {
       const pending: Pending = { left: records.length, resolve, reject };
+      if (!this.transactional) this.unsettled.add(pending);
       try {
         for (const record of records) this.send(toProduceArgs(record), pending);
       } catch (error) {
-        pending.left = -1;
-        reject(error as Error);
+        // Refused before it left (larger than message.max.bytes, say): as failed for good.
+        const failed = error as Error;
+        this.settle(pending, failed);
+        if (!this.transactional) this.stop(failed);
       }
     });
   }
@@ -131,10 +171,8 @@ export class AckedProducer {
         try {
           if (!this.tryProduce(args, pending)) break;
         } catch (error) {
-          if (pending.left >= 0) {
-            pending.left = -1;
-            pending.reject(error as Error);
-          }
+          this.settle(pending, error as Error);
+          if (!this.transactional) this.stop(error as Error);
         }
         this.waiting.shift();
       }
@@ -143,14 +181,30 @@ export class AckedProducer {
 
   /** Waits for every record in flight, then disconnects. */
   async close(timeoutMs = 30_000): Promise<void> {
+    // Stopped: nothing queued will be written, so there is nothing to wait for.
+    if (!this.failure) await this.flush(timeoutMs);
+    await new Promise<void>((resolve) => this.producer.disconnect(() => resolve()));
+  }
+
+  private async flush(timeoutMs: number): Promise<void> {
     await new Promise<void>((resolve) => {
       this.producer.flush(timeoutMs, (error) => {
         if (error) this.logger.warn({ code: error.code }, `producer flush on close: ${error.message}`);
         resolve();
       });
     });
-    await new Promise<void>((resolve) => this.producer.disconnect(() => resolve()));
   }
+}
+
+/** Broker answers that refuse a record for its size: the same record is refused again until a limit is raised. */
+const TOO_LARGE: ReadonlySet<number> = new Set([
+  10, // MSG_SIZE_TOO_LARGE
+  18, // RECORD_LIST_TOO_LARGE
+]);
+
+function fixFor(code: number): string {
+  if (!TOO_LARGE.has(code)) return '';
+  return "; the record is larger than the topic's max.message.bytes allows: raise that topic setting (and the producer's message.max.bytes if needed), or keep smaller values in the state and outputs";
 }
 
 /** A transactional call that failed, with what librdkafka says may be done about it. */

@@ -111,9 +111,20 @@ export interface TransactionSettings {
 }
 
 /**
+ * Without transactions, a changelog partition must hold a prefix of what was produced to it
+ * (docs/delivery.md): a record failed for good must never be followed by a later one. librdkafka's
+ * idempotent producer drops a record the broker refuses for good (larger than the topic's
+ * max.message.bytes, say) and goes on with the next ones, and a record that times out leaves the
+ * same gap; with the gap-less guarantee a refusal is a fatal error that fails every record queued
+ * behind it instead, and with no message timeout a record is retried until it is written or
+ * refused. A transactional producer needs neither: a failed record aborts its transaction.
+ */
+const GAPLESS: LibrdkafkaConfig = { 'enable.gapless.guarantee': true, 'message.timeout.ms': 0 };
+
+/**
  * The producer: idempotent, acks from all in-sync replicas, and the Java client's murmur2
  * partitioner, so that a key lands on the partition every other client (and the test driver)
- * picks for it. Transactional with `transactions`.
+ * picks for it. Transactional with `transactions`; gap-less without (see {@link GAPLESS}).
  */
 export function producerConfig(settings: KafkaSettings, transactions?: TransactionSettings): ProducerGlobalConfig {
   return {
@@ -123,7 +134,7 @@ export function producerConfig(settings: KafkaSettings, transactions?: Transacti
     partitioner: 'murmur2_random',
     'linger.ms': 5,
     dr_cb: true,
-    ...(transactions ? { 'transactional.id': transactions.transactionalId, 'transaction.timeout.ms': transactions.timeoutMs } : {}),
+    ...(transactions ? { 'transactional.id': transactions.transactionalId, 'transaction.timeout.ms': transactions.timeoutMs } : GAPLESS),
     ...settings.librdkafka,
     ...settings.producerConfig,
   } as ProducerGlobalConfig;

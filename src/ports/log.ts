@@ -126,8 +126,13 @@ export class PartitionResetError extends Error {
 
 /** True if `error`, or an error it was caused by, is a {@link PartitionResetError}. */
 export function isPartitionReset(error: unknown): boolean {
+  return causedBy(error, 'PartitionResetError');
+}
+
+/** True if `error`, or an error it was caused by (up to 8 deep), has this name (by name: copies of a class from two builds agree). */
+export function causedBy(error: unknown, name: string): boolean {
   for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth += 1) {
-    if (e.name === 'PartitionResetError') return true;
+    if (e.name === name) return true;
   }
   return false;
 }

@@ -79,6 +79,31 @@ describe('the transactional log (mode exactlyOnce)', () => {
     expect(driver.metrics().redeliveries).toBe(0);
   });
 
+  it('resets every owned partition after a lost one, as Kafka\'s log does: the transaction is aborted, the local state restored, the events run again', async () => {
+    const applied: string[] = [];
+    driver = new TopologyTestDriver(decisionTopology(refund, { onApply: (v) => applied.push(v.event.id) }), { mode: 'exactlyOnce', partitions: 2, commit: { everyMs: 5_000 } });
+    const input = driver.createInputTopic<Ev>('events');
+    const out = driver.createOutputTopic<Out>('out');
+    input.pipeInput('a', { id: 'a1' }, { partition: 0 });
+    input.pipeInput('b', { id: 'b1' }, { partition: 1 });
+    await driver.advanceWallClockTime(1_000);
+    expect(applied).toEqual(['a1', 'b1']);
+    // Both applied in the open transaction; partition 0 is lost (this worker was fenced out).
+    await driver.revoke([0], { lost: true });
+    expect(driver.metrics().partitionResets).toBe(1);
+    expect(out.readValuesToList()).toEqual([]);
+    expect(driver.effects()).toEqual([]);
+    // Partition 1 was reset with it: its state went back to the committed one, so b1 runs again.
+    await driver.advanceWallClockTime(1_000);
+    expect(applied).toEqual(['a1', 'b1', 'b1']);
+    expect(outcomesAt(driver, 1, 0)).toEqual(['APPLIED', 'APPLIED']);
+    await driver.assign([0]);
+    await driver.advanceWallClockTime(6_000);
+    expect(out.readValuesToList().map((o) => o.id).sort()).toEqual(['a1', 'b1']);
+    expect(driver.effects().map((e) => e.effectId).sort()).toEqual(['events/0/0', 'events/1/0']);
+    expect(driver.committed().map((c) => c.offset)).toEqual([1, 1]);
+  });
+
   it('shows outputs only once their transaction is committed', async () => {
     driver = new TopologyTestDriver(decisionTopology(refund), { mode: 'exactlyOnce', commit: { everyMs: 5_000 } });
     const input = driver.createInputTopic<Ev>('events');

@@ -78,3 +78,21 @@ test('canary: a worker fenced out of its group whose producer still commits (its
   expect(scenario.crashes.some((c) => c.kind === 'fenced')).toBe(true);
   expect(String(result.errorInstance)).toMatch(/double-effect|state-mismatch|order-violation/);
 }, timeout);
+
+test('canary: a producer that goes on after Kafka refused a changelog write (a gap in the changelog) is caught', async () => {
+  const result = await caught({ changelogGaps: true });
+  expect(result.failed).toBe(true);
+  const scenario = result.counterexample![0];
+  expect(scenario.mode).toBe('staged');
+  expect(scenario.crashes.some((c) => c.kind === 'refused')).toBe(true);
+  expect(String(result.errorInstance)).toMatch(/state-mismatch|double-effect|order-violation|lost-event/);
+}, timeout);
+
+test('canary: an exactly-once reset (partitions lost, transaction aborted) that keeps the local writes it threw away is caught', async () => {
+  const result = await caught({ resetKeepsLocalState: true });
+  expect(result.failed).toBe(true);
+  const scenario = result.counterexample![0];
+  expect(scenario.mode).toBe('exactlyOnce');
+  expect(scenario.crashes.some((c) => (c.kind === 'revoke' && c.lost) || c.kind === 'fenced' || c.kind === 'refused')).toBe(true);
+  expect(String(result.errorInstance)).toMatch(/lost-event|state-mismatch/);
+}, timeout);

@@ -20,12 +20,15 @@ const budget = { interruptAfterTimeLimit: 10 * 60_000, markInterruptAsFailure: t
 
 // Schedules checked per production path (each draws its own), reported at the end.
 const byMode: Record<DriverMode, number> = { plain: 0, staged: 0, exactlyOnce: 0 };
+// Exactly-once schedules whose partitions were reset after an aborted transaction (lost partitions, a refused write).
+let withResets = 0;
 
 async function runAndCheck(scenario: CrashScenario, stateDir?: string): Promise<void> {
   const run = await runCrashScenario(scenario, stateDir ? { stateDir } : {});
   try {
     assertCrashScenario(run);
     byMode[scenario.mode ?? 'plain'] += 1;
+    if (run.driver.metrics().partitionResets > 0) withResets += 1;
   } finally {
     await run.driver.close();
   }
@@ -51,7 +54,8 @@ test.prop([crashScenarioArbitrary({ maxEvents: 16 })], { numRuns: levelRuns, ...
 );
 
 test('every production path ran: schedules checked per mode', () => {
-  console.log(`crash schedules checked per mode: plain ${byMode.plain}, staged ${byMode.staged}, exactly-once ${byMode.exactlyOnce}`);
+  console.log(`crash schedules checked per mode: plain ${byMode.plain}, staged ${byMode.staged}, exactly-once ${byMode.exactlyOnce} (${withResets} with a reset after an aborted transaction)`);
+  expect(withResets, 'exactly-once schedules that lost partitions ran the reset').toBeGreaterThan(0);
   expect(byMode.plain + byMode.staged + byMode.exactlyOnce).toBe(schedules);
   for (const mode of driverModes) expect(byMode[mode], mode).toBeGreaterThan(0);
 });

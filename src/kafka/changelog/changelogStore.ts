@@ -70,8 +70,8 @@ export interface ChangelogStoreOptions {
  */
 export class ChangelogStore implements Store {
   readonly location: string;
-  /** Partitions with a local write whose changelog write failed: their local state is ahead of the changelog. */
-  private readonly diverged = new Set<string>();
+  /** Partitions with a local write whose changelog write failed (with that failure): their local state is ahead of the changelog. */
+  private readonly diverged = new Map<string, Error>();
   private readonly logger: Logger;
 
   constructor(private readonly options: ChangelogStoreOptions) {
@@ -99,6 +99,12 @@ export class ChangelogStore implements Store {
    */
   stage(ops: readonly StoreOp[]): StagedBatch {
     if (ops.length === 0) return { landed: Promise.resolve(), durable: Promise.resolve() };
+    const refused = this.refusedAfterGap(ops);
+    if (refused) {
+      const failed = Promise.reject(refused);
+      failed.catch(() => undefined);
+      return { landed: failed, durable: failed };
+    }
     const { local, group } = this.options;
     // Built first: a key that is not a state key fails the batch before anything is written.
     // Each value is encoded to JSON once, for LevelDB and the changelog alike.
@@ -111,9 +117,26 @@ export class ChangelogStore implements Store {
     }
     let acked!: Promise<void>;
     const landed = local.batch(writes as StoreOp[]).then(() => {
-      acked = this.produce(ops, records);
+      // A write of the partition failed while this one was written locally: its records stay here.
+      const refusedNow = this.refusedAfterGap(ops);
+      acked = refusedNow ? Promise.reject(refusedNow) : this.produce(ops, records);
     });
     return { landed, durable: landed.then(() => acked) };
+  }
+
+  /**
+   * The error for a batch that writes a partition whose changelog write failed: its records must
+   * not follow the failed ones into the changelog, which would then hold this batch without the
+   * earlier one (a gap that a restore would read as complete). The partition is reset by a
+   * restart, from a changelog that ends before the failed write.
+   */
+  private refusedAfterGap(ops: readonly StoreOp[]): Error | undefined {
+    if (this.diverged.size === 0) return undefined;
+    const gapped = ops.map((op) => partitionId(stateKeys.partitionOf(op.key))).find((id) => this.diverged.has(id));
+    if (gapped === undefined) return undefined;
+    // Caused by the failure: one that resets the partition (exactly-once) resets this write's event too.
+    const cause = this.diverged.get(gapped)!;
+    return new Error(`state of ${gapped} not written: an earlier changelog write of ${gapped} failed (${cause.message}), so it restarts from its changelog`, { cause });
   }
 
   /** Appends the changelog records of a batch already written locally; a failure leaves its partitions diverged. */
@@ -122,11 +145,12 @@ export class ChangelogStore implements Store {
       await this.options.produce(records);
     } catch (error) {
       const tps = new Map(ops.map((op) => stateKeys.partitionOf(op.key)).map((tp) => [partitionId(tp), tp]));
-      for (const id of tps.keys()) this.diverged.add(id);
+      const partitions = [...tps.keys()];
+      const failed = new Error(`state of ${partitions.join(', ')} was written locally but its changelog write failed: ${(error as Error).message}`, { cause: error });
+      for (const id of partitions) if (!this.diverged.has(id)) this.diverged.set(id, failed);
       // A checkpoint written before this late batch would claim a completeness the changelog lacks.
       await this.options.local.batch([...tps.values()].map(checkpoints.del)).catch(() => undefined);
-      const partitions = [...tps.keys()];
-      throw new Error(`state of ${partitions.join(', ')} was written locally but its changelog write failed: ${(error as Error).message}`, { cause: error });
+      throw failed;
     }
   }
 

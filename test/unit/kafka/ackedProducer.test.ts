@@ -21,8 +21,9 @@ function fullFor(refusals: number) {
       produced.push(key);
     },
   };
-  const Ctor = AckedProducer as unknown as new (producer: unknown, logger: unknown) => AckedProducer;
-  return { acked: new Ctor(producer, pino({ level: 'silent' })), produced };
+  const fatal: Error[] = [];
+  const Ctor = AckedProducer as unknown as new (producer: unknown, logger: unknown, onFatal: (error: Error) => void, transactional: boolean) => AckedProducer;
+  return { acked: new Ctor(producer, pino({ level: 'silent' }), (error) => fatal.push(error), false), produced, fatal };
 }
 
 const record = (key: string): OutRecord => ({ topic: 't', partition: 0, key, value: new TextEncoder().encode(key) });
@@ -52,10 +53,25 @@ describe('AckedProducer', () => {
     expect(produced).toEqual(['a1', 'a2', 'b1']);
   });
 
-  it('rejects a call whose record librdkafka refuses for good', async () => {
-    const { acked, produced } = fullFor(0);
+  it('rejects a call whose record librdkafka refuses for good, and then stops: nothing is produced after it', async () => {
+    const { acked, produced, fatal } = fullFor(0);
     await expect(acked.produce([record('ok'), record('bad')])).rejects.toThrow('message too large');
     expect(produced).toEqual(['ok']);
+    expect(fatal).toHaveLength(1);
+    await expect(acked.produce([record('later')])).rejects.toThrow(/producer stopped: a record failed for good/);
+    expect(produced).toEqual(['ok']);
     await expect(acked.produce([])).resolves.toBeUndefined();
+  });
+
+  it('fails the calls still waiting for room in the queue when a record fails for good, and never hands them over', async () => {
+    const { acked, produced } = fullFor(1);
+    const first = acked.produce([record('a1')]);
+    const second = acked.produce([record('bad'), record('b2')]);
+    const third = acked.produce([record('c1')]);
+    await expect(second).rejects.toThrow('message too large');
+    await expect(third).rejects.toThrow(/producer stopped/);
+    await expect(first).rejects.toThrow(/producer stopped/);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(produced).toEqual(['a1']);
   });
 });

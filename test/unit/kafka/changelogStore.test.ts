@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { StateStore } from '../../../src/graph/stores.js';
 import { ChangelogStore, type ChangelogSource, type RestoreReport } from '../../../src/kafka/changelog/changelogStore.js';
 import { checkpoints } from '../../../src/kafka/changelog/checkpoints.js';
-import { partitionId, type OutRecord, type TopicPartition } from '../../../src/ports/log.js';
+import { isPartitionReset, partitionId, PartitionResetError, type OutRecord, type TopicPartition } from '../../../src/ports/log.js';
 import type { LocalStore } from '../../../src/state/levelStore.js';
 import { openMemoryStore } from '../../../src/state/levelStore.js';
 import { stateKeys } from '../../../src/state/stateKeys.js';
@@ -21,12 +21,14 @@ const p1 = { topic: 'in', partition: 1 };
 /** Partitioned, append-only changelog topics in memory, read as Kafka's would be. */
 class MemoryChangelog implements ChangelogSource {
   readonly topics = new Map<string, OutRecord[]>();
-  failNext = false;
+  /** Fails the next write: with this error, or 'broker down'. */
+  failNext: boolean | Error = false;
 
   produce = async (records: readonly OutRecord[]): Promise<void> => {
     if (this.failNext) {
+      const error = this.failNext === true ? new Error('broker down') : this.failNext;
       this.failNext = false;
-      throw new Error('broker down');
+      throw error;
     }
     for (const r of records) this.partition({ topic: r.topic, partition: r.partition! }).push(r);
   };
@@ -192,6 +194,24 @@ describe('ChangelogStore', () => {
     expect(again.reports).toEqual([expect.objectContaining({ mode: 'full', wiped: 2, records: 1 })]);
     expect(local.get(effect(p0, 'e1'))).toBe(1);
     expect(local.get(effect(p0, 'e2'))).toBeUndefined();
+  });
+
+  it('after a failed changelog write, sends no later write of that partition to the changelog (no gap), and still writes the others', async () => {
+    const changelog = new MemoryChangelog();
+    const { store } = await worker(changelog);
+    changelog.failNext = new PartitionResetError('the transaction failed under this write');
+    await expect(store.batch([{ type: 'put', key: effect(p0, 'e1'), value: 1 }])).rejects.toThrow('changelog write failed');
+    const later = store.batch([{ type: 'put', key: effect(p0, 'e2'), value: 2 }]);
+    await expect(later).rejects.toThrow(/state of in\/0 not written: an earlier changelog write of in\/0 failed/);
+    // Caused by the first failure: a reset of the partition (exactly-once) resets this write's event too.
+    expect(isPartitionReset(await later.catch((error: unknown) => error))).toBe(true);
+    await store.batch([{ type: 'put', key: effect(p1, 'e3'), value: 3 }]);
+    expect(changelog.partition({ topic: 'g-fx-changelog', partition: 0 })).toEqual([]);
+    expect(changelog.partition({ topic: 'g-fx-changelog', partition: 1 })).toHaveLength(1);
+    // Taken over again (restored from its changelog), the partition is written again.
+    await store.openPartition(p0);
+    await store.batch([{ type: 'put', key: effect(p0, 'e4'), value: 4 }]);
+    expect(changelog.partition({ topic: 'g-fx-changelog', partition: 0 })).toHaveLength(1);
   });
 
   it('writes no checkpoint after a failed changelog write, nor for a lost partition', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { consumerConfig, KAFKA_MAX_BUFFERED_PER_PARTITION } from '../../../src/kafka/kafkaConfig.js';
+import { consumerConfig, KAFKA_MAX_BUFFERED_PER_PARTITION, producerConfig } from '../../../src/kafka/kafkaConfig.js';
 
 const settings = { bootstrap: '127.0.0.1:9092', group: 'g' };
 
@@ -30,5 +30,21 @@ describe('consumerConfig', () => {
     // Resumed at half: 750 events outlast a 500 ms refetch (fetch.wait.max.ms) at the 1,400
     // events/s a partition runs at in the Kafka benchmark; 500 (the engine's default) did not.
     expect(KAFKA_MAX_BUFFERED_PER_PARTITION / 2).toBeGreaterThan(0.5 * 1_400);
+  });
+});
+
+describe('producerConfig', () => {
+  it('without transactions, is gap-less and never times a record out (a changelog partition holds a prefix of what was produced to it)', () => {
+    const config = producerConfig(settings) as Record<string, unknown>;
+    expect(config['enable.idempotence']).toBe(true);
+    expect(config['enable.gapless.guarantee']).toBe(true);
+    expect(config['message.timeout.ms']).toBe(0);
+  });
+
+  it('with transactions, leaves both to librdkafka: a failed record aborts the transaction, and its timeout must stay below the transaction timeout', () => {
+    const config = producerConfig(settings, { transactionalId: 't', timeoutMs: 10_000 }) as Record<string, unknown>;
+    expect(config['transactional.id']).toBe('t');
+    expect(config['enable.gapless.guarantee']).toBeUndefined();
+    expect(config['message.timeout.ms']).toBeUndefined();
   });
 });
