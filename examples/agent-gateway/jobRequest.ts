@@ -29,7 +29,8 @@ export function parseJobInput(text: string): { ok: true; input: JobInput } | { o
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return { ok: false, reason: 'the body must be a JSON object: { "prompt": "..." }' };
   const extra = Object.keys(body).filter((k) => k !== 'prompt');
-  if (extra.length > 0) return { ok: false, reason: `unknown field${extra.length > 1 ? 's' : ''} ${extra.map((k) => `'${k}'`).join(', ')}; the body is { "prompt": "..." }` };
+  if (extra.length > 0)
+    return { ok: false, reason: `unknown field${extra.length > 1 ? 's' : ''} ${extra.map((k) => `'${k}'`).join(', ')}; the body is { "prompt": "..." }` };
   const { prompt } = body as { prompt?: unknown };
   if (typeof prompt !== 'string') return { ok: false, reason: `'prompt' must be a string, got ${prompt === undefined ? 'nothing' : typeof prompt}` };
   if (prompt.trim() === '') return { ok: false, reason: "'prompt' must not be empty" };

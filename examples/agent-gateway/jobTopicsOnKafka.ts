@@ -52,7 +52,13 @@ export class JobFeed {
    * Connects, reads each topic to its end (so the table holds every job before the gateway
    * answers), then goes on reading in the background.
    */
-  static async open(bootstrap: string, topics: Topics, logger: Logger, sinks: Record<keyof Topics, (records: readonly LogRecord[]) => void>, onFatal: (error: Error) => void): Promise<JobFeed> {
+  static async open(
+    bootstrap: string,
+    topics: Topics,
+    logger: Logger,
+    sinks: Record<keyof Topics, (records: readonly LogRecord[]) => void>,
+    onFatal: (error: Error) => void,
+  ): Promise<JobFeed> {
     const settings: KafkaSettings = { bootstrap, group: 'agent-gateway', clientId: 'agent-gateway' };
     const producer = await AckedProducer.connect(settings, logger, onFatal);
     const names = Object.keys(sinks) as Array<keyof Topics>;

@@ -20,7 +20,11 @@ const program = new Command('gateway')
   .requiredOption('--bootstrap <host:port>', "Kafka's bootstrap servers")
   .requiredOption('--port <n>', 'the port to listen on (0: any free port)', port)
   .option('--host <address>', 'the address to bind', '127.0.0.1')
-  .option('--topic <name>', 'the request topic (status and responses: <topic>.status, <topic>.responses)', `${process.env.ORDERLY_TOPIC_PREFIX ?? ''}agent-jobs`)
+  .option(
+    '--topic <name>',
+    'the request topic (status and responses: <topic>.status, <topic>.responses)',
+    `${process.env.ORDERLY_TOPIC_PREFIX ?? ''}agent-jobs`,
+  )
   .parse();
 
 const options = program.opts<{ bootstrap: string; port: number; host: string; topic: string }>();

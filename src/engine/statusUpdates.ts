@@ -39,7 +39,11 @@ export class StatusUpdates {
     const respond = this.ports.topology.respond;
     if (!respond) {
       return () =>
-        Promise.reject(new Error(`agentStep '${step.name}': ctx.status() needs a status topic; declare .respond(topic) in the topology (the status topic defaults to '<source>.status')`));
+        Promise.reject(
+          new Error(
+            `agentStep '${step.name}': ctx.status() needs a status topic; declare .respond(topic) in the topology (the status topic defaults to '<source>.status')`,
+          ),
+        );
     }
     const trail: CallTrail = { call: this.callId(attempt), count: 0 };
     this.calls.set(event.effectId, trail);
@@ -84,7 +88,9 @@ export class StatusUpdates {
 
   /** `<attempt>-<8 hex>`, from the Random port so the test driver repeats it. */
   private callId(attempt: number): string {
-    const hex = Math.floor(this.ports.random.next() * 0x1_0000_0000).toString(16).padStart(8, '0');
+    const hex = Math.floor(this.ports.random.next() * 0x1_0000_0000)
+      .toString(16)
+      .padStart(8, '0');
     return `${attempt}-${hex}`;
   }
 }

@@ -18,7 +18,10 @@ export class TokenPacing {
   private readonly pacer: TokenPacer;
 
   constructor(limit: RateLimit & { tokens: number }, clock: Clock) {
-    this.pacer = new TokenPacer({ tokens: limit.tokens, windowMs: limit.windowMs, ...(limit.expectedTokens !== undefined ? { expectedTokens: limit.expectedTokens } : {}) }, clock);
+    this.pacer = new TokenPacer(
+      { tokens: limit.tokens, windowMs: limit.windowMs, ...(limit.expectedTokens !== undefined ? { expectedTokens: limit.expectedTokens } : {}) },
+      clock,
+    );
   }
 
   /** Calls `decide` once there is room, with a context whose `reportTokens` records the call's use. */

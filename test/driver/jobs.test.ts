@@ -9,7 +9,10 @@ import type { ResponseBody, StatusBody } from '../../src/engine/jobRecords.js';
 import type { Disposition } from '../../src/graph/nodes.js';
 import { TopologyTestDriver } from '../../testkit/driver.js';
 
-interface Job { readonly prompt: string; readonly ms?: number }
+interface Job {
+  readonly prompt: string;
+  readonly ms?: number;
+}
 const Answer = z.object({ answer: z.string() });
 
 let driver: TopologyTestDriver | undefined;
@@ -167,6 +170,11 @@ describe('ctx.status and .respond()', () => {
     driver = d;
     d.createInputTopic<Job>('jobs').pipeInput('k', { prompt: 'p' });
     await d.runUntilIdle();
-    expect(d.history().map((h) => [h.outcome, h.error])).toEqual([['SKIPPED', "agentStep 'answer' threw: agentStep 'answer': ctx.status() needs a status topic; declare .respond(topic) in the topology (the status topic defaults to '<source>.status')"]]);
+    expect(d.history().map((h) => [h.outcome, h.error])).toEqual([
+      [
+        'SKIPPED',
+        "agentStep 'answer' threw: agentStep 'answer': ctx.status() needs a status topic; declare .respond(topic) in the topology (the status topic defaults to '<source>.status')",
+      ],
+    ]);
   });
 });

@@ -48,7 +48,9 @@ describe('limit.tokens', () => {
   });
 
   it('is refused without calls or tokens', () => {
-    expect(() => decisionTopology(async () => ({ action: 'refund' }), { limit: { windowMs: 1_000 } as { calls: number; windowMs: number } })).toThrow(TopologyError);
+    expect(() => decisionTopology(async () => ({ action: 'refund' }), { limit: { windowMs: 1_000 } as { calls: number; windowMs: number } })).toThrow(
+      TopologyError,
+    );
     expect(() => decisionTopology(async () => ({ action: 'refund' }), { limit: { windowMs: 1_000 } as { calls: number; windowMs: number } })).toThrow(
       "agentStep 'decide': limit needs calls, tokens or both per windowMs, e.g. { calls: 60, tokens: 90_000, windowMs: 60_000 }",
     );

@@ -137,7 +137,10 @@ describe('agent gateway on Kafka', () => {
     expect(malformed.status).toBe(400);
     expect(malformed.body.error).toMatch(/^the body is not JSON: /);
     expect(await post(base, '{"prompt": 3}')).toMatchObject({ status: 400, body: { error: "'prompt' must be a string, got number" } });
-    expect(await post(base, '{"prompt": "a", "model": "x"}')).toMatchObject({ status: 400, body: { error: `unknown field 'model'; the body is { "prompt": "..." }` } });
+    expect(await post(base, '{"prompt": "a", "model": "x"}')).toMatchObject({
+      status: 400,
+      body: { error: `unknown field 'model'; the body is { "prompt": "..." }` },
+    });
     expect(await post(base, '[1]')).toMatchObject({ status: 400, body: { error: 'the body must be a JSON object: { "prompt": "..." }' } });
     expect(await post(base, JSON.stringify({ prompt: 'x'.repeat(70_000) }))).toMatchObject({ status: 413, body: { error: 'the body is over 65536 bytes' } });
     const unknown = crypto.randomUUID();
@@ -195,7 +198,10 @@ describe('agent gateway on Kafka', () => {
       if (calls.size > new Set(calls.values()).size) redeliveredCalls += 1;
     }
     expect(redeliveredCalls, 'jobs whose call the kill cut and a new call redid').toBeGreaterThan(0);
-    expect(seenAtRestart.some((n, i) => n > 0 && streams[i]!.events.at(-1)!.type === 'response' && streams[i]!.events.length > n), 'streams that resumed after the gateway restart').toBe(true);
+    expect(
+      seenAtRestart.some((n, i) => n > 0 && streams[i]!.events.at(-1)!.type === 'response' && streams[i]!.events.length > n),
+      'streams that resumed after the gateway restart',
+    ).toBe(true);
 
     const views = await Promise.all(ids.map(async (id) => (await (await fetch(`${base}/jobs/${id}`)).json()) as { state: string; result?: unknown }));
     expect(views.map((v) => v.state)).toEqual(prompts.map((p) => (p.startsWith('poison') ? 'parked' : 'done')));

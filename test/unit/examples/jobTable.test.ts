@@ -9,8 +9,29 @@ function record(offset: number, body: object): LogRecord {
   return { topic: 't', partition: 0, offset, key: JOB, value: new TextEncoder().encode(JSON.stringify(body)), timestampMs: 0, headers: {} };
 }
 
-const status = (call: string, seq: number): StatusBody => ({ version: 1, type: 'status', jobId: JOB, effectId: 'e', step: 's', call, attempt: 1, seq, atMs: 0, update: { seq } });
-const response = (call: string, statusCount: number): ResponseBody => ({ version: 1, type: 'response', jobId: JOB, effectId: 'e', state: 'done', result: 'ok', call, statusCount, atMs: 0 });
+const status = (call: string, seq: number): StatusBody => ({
+  version: 1,
+  type: 'status',
+  jobId: JOB,
+  effectId: 'e',
+  step: 's',
+  call,
+  attempt: 1,
+  seq,
+  atMs: 0,
+  update: { seq },
+});
+const response = (call: string, statusCount: number): ResponseBody => ({
+  version: 1,
+  type: 'response',
+  jobId: JOB,
+  effectId: 'e',
+  state: 'done',
+  result: 'ok',
+  call,
+  statusCount,
+  atMs: 0,
+});
 
 describe('JobTable', () => {
   it('holds a response back until every update of its call is read, then ends the stream with it', () => {
