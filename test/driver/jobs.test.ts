@@ -178,3 +178,76 @@ describe('ctx.status and .respond()', () => {
     ]);
   });
 });
+
+describe('.respond() after two agent steps', () => {
+  it('sends one response per event, with the status updates of each step and each step’s last call', async () => {
+    const Kind = z.object({ kind: z.enum(['short', 'long']) });
+    const topology = stream<Job>('jobs')
+      .keyedSerial({ maxInFlight: 4 })
+      .agentStep(
+        'classify',
+        async (job, ctx) => {
+          await ctx.status({ stage: 'classifying' });
+          await sleep(ctx.clock, 50, ctx.signal);
+          return { kind: job.prompt.length > 3 ? 'long' : 'short' };
+        },
+        { schema: Kind },
+      )
+      .park({ attempts: 1 })
+      .agentStep(
+        'answer',
+        async ({ event }: { event: Job; decision: z.infer<typeof Kind> }, ctx) => {
+          await ctx.status({ stage: 'thinking', kind: (ctx.decisions.classify as z.infer<typeof Kind>).kind });
+          await sleep(ctx.clock, event.ms ?? 100, ctx.signal);
+          await ctx.status({ stage: 'drafting' });
+          return { answer: event.prompt.toUpperCase() };
+        },
+        { schema: Answer },
+      )
+      .park({ attempts: 2, retryDelayMs: 1_000 })
+      .applyOnce(
+        effect('answers', ({ event, decision }: { event: { event: Job; decision: z.infer<typeof Kind> }; decision: { answer: string } }) => ({
+          prompt: event.event.prompt,
+          kind: event.decision.kind,
+          answer: decision.answer,
+        })),
+      )
+      .respond('jobs.responses')
+      .build();
+    const d = new TopologyTestDriver(topology, { commit: 'each' });
+    driver = d;
+    const input = d.createInputTopic<Job>('jobs');
+    input.pipeInput('k1', { prompt: 'hi' }, job('job-1'));
+    input.pipeInput('k1', { prompt: 'hello', ms: 30 }, job('job-2'));
+    input.pipeInput('k2', { prompt: 'bonjour' }, job('job-3'));
+    await d.runUntilIdle();
+
+    const responses = d.createOutputTopic<ResponseBody>('jobs.responses').readValuesToList();
+    const updates = d.createOutputTopic<StatusBody>('jobs.status').readValuesToList();
+    // One response per event, each done with the effect's result.
+    expect(responses.map((r) => [r.jobId, r.state, r.result]).sort()).toEqual([
+      ['job-1', 'done', { prompt: 'hi', kind: 'short', answer: 'HI' }],
+      ['job-2', 'done', { prompt: 'hello', kind: 'long', answer: 'HELLO' }],
+      ['job-3', 'done', { prompt: 'bonjour', kind: 'long', answer: 'BONJOUR' }],
+    ]);
+    for (const response of responses) {
+      const own = updates.filter((u) => u.jobId === response.jobId);
+      // Each step's updates: one call each, numbered from 1 within it.
+      expect(own.filter((u) => u.step === 'classify').map((u) => [u.seq, u.update])).toEqual([[1, { stage: 'classifying' }]]);
+      expect(own.filter((u) => u.step === 'answer').map((u) => [u.seq, (u.update as { stage: string }).stage])).toEqual([
+        [1, 'thinking'],
+        [2, 'drafting'],
+      ]);
+      const classify = own.find((u) => u.step === 'classify')!;
+      const answer = own.find((u) => u.step === 'answer')!;
+      expect(classify.call).not.toBe(answer.call);
+      // The response names the last call (the answer's), and each step's last call with its count.
+      expect(response).toMatchObject({
+        call: answer.call,
+        statusCount: 2,
+        steps: { classify: { call: classify.call, statusCount: 1 }, answer: { call: answer.call, statusCount: 2 } },
+      });
+    }
+    expect(d.history().map((h) => h.outcome)).toEqual(['APPLIED', 'APPLIED', 'APPLIED']);
+  });
+});
