@@ -1,9 +1,11 @@
 // A step's declared limit.tokens on the engine's virtual clock: calls wait for room for their
 // expected tokens, and a call's reported tokens are what it holds for a window after it ends.
 import { afterEach, describe, expect, it } from 'vitest';
+import { effect } from '../../src/dsl/effect.js';
+import { stream } from '../../src/dsl/stream.js';
 import { sleep } from '../../src/ports/clock.js';
 import { TopologyError } from '../../src/dsl/topologyError.js';
-import type { RateLimit } from '../../src/graph/nodes.js';
+import type { DecideContext, RateLimit } from '../../src/graph/nodes.js';
 import { TopologyTestDriver } from '../../testkit/driver.js';
 import { decisionTopology, type Ev } from './helpers.js';
 
@@ -54,5 +56,31 @@ describe('limit.tokens', () => {
     expect(() => decisionTopology(async () => ({ action: 'refund' }), { limit: { windowMs: 1_000 } as { calls: number; windowMs: number } })).toThrow(
       "agentStep 'decide': limit needs calls, tokens or both per windowMs, e.g. { calls: 60, tokens: 90_000, windowMs: 60_000 }",
     );
+  });
+
+  it("is per step: a second step is not held by the first step's token budget", async () => {
+    const starts: Record<'first' | 'second', number[]> = { first: [], second: [] };
+    const call = (step: 'first' | 'second') => async (_e: unknown, ctx: DecideContext) => {
+      starts[step].push(ctx.clock.now());
+      await sleep(ctx.clock, 100, ctx.signal);
+      ctx.reportTokens(50);
+      return { action: 'refund' };
+    };
+    const topology = stream<Ev>('events')
+      .keyedSerial({ maxInFlight: 4 })
+      .agentStep('first', call('first'), { limit: { tokens: 100, windowMs: 1_000, expectedTokens: 50 } })
+      .park({ attempts: 1 })
+      .agentStep('second', call('second'))
+      .park({ attempts: 1 })
+      .applyOnce(effect('fx', () => undefined))
+      .build();
+    const d = new TopologyTestDriver(topology, { commit: 'each' });
+    driver = d;
+    const input = d.createInputTopic<Ev>('events');
+    for (const key of ['a', 'b', 'c', 'd']) input.pipeInput(key, { id: key }, { partition: 0 });
+    await d.runUntilIdle();
+    expect(starts.first).toEqual([0, 0, 1_100, 1_100]);
+    // Each second call starts as its first call ends, whatever the first step's window holds.
+    expect(starts.second).toEqual([100, 100, 1_200, 1_200]);
   });
 });
