@@ -111,7 +111,7 @@ export class JobTable {
 
   /**
    * The events after `cursor`, and the cursor after them. The response comes only once every
-   * update of the call it names is here (the status topic is read apart from the response topic,
+   * update of the call it names (of each step's call it names, with several steps) is here (the status topic is read apart from the response topic,
    * so a response can arrive first): then `ended` is true.
    */
   eventsAfter(jobId: string, cursor: Cursor): { events: JobEvent[]; cursor: Cursor; ended: boolean } {
@@ -142,9 +142,12 @@ export class JobTable {
   }
 
   private hasEveryUpdate(job: Job, response: ResponseBody): boolean {
-    if (response.statusCount === 0 || response.call === null) return true;
+    // With several agent steps the response names each step's last call; with one, its call.
+    const calls = response.steps ? Object.values(response.steps) : [{ call: response.call, statusCount: response.statusCount }];
     // Updates of one call are read in their order, so the last one means all of them.
-    return job.statuses.some(({ body }) => body.call === response.call && body.seq === response.statusCount);
+    return calls.every(
+      ({ call, statusCount }) => statusCount === 0 || call === null || job.statuses.some(({ body }) => body.call === call && body.seq === statusCount),
+    );
   }
 
   private job(jobId: string): Job {

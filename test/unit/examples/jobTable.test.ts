@@ -51,6 +51,17 @@ describe('JobTable', () => {
     expect(second.ended).toBe(true);
   });
 
+  it('with several steps, holds the response until every update of each step’s call is read', () => {
+    const table = new JobTable();
+    table.accepted(JOB);
+    // The last step published nothing; the first step's update is not read yet.
+    table.addResponses([record(0, { ...response('1-b', 0), steps: { first: { call: '1-a', statusCount: 1 }, second: { call: '1-b', statusCount: 0 } } })]);
+    const first = table.eventsAfter(JOB, START);
+    expect(first).toMatchObject({ events: [], ended: false });
+    table.addStatuses([record(0, status('1-a', 1))]);
+    expect(table.eventsAfter(JOB, first.cursor).events.map((e) => e.id)).toEqual(['s.0', 'r']);
+  });
+
   it('resumes after a Last-Event-ID, and sends nothing after the response', () => {
     const table = new JobTable();
     table.addStatuses([record(4, status('1-a', 1)), record(9, status('1-b', 1))]);
