@@ -1,10 +1,10 @@
-import { effect, Outcome, stream, type Decided, type RateLimit } from '../src/index.js';
+import { effect, Outcome, stream, type Decided, type CallLimit } from '../src/index.js';
 import { TopologyTestDriver } from '../testkit/driver.js';
 import { fakeModel, type ModelCall } from '../testkit/fakeModel.js';
 import type { Progress } from './progress.js';
 
 /** The provider of the scenario: 60 calls per fixed 10-s window, 4 s per call. */
-const providerLimit: RateLimit = { calls: 60, windowMs: 10_000 };
+const providerLimit: CallLimit = { calls: 60, windowMs: 10_000 };
 const latencyMs = 4_000;
 const keys = 1_000;
 const eventsPerKey = 10;

@@ -1,7 +1,7 @@
 // orderly: the public API. The DSL builds a Topology; the Engine runs it over the ports.
 // The Kafka runner and log are orderly/kafka (src/kafka/index.ts): importing orderly loads no native client.
 export { stream, StreamBuilder } from './dsl/stream.js';
-export type { StreamOptions, KeyedSerialOptions, AgentStepOptions, ParkOptions, ToOptions, NameOption } from './dsl/stream.js';
+export type { StreamOptions, KeyedSerialOptions, AgentStepOptions, ParkOptions, ToOptions, RespondOptions, NameOption } from './dsl/stream.js';
 export { Topology } from './graph/topology.js';
 export { TopologyError } from './dsl/topologyError.js';
 export { RateLimited, isRateLimited } from './graph/rateLimited.js';
@@ -10,7 +10,7 @@ export type { EffectOptions } from './dsl/effect.js';
 export type { Effect, EffectContext, StateTable } from './graph/effect.js';
 export { json, string } from './graph/serde.js';
 export type { Serde } from './graph/serde.js';
-export type { DecideContext, DecideFn, Decided, Disposition, RateLimit, RecordMeta, EffectIdContext } from './graph/nodes.js';
+export type { CallLimit, DecideContext, DecideFn, Decided, Disposition, RateLimit, RecordMeta, EffectIdContext } from './graph/nodes.js';
 export { Engine } from './engine/engine.js';
 export type { EngineOptions, CommitPolicy, ParkedKeyInfo, StopOptions } from './engine/engine.js';
 export { Outcome, finishedOutcomes } from './engine/outcomes.js';
@@ -23,6 +23,8 @@ export { EFFECT_ID_HEADER } from './engine/outputs.js';
 export type { EffectRecord } from './engine/outputs.js';
 export { PARK_REASON_HEADER } from './engine/parkRecords.js';
 export { DEAD_LETTER_ERROR_HEADER, DEAD_LETTER_SOURCE_HEADER, DEAD_LETTER_ATTEMPTS_HEADER, DEAD_LETTER_ERRORS_HEADER } from './engine/deadLetters.js';
+export { JOB_ID_HEADER, JOB_SCHEMA_VERSION, jobIdOf } from './engine/jobRecords.js';
+export type { JobEnd, StatusBody, ResponseBody } from './engine/jobRecords.js';
 export { openLevelStore, openMemoryStore, StateDirectoryError } from './state/levelStore.js';
 export { stateKeys } from './state/stateKeys.js';
 export type { KeyKind, ParsedKey } from './state/stateKeys.js';

@@ -274,7 +274,7 @@ function replayOrder<T>(run: TopologyRun<T>): string[] {
 function declaredLimitRefusals<T>(run: TopologyRun<T>): string[] {
   const found: string[] = [];
   for (const node of run.topology.nodes) {
-    if (node.kind !== 'agentStep' || !node.limit) continue;
+    if (node.kind !== 'agentStep' || node.limit?.calls === undefined) continue;
     const enforced = run.limits.get(node.name);
     // A provider at least as generous as the declared limit never refuses an engine that keeps it.
     if (!enforced || enforced.calls < node.limit.calls || enforced.windowMs > node.limit.windowMs) continue;

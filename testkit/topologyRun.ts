@@ -1,7 +1,7 @@
 import type { Topology } from '../src/dsl/topology.js';
 import type { CommitPolicy } from '../src/engine/engine.js';
 import type { Resolution } from '../src/engine/parkedKeys.js';
-import type { DecideContext, DecideFn, RateLimit } from '../src/graph/nodes.js';
+import type { CallLimit, DecideContext, DecideFn } from '../src/graph/nodes.js';
 import { TopologyTestDriver, type DriverFaults, type DriverMode } from './driver.js';
 import { fakeModel, type FakeModel } from './fakeModel.js';
 import { applyFault, resolveAllParked, type ReplayCrash, type ScenarioCrash } from './faultSchedule.js';
@@ -46,7 +46,7 @@ export interface ModelStandIn {
    * so a 429 is a breach of the declared limit; `'none'` refuses nothing; a limit enforces that
    * one (a step that declares none must learn it from the 429s). @defaultValue 'declared'
    */
-  limit?: 'declared' | 'none' | RateLimit;
+  limit?: 'declared' | 'none' | CallLimit;
   /** The share of accepted calls that throw (a failed attempt), drawn from the run's seed. @defaultValue 0 */
   failureShare?: number;
   /** The share of calls answered synchronously. @defaultValue 0.5 */
@@ -84,7 +84,7 @@ export interface TopologyRun<T> {
   /** Every record of every topic the topology writes (outputs, parking, dead letters), in append order, decoded as JSON where it is JSON. */
   readonly outputs: ReadonlyMap<string, readonly TestRecord<unknown>[]>;
   /** The provider limit each step's fake model enforced. */
-  readonly limits: ReadonlyMap<string, RateLimit>;
+  readonly limits: ReadonlyMap<string, CallLimit>;
   /** Whether parked keys were resolved at the end (`input.resolutions` not empty). */
   readonly resolved: boolean;
 }
@@ -106,7 +106,7 @@ export interface RunSettings<T> {
  */
 export async function runTopology<T>(input: TopologyRunInput<T>, settings: RunSettings<T>): Promise<TopologyRun<T>> {
   const models = new Map<string, FakeModel<unknown, unknown>>();
-  const limits = new Map<string, RateLimit>();
+  const limits = new Map<string, CallLimit>();
   let built: Topology | undefined;
   const modelOf = (step: string): FakeModel<unknown, unknown> => {
     let model = models.get(step);
@@ -180,11 +180,13 @@ function resolutionOf<T>(kind: ResolutionKind, driver: TopologyTestDriver, parti
 }
 
 /** What the fake provider behind a step enforces. */
-function providerLimit(limit: NonNullable<ModelStandIn['limit']>, topology: Topology, step: string): RateLimit | undefined {
+function providerLimit(limit: NonNullable<ModelStandIn['limit']>, topology: Topology, step: string): CallLimit | undefined {
   if (limit === 'none') return undefined;
   if (limit !== 'declared') return limit;
   const node = topology.nodes.find((n) => n.kind === 'agentStep' && n.name === step);
-  return node?.kind === 'agentStep' ? node.limit : undefined;
+  // The stand-in counts calls: a step's declared limit on tokens alone enforces nothing.
+  const declared = node?.kind === 'agentStep' ? node.limit : undefined;
+  return declared?.calls !== undefined ? { calls: declared.calls, windowMs: declared.windowMs } : undefined;
 }
 
 /** A topic's records, JSON-decoded where they are JSON, raw text where not. */

@@ -43,7 +43,10 @@ export interface KeyedSerialOptions extends NameOption {
 export interface AgentStepOptions<S extends StandardSchemaV1 | undefined> {
   /** Every decision is validated against it (any Standard Schema: zod, valibot, arktype, ...). */
   schema?: S;
-  /** The provider's limit, if known: the engine then paces calls so that none is refused. */
+  /**
+   * The provider's limit, if known: calls, tokens or both per window. The engine then paces calls
+   * so that none is refused: by count, and by each call's expected and then reported tokens.
+   */
   limit?: RateLimit;
   /**
    * A call still unsettled after this long is aborted through `ctx.signal` and counts as a failed
@@ -73,6 +76,11 @@ export interface ParkOptions extends NameOption {
 }
 
 const dispositions: readonly Disposition[] = ['park', 'dlq', 'skip', 'fail'];
+
+export interface RespondOptions extends NameOption {
+  /** Where `ctx.status(update)` publishes. @defaultValue `<source topic>.status` */
+  statusTopic?: string;
+}
 
 export interface ToOptions<T> extends NameOption {
   /** How values are encoded. @defaultValue `json()` */
@@ -191,6 +199,19 @@ export class StreamBuilder<T> {
     return this.with({ kind: 'sink', name: options.name ?? `${topic}-sink`, topic, value });
   }
 
+  /**
+   * Writes each event's final result to `topic` as a response record (docs/jobs.md): the value at
+   * this point of the chain once the effect is applied, or `parked` / `failed` with the reason when
+   * the event was parked, held behind a parked key, dead-lettered or skipped. Keyed like the event,
+   * with its job id (header `orderly-job-id`, else its effect id). It also declares the status
+   * topic that `ctx.status(update)` publishes to. Needs an agentStep upstream.
+   */
+  respond(topic: string, options: RespondOptions = {}): StreamBuilder<T> {
+    requireName('respond', 'topic', topic);
+    const statusTopic = requireName('respond', 'statusTopic', options.statusTopic ?? `${this.source.topic}.status`);
+    return this.with({ kind: 'respond', name: options.name ?? `${topic}-respond`, topic, statusTopic });
+  }
+
   /** Validates the chain and compiles it. Throws a {@link TopologyError} naming the operator and the fix. */
   build(): Topology {
     const nodes: readonly GraphNode[] = [this.source, ...this.nodes];
@@ -223,9 +244,14 @@ function notAnEffect(value: unknown): string {
 
 function checkLimit(step: string, limit: RateLimit): RateLimit {
   const operator = `agentStep '${step}'`;
+  if (limit?.calls === undefined && limit?.tokens === undefined) {
+    throw new TopologyError(operator, `${operator}: limit needs calls, tokens or both per windowMs, e.g. { calls: 60, tokens: 90_000, windowMs: 60_000 }`);
+  }
   return {
-    calls: requireInteger(operator, 'limit.calls', limit.calls, 1),
+    ...(limit.calls !== undefined ? { calls: requireInteger(operator, 'limit.calls', limit.calls, 1) } : {}),
+    ...(limit.tokens !== undefined ? { tokens: requireInteger(operator, 'limit.tokens', limit.tokens, 1) } : {}),
     windowMs: requireInteger(operator, 'limit.windowMs', limit.windowMs, 1),
+    ...(limit.expectedTokens !== undefined ? { expectedTokens: requireInteger(operator, 'limit.expectedTokens', limit.expectedTokens, 1) } : {}),
   };
 }
 

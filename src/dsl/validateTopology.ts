@@ -25,7 +25,7 @@ const uniqueNames: Pass = (nodes) => {
 };
 
 const oneOfEachStatefulKind: Pass = (nodes) => {
-  for (const kind of ['keyedSerial', 'applyOnce'] as const) {
+  for (const kind of ['keyedSerial', 'applyOnce', 'respond'] as const) {
     const found = nodes.filter((n) => n.kind === kind);
     if (found.length > 1) {
       throw new TopologyError(found[1]!.name, `${kind} '${found[1]!.name}': a topology has at most one ${kind} in this version; remove one of the ${found.length}`);
@@ -48,7 +48,7 @@ const oneParkPerStep: Pass = (nodes) => {
 /** A topic the topology reads or writes, and the operator that does. */
 interface TopicUse {
   readonly topic: string;
-  readonly role: 'source' | 'dead-letter' | 'park' | 'output';
+  readonly role: 'source' | 'dead-letter' | 'park' | 'output' | 'response' | 'status';
   readonly node: GraphNode;
 }
 
@@ -61,6 +61,8 @@ function topicUses(nodes: readonly GraphNode[]): TopicUse[] {
         return [{ topic: node.topic, role: 'park', node }];
       case 'sink':
         return [{ topic: node.topic, role: 'output', node }];
+      case 'respond':
+        return [{ topic: node.topic, role: 'response', node }, { topic: node.statusTopic, role: 'status', node }];
       default:
         return [];
     }
@@ -72,6 +74,11 @@ function writer(use: TopicUse): { operator: string; option: string } {
   const { node } = use;
   if (node.kind === 'source') return { operator: `stream '${node.topic}'`, option: "another stream(topic, { deadLetterTopic: '...' })" };
   if (node.kind === 'park') return { operator: `park '${node.name}'`, option: "another park({ topic: '...' })" };
+  if (node.kind === 'respond') {
+    return use.role === 'status'
+      ? { operator: `respond '${node.name}'`, option: "another respond(topic, { statusTopic: '...' })" }
+      : { operator: `respond '${node.name}'`, option: 'respond() another topic' };
+  }
   return { operator: `to '${node.name}'`, option: 'to() another topic' };
 }
 
@@ -150,6 +157,15 @@ const agentStepIsParkedAndApplied: Pass = (nodes) => {
   });
 };
 
+const respondFollowsAStep: Pass = (nodes) => {
+  const respond = nodes.findIndex((n) => n.kind === 'respond');
+  if (respond < 0) return;
+  if (!nodes.slice(0, respond).some((n) => n.kind === 'agentStep')) {
+    const name = nodes[respond]!.name;
+    throw new TopologyError(name, `respond '${name}': no agentStep before it, so there is no job to answer; put .respond(topic) after .agentStep(...).park(...).applyOnce(...)`);
+  }
+};
+
 // Duplicates and topics first: their errors say what to remove or change, where a clash of the
 // names they default to would only say "rename".
 const passes: readonly Pass[] = [
@@ -160,4 +176,5 @@ const passes: readonly Pass[] = [
   agentStepNeedsKeyedSerial,
   parkFollowsAStep,
   agentStepIsParkedAndApplied,
+  respondFollowsAStep,
 ];

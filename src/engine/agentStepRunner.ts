@@ -1,12 +1,13 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { isRateLimited } from '../graph/rateLimited.js';
-import type { AgentStepNode, ParkNode } from '../graph/nodes.js';
+import type { AgentStepNode, DecideContext, ParkNode } from '../graph/nodes.js';
 import { abortable } from '../ports/clock.js';
 import { isThenable, withAttempts, type Attempter, type Try, type Tried } from './attemptLoop.js';
 import type { AttemptError } from './attemptsRecords.js';
 import { timedCall, type TimedCall } from './callTimeout.js';
 import type { EngineContext } from './engineContext.js';
 import type { Admission, RateGate } from './rateGate.js';
+import type { TokenPacing } from './tokenPacing.js';
 import type { EventInFlight } from './processors/processor.js';
 import { messageOf, metaOf, type EngineEvent } from './events.js';
 import { Outcome, type ModelCallResult } from './outcomes.js';
@@ -24,9 +25,11 @@ export function runAgentStep(stepper: Stepper, unit: EventInFlight): Tried<unkno
   return withAttempts(stepper.ctx, stepper, unit);
 }
 
-/** One agent step of one engine, with its park and its rate gate: what every call of it shares. */
+/** One agent step of one engine, with its park, its rate gate and its token pacing: what every call of it shares. */
 export class Stepper implements Attempter<unknown> {
   readonly owner: AgentStepNode;
+  /** The step's token pacing, when its limit declares tokens; each step has its own. */
+  readonly tokens: TokenPacing | undefined;
 
   constructor(
     readonly ctx: EngineContext,
@@ -35,6 +38,7 @@ export class Stepper implements Attempter<unknown> {
     readonly gate: RateGate,
   ) {
     this.owner = step;
+    this.tokens = ctx.tokens.get(step.name);
   }
 
   attempt(unit: EventInFlight, attempt: number, previous: readonly AttemptError[], refused: boolean): CallOutcome | Promise<CallOutcome> {
@@ -47,8 +51,10 @@ export class Stepper implements Attempter<unknown> {
 type CallOutcome = Try<unknown>;
 
 const NO_ERRORS: readonly string[] = [];
+/** `reportTokens` of a step without a token limit: nothing paces by tokens. */
+const ignoreTokens = (): void => undefined;
 
-function callOnce({ ctx, step, gate }: Stepper, unit: EventInFlight, attempt: number, previous: readonly AttemptError[], admission: Admission): CallOutcome | Promise<CallOutcome> {
+function callOnce({ ctx, step, gate, tokens }: Stepper, unit: EventInFlight, attempt: number, previous: readonly AttemptError[], admission: Admission): CallOutcome | Promise<CallOutcome> {
   const { event, signal } = unit;
   const atMs = ctx.clock.now();
   ctx.metrics.modelCall();
@@ -57,7 +63,7 @@ function callOnce({ ctx, step, gate }: Stepper, unit: EventInFlight, attempt: nu
   const call: Call = { ctx, step, gate, event, attempt, admission, signal, timed, startedAtMs: atMs };
   let answer: unknown;
   try {
-    answer = step.decide(unit.value, {
+    const decideCtx: DecideContext = {
       key: event.key,
       effectId: event.effectId,
       attempt,
@@ -67,7 +73,11 @@ function callOnce({ ctx, step, gate }: Stepper, unit: EventInFlight, attempt: nu
       clock: ctx.clock,
       signal: timed.signal,
       ...(ctx.instance !== undefined ? { instance: ctx.instance } : {}),
-    });
+      status: ctx.jobs.publisher(step, event, attempt, timed.signal),
+      reportTokens: ignoreTokens,
+    };
+    // Under the step's token limit the call first waits for room in its token budget.
+    answer = tokens ? tokens.call(step.decide, unit.value, decideCtx) : step.decide(unit.value, decideCtx);
   } catch (error) {
     timed.end();
     return callFailed(call, error);

@@ -6,6 +6,8 @@ import type { Store } from '../ports/store.js';
 import { AttemptsIndexedStore } from './attemptsIndex.js';
 import { AttemptsRecords } from './attemptsRecords.js';
 import type { EngineContext } from './engineContext.js';
+import { StatusUpdates } from './statusUpdates.js';
+import { callLimitOf, tokenPacingsOf } from './tokenPacing.js';
 import type { BudgetStatus, EngineStatus } from './engineStatus.js';
 import { MetricsRecorder, type EngineMetrics } from './metrics.js';
 import type { EngineObserver } from './outcomes.js';
@@ -75,7 +77,7 @@ export class Engine {
     const metrics = new MetricsRecorder();
     const store = new AttemptsIndexedStore(options.store);
     const writer = new StateWriter(store);
-    this.ctx = {
+    const ctx = {
       topology,
       clock,
       random: options.random,
@@ -83,7 +85,8 @@ export class Engine {
       attempts: new AttemptsRecords(store),
       log: options.log,
       writer,
-      gates: new Map(topology.agentSteps.map((step) => [step.name, new RateGate(clock, step.limit)])),
+      gates: new Map(topology.agentSteps.map((step) => [step.name, new RateGate(clock, callLimitOf(step.limit))])),
+      tokens: tokenPacingsOf(topology.agentSteps, clock),
       end: eventEndFor(options.log, writer),
       observer,
       metrics,
@@ -96,7 +99,8 @@ export class Engine {
         // Most outcomes have no details: a literal of fixed shape is cheaper to build than a spread.
         observer.outcome(details ? { outcome, atMs, topic, partition, offset, key, effectId, ...details } : { outcome, atMs, topic, partition, offset, key, effectId });
       },
-    };
+    } satisfies Omit<EngineContext, 'jobs'>;
+    this.ctx = { ...ctx, jobs: new StatusUpdates(ctx) };
   }
 
   /** Subscribes to the topology's source topic; partitions arrive through the log's assignments. */
@@ -139,7 +143,7 @@ export class Engine {
   /** What the engine holds now: events in flight, each step's budget, and per partition its offsets and parked keys. */
   status(): EngineStatus {
     const budgets = this.ctx.topology.agentSteps.flatMap((step): BudgetStatus[] => {
-      if (step.limit) return [{ step: step.name, source: 'declared', calls: step.limit.calls, windowMs: step.limit.windowMs }];
+      if (step.limit?.calls !== undefined) return [{ step: step.name, source: 'declared', calls: step.limit.calls, windowMs: step.limit.windowMs }];
       const gate = this.ctx.gates.get(step.name);
       const learned = gate?.learnedBudget;
       return learned === undefined ? [] : [{ step: step.name, source: 'learned', calls: learned, windowMs: gate?.learnedLimit?.windowMs }];

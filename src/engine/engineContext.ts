@@ -10,6 +10,8 @@ import type { EngineEvent } from './events.js';
 import type { EventEnd } from './eventEnd.js';
 import type { RateGate } from './rateGate.js';
 import type { StateWriter } from './stateWriter.js';
+import type { StatusUpdates } from './statusUpdates.js';
+import type { TokenPacing } from './tokenPacing.js';
 
 /** What every part of one engine shares: its topology, its ports and its reporting. */
 export interface EngineContext {
@@ -23,10 +25,14 @@ export interface EngineContext {
   readonly writer: StateWriter;
   /** Each agent step's rate gate, by step name, shared by all partitions. */
   readonly gates: ReadonlyMap<string, RateGate>;
+  /** The token pacing of each agent step whose limit declares tokens, by step name, shared by all partitions. */
+  readonly tokens: ReadonlyMap<string, TokenPacing>;
   /** How an event's end is written: plain, staged or transactional, chosen when the engine is built. */
   readonly end: EventEnd;
   readonly observer: EngineObserver;
   readonly metrics: MetricsRecorder;
+  /** The agent steps' status updates and the responses, for a topology with `.respond()`. */
+  readonly jobs: StatusUpdates;
   /** The engine instance's name, told to its agent steps (EngineOptions.instance). */
   readonly instance?: string;
   /** Counts an outcome and tells the observer, stamped with the clock's time. */

@@ -1,5 +1,5 @@
 import type { Clock, Timer } from '../ports/clock.js';
-import type { RateLimit } from '../graph/nodes.js';
+import type { CallLimit } from '../graph/nodes.js';
 import { AdmissionTimes } from './admissionTimes.js';
 
 /** A call the gate let through: which of its windows it started in, its place there, and when. */
@@ -55,7 +55,7 @@ export class RateGate {
 
   constructor(
     private readonly clock: Clock,
-    private readonly limit?: RateLimit,
+    private readonly limit?: CallLimit,
   ) {
     this.windowStartMs = clock.now();
   }
@@ -150,7 +150,7 @@ export class RateGate {
   }
 
   /** The limit learned from 429s, once both the budget and the window's length are known. */
-  get learnedLimit(): RateLimit | undefined {
+  get learnedLimit(): CallLimit | undefined {
     return this.budget !== undefined && this.lengthMs !== undefined ? { calls: this.budget, windowMs: this.lengthMs } : undefined;
   }
 

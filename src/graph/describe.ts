@@ -1,4 +1,4 @@
-import type { GraphNode } from './nodes.js';
+import type { GraphNode, RateLimit } from './nodes.js';
 import { storesOf } from './stores.js';
 
 /** Prints a chain of nodes the way Kafka Streams' `Topology#describe()` prints a sub-topology. */
@@ -20,6 +20,8 @@ function header(node: GraphNode): string {
       return `Source: ${node.name} (topics: [${node.topic}], dead letters: ${node.deadLetterTopic})`;
     case 'sink':
       return `Sink: ${node.name} (topic: ${node.topic})`;
+    case 'respond':
+      return `Sink: ${node.name} (responses: ${node.topic}, status: ${node.statusTopic})`;
     default:
       return `Processor: ${node.name} (${[`stores: [${storesOf(node).join(', ')}]`, ...details(node)].join(', ')})`;
   }
@@ -31,7 +33,7 @@ function details(node: GraphNode): string[] {
       return [`maxInFlight: ${node.maxInFlight}`];
     case 'agentStep':
       return [
-        ...(node.limit ? [`limit: ${node.limit.calls} calls per ${node.limit.windowMs} ms`] : []),
+        ...(node.limit ? [`limit: ${limitText(node.limit)} per ${node.limit.windowMs} ms`] : []),
         ...(node.timeoutMs !== undefined ? [`timeoutMs: ${node.timeoutMs}`] : []),
       ];
     case 'applyOnce':
@@ -46,4 +48,9 @@ function details(node: GraphNode): string[] {
     default:
       return [];
   }
+}
+
+function limitText(limit: RateLimit): string {
+  const parts = [...(limit.calls !== undefined ? [`${limit.calls} calls`] : []), ...(limit.tokens !== undefined ? [`${limit.tokens} tokens`] : [])];
+  return parts.join(', ');
 }

@@ -22,6 +22,8 @@ function topicsOf(node: GraphNode): string[] {
     case 'park':
     case 'sink':
       return [node.topic];
+    case 'respond':
+      return [node.topic, node.statusTopic];
     default:
       return [];
   }

@@ -31,6 +31,19 @@ export interface DecideContext {
    * `engine-1`, then one more at each restart), so a test can tell a restarted engine's calls apart.
    */
   readonly instance?: string;
+  /**
+   * Publishes a progress update of this event's job to the topology's status topic (declared by
+   * `.respond()`), keyed like the event, with the job id, this step's name, this call's id and
+   * attempt, and a sequence number counted from 1 per call (so per step). `update` must be JSON. Await it: it settles once the
+   * log has the record. Throws when the topology declares no `.respond()`.
+   */
+  readonly status: (update: unknown) => Promise<void>;
+  /**
+   * Tells the engine the tokens this call used, as the provider reported them (the adapters of
+   * orderly/providers do). Under a step's `limit.tokens` the call's tokens are then held at that
+   * count instead of the expected one; without one it does nothing.
+   */
+  readonly reportTokens: (tokens: number) => void;
 }
 
 /** An agent step's decision, joined to the event it decided. */
@@ -41,8 +54,23 @@ export interface Decided<T, D> {
 
 export type DecideFn<T, D> = (event: T, ctx: DecideContext) => D | Promise<D>;
 
-/** A provider's rate limit: at most `calls` calls in any `windowMs`. */
+/**
+ * A provider's rate limit, in any `windowMs`: at most `calls` calls, at most `tokens` tokens, or
+ * both (at least one of the two).
+ */
 export interface RateLimit {
+  readonly calls?: number;
+  readonly tokens?: number;
+  readonly windowMs: number;
+  /**
+   * Tokens a call is held for until it reports what it used (`ctx.reportTokens`). @defaultValue the
+   * largest count reported so far, and `tokens / 10` before the first report
+   */
+  readonly expectedTokens?: number;
+}
+
+/** A limit on calls alone, as the rate gate paces them. */
+export interface CallLimit {
   readonly calls: number;
   readonly windowMs: number;
 }
@@ -121,5 +149,13 @@ export interface SinkNode {
   readonly value: Serde<unknown>;
 }
 
-export type ProcessorNode = FilterNode | MapValuesNode | KeyedSerialNode | AgentStepNode | ParkNode | ApplyOnceNode | SinkNode;
+/** Writes each event's final result (its value, or how it was parked or dropped) as a response record; the agent step's status updates go to `statusTopic`. */
+export interface RespondNode {
+  readonly kind: 'respond';
+  readonly name: string;
+  readonly topic: string;
+  readonly statusTopic: string;
+}
+
+export type ProcessorNode = FilterNode | MapValuesNode | KeyedSerialNode | AgentStepNode | ParkNode | ApplyOnceNode | SinkNode | RespondNode;
 export type GraphNode = SourceNode | ProcessorNode;

@@ -1,4 +1,4 @@
-import type { AgentStepNode, ApplyOnceNode, GraphNode, ParkNode, ProcessorNode, SourceNode } from './nodes.js';
+import type { AgentStepNode, ApplyOnceNode, GraphNode, ParkNode, ProcessorNode, RespondNode, SourceNode } from './nodes.js';
 import { describeTopology } from './describe.js';
 import { topologyToMermaid } from './mermaid.js';
 
@@ -17,7 +17,9 @@ export class Topology {
   /** The first park: its store holds the topology's parked keys, whichever step parked them. */
   readonly park: ParkNode | undefined;
   readonly applyOnce: ApplyOnceNode | undefined;
-  /** Every topic the topology writes: sinks, then the parking and dead-letter topics. */
+  /** Where responses and status updates go, when the chain declares `.respond()`. */
+  readonly respond: RespondNode | undefined;
+  /** Every topic the topology writes: sinks, then the parking and dead-letter topics, then the response and status topics. */
   readonly outputTopics: readonly string[];
 
   /** @internal */
@@ -31,9 +33,11 @@ export class Topology {
     this.agentStep = this.agentSteps[0];
     this.park = this.find('park');
     this.applyOnce = this.find('applyOnce');
+    this.respond = this.find('respond');
     const sinks = processors.flatMap((n) => (n.kind === 'sink' ? [n.topic] : []));
     const parks = processors.flatMap((n) => (n.kind === 'park' ? [n.topic] : []));
-    this.outputTopics = [...new Set([...sinks, ...parks, source.deadLetterTopic])];
+    const jobs = this.respond ? [this.respond.topic, this.respond.statusTopic] : [];
+    this.outputTopics = [...new Set([...sinks, ...parks, source.deadLetterTopic, ...jobs])];
   }
 
   /** The park right after an agent step: its attempts, delay, disposition and parking topic. */

@@ -5,7 +5,7 @@ import { jsonSchemaOf, type DecisionSchema } from './jsonSchemaOf.js';
 import { providerDecide, type HttpFailure, type ProviderOptions } from './providerDecide.js';
 
 export type { ProviderCall, ProviderOptions, TokenUsage } from './providerDecide.js';
-export type { TokenLimit } from './tokenPacer.js';
+export type { TokenLimit } from '../engine/tokenPacer.js';
 export { ProviderOverloaded } from './providerOverloaded.js';
 
 type GenerateTextOptions = Parameters<typeof generateText>[0];

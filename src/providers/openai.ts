@@ -7,7 +7,7 @@ import { providerDecide, type ProviderOptions } from './providerDecide.js';
 import { statusErrorOf } from './statusError.js';
 
 export type { ProviderCall, ProviderOptions, TokenUsage } from './providerDecide.js';
-export type { TokenLimit } from './tokenPacer.js';
+export type { TokenLimit } from '../engine/tokenPacer.js';
 export { ProviderOverloaded } from './providerOverloaded.js';
 
 type ChatParams = OpenAI.Chat.ChatCompletionCreateParamsNonStreaming;

@@ -5,7 +5,7 @@ import type { HeaderSource } from './headers.js';
 import { ProviderOverloaded } from './providerOverloaded.js';
 import { rateLimitsOf, type RateLimitHeaders } from './rateLimitHeaders.js';
 import { retryDelayOf } from './retryDelay.js';
-import { TokenPacer, type TokenLimit } from './tokenPacer.js';
+import { TokenPacer, type TokenLimit } from '../engine/tokenPacer.js';
 
 /** The delay of a 429 whose headers name none. */
 export const DEFAULT_RATE_LIMITED_DELAY_MS = 1_000;
@@ -139,7 +139,10 @@ export function providerDecide<T>(binding: ProviderBinding<T>, options: Provider
       return await failed(error, ctx);
     }
     const { decision, headers, usage } = answer;
-    if (reservation) pacer!.settle(reservation, usage && (usage.totalTokens ?? sumOf(usage.inputTokens, usage.outputTokens)));
+    const usedTokens = usage && (usage.totalTokens ?? sumOf(usage.inputTokens, usage.outputTokens));
+    if (reservation) pacer!.settle(reservation, usedTokens);
+    // The step's own token limit (limit.tokens) holds the call at what it used.
+    if (usedTokens !== undefined) ctx.reportTokens(usedTokens);
     report({ provider, effectId: ctx.effectId, attempt: ctx.attempt, outcome: 'decided', atMs: ctx.clock.now(), limits: rateLimitsOf(headers, now()), ...(usage ? { usage } : {}) });
     return decision;
   };

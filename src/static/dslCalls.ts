@@ -28,10 +28,11 @@ const operatorShapes: Readonly<Record<string, Signature>> = {
   filter: [['predicate', 'function'], ['options', nameOption]],
   mapValues: [['mapper', 'function'], ['options', nameOption]],
   keyedSerial: [['options', { name: 'string', maxInFlight: 'number' }]],
-  agentStep: [['name', 'string'], ['decide', 'function'], ['options', { schema: 'schema', limit: { calls: 'number', windowMs: 'number' }, timeoutMs: 'number' }]],
+  agentStep: [['name', 'string'], ['decide', 'function'], ['options', { schema: 'schema', limit: { calls: 'number', tokens: 'number', windowMs: 'number', expectedTokens: 'number' }, timeoutMs: 'number' }]],
   park: [['options', { name: 'string', attempts: 'number', retryDelayMs: 'number', retryJitter: 'fraction', topic: 'string', onExhausted: 'string' }]],
   applyOnce: [['effect', 'effect'], ['options', nameOption]],
   to: [['topic', 'string'], ['options', { name: 'string', value: 'serde' }]],
+  respond: [['topic', 'string'], ['options', { name: 'string', statusTopic: 'string' }]],
   build: [],
 };
 

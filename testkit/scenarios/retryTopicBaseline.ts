@@ -100,6 +100,9 @@ class RetryTopicWorker {
           previousErrors: [],
           decisions: {},
           clock: this.clock,
+          // The baseline has no status topic: its updates go nowhere.
+          status: () => Promise.resolve(),
+          reportTokens: () => undefined,
           signal: NEVER_ABORTED,
         });
       } catch (error) {

@@ -1,6 +1,6 @@
 // The small topology the stand-in runs decide with: one agent step, a park, an effect.
 import { z } from 'zod';
-import { effect, json, stream, type DecideContext, type Topology } from '../../src/index.js';
+import { effect, json, stream, type DecideContext, type RateLimit, type Topology } from '../../src/index.js';
 import type { StandInEvent } from './sdkAdapters.js';
 
 export const Decision = z.object({ id: z.string(), action: z.enum(['approve', 'review']) });
@@ -22,7 +22,7 @@ export interface AppliedDecision {
 export function standInTopology(
   decide: (event: StandInEvent, ctx: DecideContext) => Promise<unknown>,
   park: { attempts: number; retryDelayMs: number },
-  limit?: { calls: number; windowMs: number },
+  limit?: RateLimit,
 ): Topology {
   return stream<StandInEvent>('requests', { value: json<StandInEvent>() })
     .keyedSerial({ maxInFlight: 4 })

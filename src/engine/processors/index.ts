@@ -5,6 +5,7 @@ import { applyOnceProcessor } from './applyOnceProcessor.js';
 import { filterProcessor } from './filterProcessor.js';
 import { mapValuesProcessor } from './mapValuesProcessor.js';
 import type { Parking, Processor, ProcessorFactory } from './processor.js';
+import { respondProcessor } from './respondProcessor.js';
 import { shapingProcessor } from './shapingProcessor.js';
 import { sinkProcessor } from './sinkProcessor.js';
 
@@ -17,6 +18,7 @@ const factories: { readonly [K in ProcessorNode['kind']]: ProcessorFactory<Extra
   park: shapingProcessor,
   applyOnce: applyOnceProcessor,
   sink: sinkProcessor,
+  respond: respondProcessor,
 };
 
 /** The processors of a topology's nodes, in chain order, built once per engine. */

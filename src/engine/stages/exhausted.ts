@@ -1,3 +1,4 @@
+import type { OutRecord } from '../../ports/log.js';
 import type { StoreOp } from '../../ports/store.js';
 import { attemptsOwners } from '../attemptsRecords.js';
 import { deadLetterRecord } from '../deadLetters.js';
@@ -26,7 +27,7 @@ export async function exhausted(ctx: EngineContext, parked: ParkedKeys | undefin
       const poison = poisonOf(ctx, event, stopped, unit.decisions);
       await ctx.end.atomically(async () => {
         await ctx.writer.write([...requireParking(ctx, parked).park(poison), ...attemptsDeletes(ctx, event)]);
-        await ctx.log.produce([parkRecord(park.topic, poison)]);
+        await ctx.log.produce([parkRecord(park.topic, poison), ...parkedResponse(ctx, poison)]);
       });
       reportParked(ctx, poison);
       return;
@@ -35,15 +36,27 @@ export async function exhausted(ctx: EngineContext, parked: ParkedKeys | undefin
       // The record goes out first: a crash before the write runs the event's attempts again and
       // may dead-letter it twice (one effect id), never lose it.
       await ctx.end.atomically(async () => {
-        await ctx.log.produce([deadLetterRecord(ctx.topology.source.deadLetterTopic, event, last?.error ?? 'attempts ran out', attempts.errors)]);
+        await ctx.log.produce([
+          deadLetterRecord(ctx.topology.source.deadLetterTopic, event, last?.error ?? 'attempts ran out', attempts.errors),
+          ...ctx.jobs.response(event, { state: 'failed', reason: `dead-lettered: ${last?.error ?? 'attempts ran out'}` }),
+        ]);
         await ctx.writer.write(attemptsDeletes(ctx, event));
       });
       ctx.report(Outcome.DEAD_LETTERED, event, details);
       return;
-    case 'skip':
-      await ctx.writer.write(attemptsDeletes(ctx, event));
+    case 'skip': {
+      const response = ctx.jobs.response(event, { state: 'failed', reason: `skipped: ${last?.error ?? 'attempts ran out'}` });
+      if (response.length === 0) await ctx.writer.write(attemptsDeletes(ctx, event));
+      else {
+        // The response goes out first, like a dead letter: a crash before the write runs the attempts again.
+        await ctx.end.atomically(async () => {
+          await ctx.log.produce(response);
+          await ctx.writer.write(attemptsDeletes(ctx, event));
+        });
+      }
       ctx.report(Outcome.SKIPPED, event, details);
       return;
+    }
     case 'fail':
       throw exhaustedFailure(event, attempts);
   }
@@ -55,7 +68,7 @@ export async function repark(ctx: EngineContext, parked: ParkedKeys, lane: strin
   // The record goes out first: the event's offset is committed, so a crash after the write would
   // lose it for good, while a crash before the write replays the event and parks it again.
   await ctx.end.atomically(async () => {
-    await ctx.log.produce([parkRecord(stopped.park.topic, poison)]);
+    await ctx.log.produce([parkRecord(stopped.park.topic, poison), ...parkedResponse(ctx, poison)]);
     await ctx.writer.write([...parked.repark(lane, poison), ...attemptsDeletes(ctx, head.event)]);
   });
   reportParked(ctx, poison, true);
@@ -64,6 +77,13 @@ export async function repark(ctx: EngineContext, parked: ParkedKeys, lane: strin
 /** The event's end: none of its attempts records may outlive it. */
 export function attemptsDeletes(ctx: EngineContext, event: { topic: string; partition: number; offset: number }): StoreOp[] {
   return ctx.attempts.clear(attemptsOwners(ctx.topology), event);
+}
+
+/** The response of a parked or held event, when the topology has `.respond()`. */
+export function parkedResponse(ctx: EngineContext, parked: ParkedEvent): OutRecord[] {
+  const last = parked.errors[parked.errors.length - 1];
+  const reason = parked.reason === 'HELD' ? 'held: an earlier event of its key is parked' : `parked: ${last?.error ?? 'its attempts ran out'}`;
+  return ctx.jobs.response(parked.event, { state: 'parked', reason });
 }
 
 /** The parked form of an event, with the decisions made before the step that failed (a replay uses them). */

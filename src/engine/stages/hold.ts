@@ -3,7 +3,7 @@ import { toStoredEvent, type EngineEvent } from '../events.js';
 import { Outcome } from '../outcomes.js';
 import type { ParkedEvent, ParkedKeys } from '../parkedKeys.js';
 import { parkRecord } from '../parkRecords.js';
-import { reportParked } from './exhausted.js';
+import { parkedResponse, reportParked } from './exhausted.js';
 
 /**
  * Stage: hold. An event of a parked key that has not ended yet waits behind the parked event,
@@ -16,7 +16,7 @@ export async function hold(ctx: EngineContext, parked: ParkedKeys, event: Engine
     // record again (a crash may have come between the parking's write and its record), except
     // on a transactional log: there the record was committed in the parking's transaction, with
     // the state that says the event is parked, so a read_committed reader has it once.
-    if (ctx.end.kind !== 'transactional') await ctx.log.produce([parkRecord(parkTopic(ctx, stored.step), stored)]);
+    if (ctx.end.kind !== 'transactional') await ctx.log.produce([parkRecord(parkTopic(ctx, stored.step), stored), ...parkedResponse(ctx, stored)]);
     if (stored.reason === 'POISON') reportParked(ctx, stored);
     else ctx.report(Outcome.HELD, event);
     return;
@@ -26,7 +26,7 @@ export async function hold(ctx: EngineContext, parked: ParkedKeys, event: Engine
   const held: ParkedEvent = { event: toStoredEvent(event), reason: 'HELD', step, attempts: 0, errors: [], parkedAtMs: ctx.clock.now() };
   await ctx.end.atomically(async () => {
     await ctx.writer.write(parked.hold(held));
-    await ctx.log.produce([parkRecord(parkTopic(ctx, step), held)]);
+    await ctx.log.produce([parkRecord(parkTopic(ctx, step), held), ...parkedResponse(ctx, held)]);
   });
   ctx.report(Outcome.HELD, event);
 }

@@ -343,3 +343,27 @@ describe('validateTopology over raw nodes', () => {
     expect(() => validateTopology(withoutSerial)).toThrow(/agentStep 'decide' needs keyedSerial\(\) upstream/);
   });
 });
+
+describe('respond()', () => {
+  const chain = () => stream<Dispute>('disputes').keyedSerial().agentStep('decide', decide, { schema: Decision }).park({ attempts: 3 }).applyOnce(effects);
+
+  it('adds the response and status topics to the outputs, the status topic named after the source unless given', () => {
+    expect(chain().respond('answers').build().outputTopics).toEqual(['disputes.parked', 'disputes.dlq', 'answers', 'disputes.status']);
+    expect(chain().respond('answers', { statusTopic: 'progress' }).build().respond).toMatchObject({ topic: 'answers', statusTopic: 'progress' });
+  });
+
+  it('refuses a respond() with no agentStep before it', () => {
+    const error = refusal(() => stream<Dispute>('disputes').respond('answers').build());
+    expect(error.message).toBe("respond 'answers-respond': no agentStep before it, so there is no job to answer; put .respond(topic) after .agentStep(...).park(...).applyOnce(...)");
+  });
+
+  it('refuses a status topic that is also another topic of the topology', () => {
+    const error = refusal(() => chain().to('out').respond('answers', { statusTopic: 'out' }).build());
+    expect(error.message).toBe("respond 'answers-respond': its status topic 'out' is also the output topic of to 'out-sink': readers could not tell the records apart; give another respond(topic, { statusTopic: '...' })");
+  });
+
+  it('refuses two respond()', () => {
+    const error = refusal(() => chain().respond('a').respond('b').build());
+    expect(error.message).toMatch(/^respond 'b-respond': a topology has at most one respond/);
+  });
+});

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { RateGate, type Admission } from '../../../src/engine/rateGate.js';
-import type { RateLimit } from '../../../src/graph/nodes.js';
+import type { CallLimit } from '../../../src/graph/nodes.js';
 import { SeededRandom } from '../../../testkit/seededRandom.js';
 import { VirtualClock } from '../../../testkit/virtualClock.js';
 
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** A gate on a virtual clock, and the admissions it made, in order, with their virtual times. */
-function setup(limit?: RateLimit) {
+function setup(limit?: CallLimit) {
   const clock = new VirtualClock();
   const gate = new RateGate(clock.view('engine'), limit);
   const admitted: Array<{ id: string; atMs: number }> = [];

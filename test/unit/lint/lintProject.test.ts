@@ -41,9 +41,11 @@ describe('orderly lint', { timeout: 180_000 }, () => {
     ]);
   });
 
-  it('finds nothing in examples/, having checked its decide function and its effect (in testkit/)', () => {
+  it('finds nothing in examples/, having checked their decide functions and effects', () => {
     expect(lint('examples')).toEqual([]);
     expect(checked('examples')).toEqual([
+      `effect 'agent-answers' examples/agent-gateway/topology.ts:${lineOf('examples/agent-gateway/topology.ts', "effect('agent-answers'")}`,
+      `agentStep 'answer' examples/agent-gateway/topology.ts:${lineOf('examples/agent-gateway/topology.ts', ".agentStep('answer'")}`,
       // The step's decide is a parameter of disputesWith: the lint checks what the caller passes.
       `agentStep 'decide' examples/disputes/topology.ts:${lineOf('examples/disputes/topology.ts', 'return disputesWith(disputeModel())')}`,
       `effect 'dispute-decisions' testkit/scenarios/disputes.ts:${lineOf('testkit/scenarios/disputes.ts', "effect('dispute-decisions'")}`,

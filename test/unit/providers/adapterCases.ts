@@ -38,5 +38,7 @@ export function decideContext(signal: AbortSignal = new AbortController().signal
     decisions: {},
     clock: systemClock,
     signal,
+    status: () => Promise.resolve(),
+    reportTokens: () => undefined,
   };
 }

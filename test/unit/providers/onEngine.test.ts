@@ -59,6 +59,17 @@ describe.each(adapterCases)('the $provider adapter on the engine', (adapter) => 
     expect(server.requests).toHaveLength(12);
   });
 
+  it("paces calls by the step's own limit.tokens, with the usage the adapter reports: no 429 from the token budget", async () => {
+    server = await startStandInServer({ decide: decideStandIn, tokenWindow: { tokens: 120, windowMs: 1_000 } });
+    // No tokenLimit on the adapter: the engine paces, by 30 tokens expected of a call until it reports its use (about 22).
+    const limit = { calls: 100, tokens: 120, windowMs: 1_000, expectedTokens: 30 };
+    const paced = await runOnEngine(standInTopology(adapter.make(server.baseUrl, {}), { attempts: 3, retryDelayMs: 10 }, limit), standInEvents(12), 20_000);
+
+    expect(server.refusals).toEqual([]);
+    expect(paced.outcomes.map((o) => o.outcome)).toEqual(Array(12).fill(Outcome.APPLIED));
+    expect(server.requests).toHaveLength(12);
+  });
+
   it('holds the providers:check row on a small window: refusals waited out, no SDK retry, valid decisions', async () => {
     const row = await checkProvider(adapter, { events: 6, window: { calls: 3, windowMs: 1_000 }, timeoutMs: 20_000 });
     expect(row).toMatchObject({ provider: adapter.provider, sdkRetries: 0, decisionsValid: true, waitedAtLeastRetryAfter: true });

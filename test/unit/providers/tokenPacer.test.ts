@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TokenPacer } from '../../../src/providers/tokenPacer.js';
+import { TokenPacer } from '../../../src/engine/tokenPacer.js';
 import { VirtualClock } from '../../../testkit/virtualClock.js';
 
 const settled = () => new Promise<void>((resolve) => setImmediate(resolve));

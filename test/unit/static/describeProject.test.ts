@@ -54,7 +54,7 @@ describe('orderly describe, read statically', { timeout: 180_000 }, () => {
     });
 
     it('finds one topology and lists the values read from ORDERLY_* variables, with file and line', () => {
-      const rows = readStatically('examples');
+      const rows = readStatically('examples/disputes');
       expect(rows).toHaveLength(1);
       const [row] = rows as [StaticTopology];
       expect(row).toMatchObject({ file: 'examples/disputes/topology.ts', name: 'disputesTopology' });
