@@ -11,7 +11,7 @@ import { fromChangelogRecord } from '../../src/kafka/changelog/changelogRecords.
 import { openLevelStore } from '../../src/state/levelStore.js';
 import { TopologyTestDriver } from '../../testkit/driver.js';
 import { applyDecision, Decision } from '../../testkit/scenarios/disputes.js';
-import { decideDispute, disputes } from '../fixtures/stored-v1/scenario.js';
+import { decideDispute, disputes, type FixtureDispute } from '../fixtures/stored-v1/scenario.js';
 
 const fixture = fileURLToPath(new URL('../fixtures/stored-v1/', import.meta.url));
 
@@ -52,7 +52,7 @@ describe.each([
     await restore(stateDir);
 
     const calls: string[] = [];
-    const topology = stream('disputes')
+    const topology = stream<FixtureDispute>('disputes')
       .keyedSerial({ maxInFlight: 4 })
       .agentStep('decide', decideDispute(calls), { schema: Decision })
       .park({ attempts: 3, retryDelayMs: 1_000 })
@@ -66,7 +66,11 @@ describe.each([
       for (const d of disputes) input.pipeInput(d.account, d);
       await driver.advanceWallClockTime(10_000);
 
-      const outcomesOf = (offset: number) => driver.history().filter((o) => o.offset === offset).map((o) => o.outcome);
+      const outcomesOf = (offset: number) =>
+        driver
+          .history()
+          .filter((o) => o.offset === offset)
+          .map((o) => o.outcome);
       expect(outcomesOf(0)).toEqual(['DUPLICATE']);
       expect(outcomesOf(1)).toEqual(['DUPLICATE']);
       // A DUPLICATE sends the outputs its effect record stored, without deciding again.

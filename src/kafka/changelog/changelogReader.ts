@@ -137,7 +137,11 @@ export class ChangelogReader {
         for (const message of batch) {
           const range = pending.get(partitionId(message));
           if (!range || message.offset >= range.to) continue;
-          wanted.push({ key: message.key === null || message.key === undefined ? null : message.key.toString(), value: message.value ?? null, headers: fromKafkaHeaders(message.headers) });
+          wanted.push({
+            key: message.key === null || message.key === undefined ? null : message.key.toString(),
+            value: message.value ?? null,
+            headers: fromKafkaHeaders(message.headers),
+          });
           if (message.offset + 1 >= range.to) pending.delete(partitionId(message));
         }
         for (const id of ended) pending.delete(id);

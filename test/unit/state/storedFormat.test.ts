@@ -61,7 +61,7 @@ describe('a LevelDB directory written before versions', () => {
       expect(store.get(effectKey)).toEqual({ outputs: [], appliedAtMs: 5 });
       expect(store.get(stateKeys.table('fx', tp, 'row'))).toBe(3);
       expect(() => store.get(stateKeys.table('fx', tp, 'newer'))).toThrow(StoredFormatError);
-      await expect(store.entries(stateKeys.table('fx', tp, ''))).rejects.toThrow("is in stored format 3");
+      await expect(store.entries(stateKeys.table('fx', tp, ''))).rejects.toThrow('is in stored format 3');
       await store.batch([{ type: 'put', key: stateKeys.table('fx', tp, 'row'), value: 4 }]);
       expect(store.get(stateKeys.table('fx', tp, 'row'))).toBe(4);
     } finally {
