@@ -24,6 +24,7 @@ export type { EffectRecord } from './engine/outputs.js';
 export { PARK_REASON_HEADER } from './engine/parkRecords.js';
 export { DEAD_LETTER_ERROR_HEADER, DEAD_LETTER_SOURCE_HEADER, DEAD_LETTER_ATTEMPTS_HEADER, DEAD_LETTER_ERRORS_HEADER } from './engine/deadLetters.js';
 export { openLevelStore, openMemoryStore, StateDirectoryError } from './state/levelStore.js';
+export { StoredFormatError, STORED_FORMAT_VERSION } from './state/storedFormat.js';
 export { stateKeys } from './state/stateKeys.js';
 export type { KeyKind, ParsedKey } from './state/stateKeys.js';
 export { topologyStores } from './graph/stores.js';
