@@ -26,6 +26,7 @@ export { DEAD_LETTER_ERROR_HEADER, DEAD_LETTER_SOURCE_HEADER, DEAD_LETTER_ATTEMP
 export { JOB_ID_HEADER, JOB_SCHEMA_VERSION, jobIdOf } from './engine/jobRecords.js';
 export type { JobEnd, StatusBody, ResponseBody } from './engine/jobRecords.js';
 export { openLevelStore, openMemoryStore, StateDirectoryError } from './state/levelStore.js';
+export { StoredFormatError, STORED_FORMAT_VERSION } from './state/storedFormat.js';
 export { stateKeys } from './state/stateKeys.js';
 export type { KeyKind, ParsedKey } from './state/stateKeys.js';
 export { topologyStores } from './graph/stores.js';

@@ -1,6 +1,7 @@
 import type { ParkedEvent, ParkedKeyState } from '../engine/parkedKeys.js';
 import type { LogRecord } from '../ports/log.js';
 import { stateKeys } from '../state/stateKeys.js';
+import { recordVersion } from '../state/storedFormat.js';
 
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
@@ -13,10 +14,12 @@ export class ChangelogFold {
   private readonly values = new Map<string, unknown>();
 
   /** Folds records in log order; returns the keys that changed. */
-  apply(records: ReadonlyArray<Pick<LogRecord, 'topic' | 'partition' | 'offset' | 'key' | 'value'>>): string[] {
+  apply(records: ReadonlyArray<Pick<LogRecord, 'topic' | 'partition' | 'offset' | 'key' | 'value'> & { readonly headers?: LogRecord['headers'] }>): string[] {
     const changed: string[] = [];
     for (const record of records) {
       if (record.key === null) throw new Error(`changelog ${record.topic}/${record.partition}@${record.offset} has no key; a changelog record's key is the state key`);
+      // Format 1 (no header) and 2 have the same shapes; a newer one is refused, naming the store.
+      recordVersion(record.key, record.headers);
       if (record.value === null) this.values.delete(record.key);
       else this.values.set(record.key, parseValue(record));
       changed.push(record.key);

@@ -2,6 +2,7 @@ import { Level } from 'level';
 import { MemoryLevel } from 'memory-level';
 import type { AbstractLevel } from 'abstract-level';
 import type { EntriesOptions, Store, StoreOp } from '../ports/store.js';
+import { decodeLocalValue, encodeLocalValue } from './storedFormat.js';
 
 type Db = AbstractLevel<string | Buffer | Uint8Array, string, unknown>;
 
@@ -31,20 +32,22 @@ class LevelStore implements LocalStore {
   ) {}
 
   get<T>(key: string): T | undefined {
-    return this.db.getSync(key) as T | undefined;
+    const text = this.db.getSync(key) as string | undefined;
+    return text === undefined ? undefined : (decodeLocalValue(key, text) as T);
   }
 
   async batch(ops: readonly StoreOp[]): Promise<void> {
     if (ops.length === 0) return;
-    // The ops go to LevelDB as they are: one may carry `valueEncoding: 'utf8'` with its value
-    // already JSON (the test driver's WriteBehindStore encodes once), which stores the same bytes.
-    await this.db.batch(ops as StoreOp[]);
+    // A put that carries `valueEncoding: 'utf8'` holds its stored text already (the changelog
+    // store encodes once for LevelDB and the changelog); every other put is encoded here.
+    await this.db.batch(ops.map(encodeOp));
   }
 
   async entries<T>(prefix: string, options?: EntriesOptions): Promise<Array<[string, T]>> {
     // '\uffff' sorts after every character a key of ours can hold, so this is the prefix's range.
     const range = { gte: prefix, lt: `${prefix}\uffff`, ...(options?.limit !== undefined ? { limit: options.limit } : {}) };
-    return (await this.db.iterator(range).all()) as Array<[string, T]>;
+    const raw = (await this.db.iterator(range).all()) as Array<[string, string]>;
+    return raw.map(([key, text]) => [key, decodeLocalValue(key, text) as T]);
   }
 
   async deletePrefix(prefix: string, batchSize = 10_000): Promise<number> {
@@ -63,12 +66,21 @@ class LevelStore implements LocalStore {
   }
 }
 
+function encodeOp(op: StoreOp): StoreOp {
+  if (op.type === 'del' || (op as { valueEncoding?: string }).valueEncoding === 'utf8') return op;
+  // LevelDB refuses null and undefined values, naming them (the whole batch with them): as before.
+  if (op.value === null || op.value === undefined) return op;
+  const text = encodeLocalValue(op.value);
+  if (text === undefined) throw new TypeError(`state key '${op.key}': its value (${typeof op.value}) has no JSON form; orderly stores JSON values only`);
+  return { type: 'put', key: op.key, value: text };
+}
+
 /**
  * Opens orderly's state in a LevelDB directory. One process at a time may hold a directory:
  * a second one gets a {@link StateDirectoryError} naming it, never a shared, corrupted store.
  */
 export async function openLevelStore(directory: string): Promise<LocalStore> {
-  const db = new Level<string, unknown>(directory, { valueEncoding: 'json' }) as unknown as Db;
+  const db = new Level<string, string>(directory, { valueEncoding: 'utf8' }) as unknown as Db;
   try {
     await db.open();
   } catch (error) {
@@ -79,7 +91,7 @@ export async function openLevelStore(directory: string): Promise<LocalStore> {
 
 /** Opens orderly's state in memory (memory-level): the same API and ordering, gone with the process. */
 export async function openMemoryStore(): Promise<LocalStore> {
-  const db = new MemoryLevel<string, unknown>({ valueEncoding: 'json' }) as unknown as Db;
+  const db = new MemoryLevel<string, string>({ valueEncoding: 'utf8' }) as unknown as Db;
   await db.open();
   return new LevelStore(db, 'memory');
 }

@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { partitionId, type TopicPartition } from '../../ports/log.js';
 import type { KafkaSettings } from '../kafkaConfig.js';
 import { logClientTo } from '../kafkaLogger.js';
+import { fromKafkaHeaders } from '../records.js';
 
 /**
  * librdkafka's answers that pass: a topic just created and not yet in the client's metadata, a
@@ -43,6 +44,8 @@ export interface ChangelogEnds {
 export interface ChangelogMessage {
   readonly key: string | null;
   readonly value: Uint8Array | null;
+  /** Its headers; the format version's among them (none on records of format 1). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -134,7 +137,11 @@ export class ChangelogReader {
         for (const message of batch) {
           const range = pending.get(partitionId(message));
           if (!range || message.offset >= range.to) continue;
-          wanted.push({ key: message.key === null || message.key === undefined ? null : message.key.toString(), value: message.value ?? null });
+          wanted.push({
+            key: message.key === null || message.key === undefined ? null : message.key.toString(),
+            value: message.value ?? null,
+            headers: fromKafkaHeaders(message.headers),
+          });
           if (message.offset + 1 >= range.to) pending.delete(partitionId(message));
         }
         for (const id of ended) pending.delete(id);

@@ -1,12 +1,15 @@
 import type { OutRecord } from '../../ports/log.js';
 import type { StoreOp } from '../../ports/store.js';
 import { stateKeys } from '../../state/stateKeys.js';
+import { FORMAT_HEADER, STORED_FORMAT_VERSION, localFromJson, recordVersion } from '../../state/storedFormat.js';
 
 // The changelog format, which other tools (`orderly parked ...`) read:
 // - topic: `<group>-<store>-changelog`, compacted, with the source topic's partition count;
 // - partition: the source partition of the state key (`<kind>/<store>/<topic>/<partition>/<rest>`);
 // - key: the state key, UTF-8;
-// - value: the stored value as JSON in UTF-8, or null (a tombstone) for a deleted key.
+// - value: the stored value as JSON in UTF-8, or null (a tombstone) for a deleted key;
+// - header `orderly-format`: the stored format's version (src/state/storedFormat.ts); a record
+//   without it is of version 1 (written before formats had versions).
 
 /** Kafka's rule for topic names (legal characters; at most 249 of them). */
 const LEGAL_TOPIC = /^[a-zA-Z0-9._-]{1,249}$/;
@@ -64,7 +67,7 @@ export function toChangelogRecord(group: string, op: StoreOp): OutRecord {
   return encodeWrite(group, op).record;
 }
 
-/** A put whose value is already its JSON: LevelDB stores the text as it is, the same bytes as its 'json' encoding would. */
+/** A put whose value is already its stored text (`v2:` and the JSON): LevelDB stores it as it is. */
 export type EncodedPut = { readonly type: 'put'; readonly key: string; readonly value: string; readonly valueEncoding: 'utf8' };
 
 /**
@@ -74,16 +77,31 @@ export type EncodedPut = { readonly type: 'put'; readonly key: string; readonly 
 export function encodeWrite(group: string, op: StoreOp): { readonly local: StoreOp | EncodedPut; readonly record: OutRecord } {
   const { store, partition } = stateKeys.storeAndPartition(op.key);
   const topic = cachedChangelogTopic(group, store);
-  if (op.type === 'del') return { local: op, record: { topic, partition, key: op.key, value: null } };
+  if (op.type === 'del') return { local: op, record: { topic, partition, key: op.key, value: null, headers: FORMAT_HEADERS } };
   const json = JSON.stringify(op.value) as string | undefined;
   // `undefined` (or a function) has no JSON: the op goes as it is, and its record as before.
-  if (json === undefined) return { local: op, record: { topic, partition, key: op.key, value: encoder.encode(json) } };
-  return { local: { type: 'put', key: op.key, value: json, valueEncoding: 'utf8' }, record: { topic, partition, key: op.key, value: Buffer.from(json) } };
+  if (json === undefined) return { local: op, record: { topic, partition, key: op.key, value: encoder.encode(json), headers: FORMAT_HEADERS } };
+  return {
+    local: { type: 'put', key: op.key, value: localFromJson(json), valueEncoding: 'utf8' },
+    record: { topic, partition, key: op.key, value: Buffer.from(json), headers: FORMAT_HEADERS },
+  };
 }
 
-/** The write to the store that a changelog record stands for. */
-export function fromChangelogRecord(record: { readonly key: string | null; readonly value: Uint8Array | null }): StoreOp {
+/** Every record carries its format version; one frozen object, shared. */
+const FORMAT_HEADERS = Object.freeze({ [FORMAT_HEADER]: String(STORED_FORMAT_VERSION) });
+
+/**
+ * The write to the store that a changelog record stands for. A record without the format header
+ * is of version 1 (same shapes); one of a newer version than this orderly reads is refused
+ * (`StoredFormatError`, naming the store, the version and the fix).
+ */
+export function fromChangelogRecord(record: {
+  readonly key: string | null;
+  readonly value: Uint8Array | null;
+  readonly headers?: Readonly<Record<string, string>> | undefined;
+}): StoreOp {
   if (record.key === null) throw new Error('a changelog record has no key; orderly writes every record with its state key');
+  recordVersion(record.key, record.headers);
   if (record.value === null) return { type: 'del', key: record.key };
   return { type: 'put', key: record.key, value: JSON.parse(decoder.decode(record.value)) as unknown };
 }
