@@ -19,7 +19,9 @@ import { ensureTopics } from '../src/kafka/topics.js';
 import { openLevelStore } from '../src/state/levelStore.js';
 import { stateKeys } from '../src/state/stateKeys.js';
 
-const { values: args } = parseArgs({ options: { bootstrap: { type: 'string', default: '127.0.0.1:9092' }, ops: { type: 'string', default: '50000' }, batch: { type: 'string', default: '100' } } });
+const { values: args } = parseArgs({
+  options: { bootstrap: { type: 'string', default: '127.0.0.1:9092' }, ops: { type: 'string', default: '50000' }, batch: { type: 'string', default: '100' } },
+});
 const ops = Number(args.ops);
 const batch = Number(args.batch);
 const bootstrap = args.bootstrap!;
@@ -36,12 +38,21 @@ const record = {
   offset: 1,
   key: 'acct-01',
   appliedAtMs: 1,
-  outputs: [{ topic: 'out', key: 'acct-01', valueBase64: Buffer.from('{"disputeId":"d-0001","action":"refund","rationale":"not received"}').toString('base64'), headers: {} }],
+  outputs: [
+    {
+      topic: 'out',
+      key: 'acct-01',
+      valueBase64: Buffer.from('{"disputeId":"d-0001","action":"refund","rationale":"not received"}').toString('base64'),
+      headers: {},
+    },
+  ],
 };
 
 async function createSource(): Promise<void> {
   const admin = rdkafka.AdminClient.create({ 'bootstrap.servers': bootstrap });
-  await new Promise<void>((resolve, reject) => admin.createTopic({ topic: source, num_partitions: 1, replication_factor: -1 }, 30_000, (e) => (e ? reject(e) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    admin.createTopic({ topic: source, num_partitions: 1, replication_factor: -1 }, 30_000, (e) => (e ? reject(e) : resolve())),
+  );
   admin.disconnect();
 }
 
@@ -51,20 +62,45 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'orderly-changelog-bench-'));
   try {
     const producer = await AckedProducer.connect(settings, logger, (error) => console.error(error));
-    const writer = new ChangelogStore({ local: await openLevelStore(join(dir, 'a')), group: settings.group, stores, produce: (r) => producer.produce(r), source: await ChangelogReader.connect(settings, logger), logger });
+    const writer = new ChangelogStore({
+      local: await openLevelStore(join(dir, 'a')),
+      group: settings.group,
+      stores,
+      produce: (r) => producer.produce(r),
+      source: await ChangelogReader.connect(settings, logger),
+      logger,
+    });
     const started = performance.now();
     for (let i = 0; i < ops; i += batch) {
-      await writer.batch(Array.from({ length: Math.min(batch, ops - i) }, (_, j) => ({ type: 'put' as const, key: stateKeys.effect('fx', tp, `${source}/0/${i + j}`), value: record })));
+      await writer.batch(
+        Array.from({ length: Math.min(batch, ops - i) }, (_, j) => ({
+          type: 'put' as const,
+          key: stateKeys.effect('fx', tp, `${source}/0/${i + j}`),
+          value: record,
+        })),
+      );
     }
     const writeMs = performance.now() - started;
     await writer.close();
     await producer.close();
     let restored: RestoreReport | undefined;
-    const reader = new ChangelogStore({ local: await openLevelStore(join(dir, 'b')), group: settings.group, stores, produce: async () => {}, source: await ChangelogReader.connect(settings, logger), logger, onRestored: (r) => (restored = r) });
+    const reader = new ChangelogStore({
+      local: await openLevelStore(join(dir, 'b')),
+      group: settings.group,
+      stores,
+      produce: async () => {},
+      source: await ChangelogReader.connect(settings, logger),
+      logger,
+      onRestored: (r) => (restored = r),
+    });
     await reader.openPartition(tp);
     await reader.close();
-    console.log(`write:   ${ops} effect records in batches of ${batch}: ${(writeMs / 1000).toFixed(2)} s, ${Math.round((ops / writeMs) * 1000)} records/s, ${(writeMs / Math.ceil(ops / batch)).toFixed(1)} ms per acknowledged batch`);
-    console.log(`restore: ${restored!.records} records in full: ${(restored!.tookMs / 1000).toFixed(2)} s, ${Math.round((restored!.records / restored!.tookMs) * 1000)} records/s`);
+    console.log(
+      `write:   ${ops} effect records in batches of ${batch}: ${(writeMs / 1000).toFixed(2)} s, ${Math.round((ops / writeMs) * 1000)} records/s, ${(writeMs / Math.ceil(ops / batch)).toFixed(1)} ms per acknowledged batch`,
+    );
+    console.log(
+      `restore: ${restored!.records} records in full: ${(restored!.tookMs / 1000).toFixed(2)} s, ${Math.round((restored!.records / restored!.tookMs) * 1000)} records/s`,
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

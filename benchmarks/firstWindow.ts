@@ -88,7 +88,18 @@ async function main(argv: readonly string[]): Promise<void> {
     process.stdout.write(`${JSON.stringify(runs, null, 2)}\n`);
     return;
   }
-  const head = ['budget', 'latencyMs', 'events', 'firstWindowRefused', 'firstWindowAccepted', 'nextWindowRefused', 'laterRefused', 'maxLaterRefused', 'drainMs', 'lowerBoundMs'] as const;
+  const head = [
+    'budget',
+    'latencyMs',
+    'events',
+    'firstWindowRefused',
+    'firstWindowAccepted',
+    'nextWindowRefused',
+    'laterRefused',
+    'maxLaterRefused',
+    'drainMs',
+    'lowerBoundMs',
+  ] as const;
   process.stdout.write(`| ${head.join(' | ')} |\n|${head.map(() => ' ---: ').join('|')}|\n`);
   for (const r of runs) process.stdout.write(`| ${head.map((h) => String(r[h])).join(' | ')} |\n`);
 }

@@ -31,7 +31,8 @@ function profiling(inner: Progress, session: Session): Progress {
   return {
     phase(name, total, unit) {
       const phase = inner.phase(name, total, unit);
-      if (values.heap) post(session, 'HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+      if (values.heap)
+        post(session, 'HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
       if (values.cpu) post(session, 'Profiler.start');
       return {
         update: (done) => phase.update(done),

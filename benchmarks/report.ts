@@ -59,7 +59,9 @@ export function formatTable(report: BenchmarkReport): string {
     ['window utilization (limit declared)', report.declaredLimitWindowUtilization.toFixed(4), undefined],
     ['crash schedules checked/s', report.crashSchedulesPerSec.toFixed(1), g.crashSchedules],
   ];
-  const table = rows.map(([name, value, goal]) => `${name.padEnd(40)}${value.padStart(12)}   ${(goal?.goal ?? '').padEnd(22)}${goal ? (goal.met ? 'met' : 'NOT met') : ''}`);
+  const table = rows.map(
+    ([name, value, goal]) => `${name.padEnd(40)}${value.padStart(12)}   ${(goal?.goal ?? '').padEnd(22)}${goal ? (goal.met ? 'met' : 'NOT met') : ''}`,
+  );
   const windows = (w: WindowUtilization) =>
     `${w.fullWindows} full windows (${w.underusedWindows} under the limit), ${int(w.accepted)} calls accepted, ${int(w.rateLimited)} refused (at most ${w.maxRateLimitedInAWindow} in a window); ` +
     `virtual end ${int(w.virtualEndMs)} ms, lower bound ${int(w.lowerBoundMs)} ms (x${(w.virtualEndMs / w.lowerBoundMs).toFixed(3)}); ${(w.wallMs / 1_000).toFixed(1)} s wall`;

@@ -50,7 +50,15 @@ function configOf(entry) {
     mainEntryPointFilePath: join(root, entry.types),
     compiler: {
       overrideTsconfig: {
-        compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2023'], types: ['node'], strict: true, skipLibCheck: true },
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          lib: ['ES2023'],
+          types: ['node'],
+          strict: true,
+          skipLibCheck: true,
+        },
         files: [join(root, entry.types)],
       },
     },

@@ -5,7 +5,7 @@
 # are not cached and start a broker of their own on port 19092 (ORDERLY_TEST_KAFKA_PORT), in their
 # vitest global set-up, and stop it afterwards. The public API of each entry point is compared with
 # its checked-in report (api/*.api.md; `npm run api:update` rewrites them after an intended change),
-# and the layers are checked (`npm run lint:layers`: no import points up a layer, no cycles).
+# and `npm run lint` checks the layers (no import points up a layer, no cycles), ESLint and Prettier.
 # The last test file packs the package and installs it in an empty folder (it needs the npm registry).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -14,7 +14,7 @@ bash scripts/setup.sh
 npm run -s build
 npm run -s typecheck
 npm run -s api:check
-npm run -s lint:layers
+npm run -s lint
 mkdir -p .cache
 status=0
 npx vitest run --reporter=default --reporter=json --outputFile.json=.cache/vitest-results.json || status=$?

@@ -42,11 +42,21 @@ export function crashArbitrary(choice: CrashChoice = {}): fc.Arbitrary<ScenarioC
   const restartAfterMs = fc.integer({ min: 0, max: 20_000 });
   const kinds = new Set(choice.kinds ?? ['at', 'point', 'revoke', 'refused', 'fenced']);
   const points = choice.points ?? crashPoints;
-  if (kinds.size === 0 || (kinds.has('point') && points.length === 0)) throw new RangeError('crashArbitrary: choose at least one kind of fault, and at least one point for point crashes');
+  if (kinds.size === 0 || (kinds.has('point') && points.length === 0))
+    throw new RangeError('crashArbitrary: choose at least one kind of fault, and at least one point for point crashes');
   const each: Array<fc.Arbitrary<ScenarioCrash>> = [];
   if (kinds.has('at')) each.push(fc.record({ kind: fc.constant('at' as const), delayMs: fc.integer({ min: 0, max: 40_000 }), restartAfterMs }));
-  if (kinds.has('point')) each.push(fc.record({ kind: fc.constant('point' as const), point: fc.constantFrom(...points), nth: fc.integer({ min: 1, max: 4 }), restartAfterMs }));
-  if (kinds.has('revoke')) each.push(fc.record({ kind: fc.constant('revoke' as const), delayMs: fc.integer({ min: 0, max: 40_000 }), partitions: fc.integer({ min: 1, max: 7 }), lost: fc.boolean() }));
+  if (kinds.has('point'))
+    each.push(fc.record({ kind: fc.constant('point' as const), point: fc.constantFrom(...points), nth: fc.integer({ min: 1, max: 4 }), restartAfterMs }));
+  if (kinds.has('revoke'))
+    each.push(
+      fc.record({
+        kind: fc.constant('revoke' as const),
+        delayMs: fc.integer({ min: 0, max: 40_000 }),
+        partitions: fc.integer({ min: 1, max: 7 }),
+        lost: fc.boolean(),
+      }),
+    );
   if (kinds.has('refused')) each.push(fc.record({ kind: fc.constant('refused' as const), nth: fc.integer({ min: 1, max: 6 }), restartAfterMs }));
   if (kinds.has('fenced')) {
     each.push(
@@ -68,29 +78,32 @@ export function crashArbitrary(choice: CrashChoice = {}): fc.Arbitrary<ScenarioC
  * for `runCrashScenario` (orderly's own topology; for yours, topologyProperty draws its inputs).
  */
 export function crashScenarioArbitrary(bounds: CrashScenarioBounds = {}): fc.Arbitrary<CrashScenario> {
-  return fc.integer({ min: 1, max: bounds.maxPartitions ?? 3 }).chain((partitions) =>
-    fc.record({
-      partitions: fc.constant(partitions),
-      events: scenarioEventsArbitrary(partitions, bounds),
-      maxInFlight: fc.integer({ min: 1, max: 4 }),
-      attempts: fc.integer({ min: 1, max: 3 }),
-      retryDelayMs: fc.constantFrom(0, 500, 1_000),
-      commit: fc.oneof(fc.constant('each' as const), fc.record({ everyMs: fc.constantFrom(1_000, 5_000) })),
-      model: fc.record({
-        latencyMs: fc.integer({ min: 0, max: 5_000 }),
-        limit: fc.option(fc.record({ calls: fc.integer({ min: 1, max: 8 }), windowMs: fc.constantFrom(1_000, 10_000) }), { nil: undefined }),
-        declareLimit: fc.boolean(),
+  return fc
+    .integer({ min: 1, max: bounds.maxPartitions ?? 3 })
+    .chain((partitions) =>
+      fc.record({
+        partitions: fc.constant(partitions),
+        events: scenarioEventsArbitrary(partitions, bounds),
+        maxInFlight: fc.integer({ min: 1, max: 4 }),
+        attempts: fc.integer({ min: 1, max: 3 }),
+        retryDelayMs: fc.constantFrom(0, 500, 1_000),
+        commit: fc.oneof(fc.constant('each' as const), fc.record({ everyMs: fc.constantFrom(1_000, 5_000) })),
+        model: fc.record({
+          latencyMs: fc.integer({ min: 0, max: 5_000 }),
+          limit: fc.option(fc.record({ calls: fc.integer({ min: 1, max: 8 }), windowMs: fc.constantFrom(1_000, 10_000) }), { nil: undefined }),
+          declareLimit: fc.boolean(),
+        }),
+        crashes: fc.array(crashArbitrary(), { maxLength: bounds.maxCrashes ?? 3 }),
+        resolutions: fc.array(fc.constantFrom('decision' as const, 'discard' as const), { minLength: 1, maxLength: 4 }),
+        replayCrash: fc.option(fc.record({ nth: fc.integer({ min: 1, max: 3 }), restartAfterMs: fc.integer({ min: 0, max: 5_000 }) }), { nil: undefined }),
+        // Each schedule runs one production path, as a swarm test draws its options.
+        mode: fc.constantFrom(...driverModes),
+        // One agent step, or two chained, each with its own park.
+        steps: fc.constantFrom(1 as const, 2 as const),
+        seed: fc.integer(),
       }),
-      crashes: fc.array(crashArbitrary(), { maxLength: bounds.maxCrashes ?? 3 }),
-      resolutions: fc.array(fc.constantFrom('decision' as const, 'discard' as const), { minLength: 1, maxLength: 4 }),
-      replayCrash: fc.option(fc.record({ nth: fc.integer({ min: 1, max: 3 }), restartAfterMs: fc.integer({ min: 0, max: 5_000 }) }), { nil: undefined }),
-      // Each schedule runs one production path, as a swarm test draws its options.
-      mode: fc.constantFrom(...driverModes),
-      // One agent step, or two chained, each with its own park.
-      steps: fc.constantFrom(1 as const, 2 as const),
-      seed: fc.integer(),
-    }),
-  ).map((scenario) => ({ ...scenario, crashes: scenario.crashes.filter((c) => drawnIn(scenario.mode, c)) })) as fc.Arbitrary<CrashScenario>;
+    )
+    .map((scenario) => ({ ...scenario, crashes: scenario.crashes.filter((c) => drawnIn(scenario.mode, c)) })) as fc.Arbitrary<CrashScenario>;
 }
 
 /** Whether a fault applies to a production path. */

@@ -25,13 +25,7 @@ export type IoRequest =
  * - `transaction-committed` (exactly-once): a transaction is committed, the engine has not heard so.
  */
 export type CrashPoint =
-  | 'effect-applied-not-recorded'
-  | 'recorded-not-committed'
-  | 'parking'
-  | 'replaying'
-  | 'landed-not-durable'
-  | 'transaction-open'
-  | 'transaction-committed';
+  'effect-applied-not-recorded' | 'recorded-not-committed' | 'parking' | 'replaying' | 'landed-not-durable' | 'transaction-open' | 'transaction-committed';
 export const crashPoints: readonly CrashPoint[] = [
   'effect-applied-not-recorded',
   'recorded-not-committed',
@@ -60,7 +54,9 @@ export function crashPhase(point: CrashPoint, request: IoRequest): CrashPhase | 
     case 'recorded-not-committed':
       return puts(acknowledges(request), 'effect/') ? 'after' : undefined;
     case 'parking':
-      return acknowledges(request).some((op) => op.type === 'put' && op.key.startsWith('held/') && (op.value as { reason?: string }).reason === 'POISON') ? 'after' : undefined;
+      return acknowledges(request).some((op) => op.type === 'put' && op.key.startsWith('held/') && (op.value as { reason?: string }).reason === 'POISON')
+        ? 'after'
+        : undefined;
     case 'replaying':
       return dels(acknowledges(request), 'held/') ? 'after' : undefined;
     case 'landed-not-durable':

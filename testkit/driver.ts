@@ -15,7 +15,17 @@ import { DriverIo, type PendingIo } from './driverIo.js';
 import { DriverConsumer, GatedStore, type StoreFaults } from './driverPorts.js';
 import { DriverTransaction } from './driverTransaction.js';
 import { LandedOverlay } from './landedOverlay.js';
-import { DriverObservations, type AppliedEffect, type CommitObserved, type DiscardObserved, type DriverBreaches, type DriverMetrics, type ObservedModelCall, type ObservedOutcome, type ResolutionObserved } from './driverObservations.js';
+import {
+  DriverObservations,
+  type AppliedEffect,
+  type CommitObserved,
+  type DiscardObserved,
+  type DriverBreaches,
+  type DriverMetrics,
+  type ObservedModelCall,
+  type ObservedOutcome,
+  type ResolutionObserved,
+} from './driverObservations.js';
 import { MemoryLog } from './memoryLog.js';
 import { isRefusedWrite, RefusedWrites } from './refusedWrites.js';
 import { SeededRandom } from './seededRandom.js';
@@ -167,12 +177,14 @@ export class TopologyTestDriver {
     private readonly options: DriverOptions = {},
   ) {
     const partitions = options.partitions ?? 1;
-    if (!Number.isInteger(partitions) || partitions < 1) throw new RangeError(`TopologyTestDriver: partitions must be a whole number of at least 1, got ${partitions}`);
+    if (!Number.isInteger(partitions) || partitions < 1)
+      throw new RangeError(`TopologyTestDriver: partitions must be a whole number of at least 1, got ${partitions}`);
     this.log = new MemoryLog(partitions);
     this.log.partitions(topology.source.topic);
     this.random = new SeededRandom(options.seed ?? 0);
     this.mode = options.mode ?? 'plain';
-    if (!driverModes.includes(this.mode)) throw new RangeError(`TopologyTestDriver: mode must be one of ${driverModes.join(', ')}, got ${JSON.stringify(options.mode)}`);
+    if (!driverModes.includes(this.mode))
+      throw new RangeError(`TopologyTestDriver: mode must be one of ${driverModes.join(', ')}, got ${JSON.stringify(options.mode)}`);
     // Plain, every operation runs in request order; staged, acknowledgements interleave with them.
     this.io = new DriverIo(this.mode === 'plain' ? undefined : this.random.derive('io'));
     this.observations = new DriverObservations(topology);
@@ -261,7 +273,12 @@ export class TopologyTestDriver {
 
   /** The engine instance, whether it runs, and what is pending: for a test that crashes at random to know where it stands. */
   restartState(): RestartState {
-    return { generation: this.generation, running: this.running, restartPending: this.restartsPending > 0, crashesPending: this.crashTimers.size + (this.armed ? 1 : 0) };
+    return {
+      generation: this.generation,
+      running: this.running,
+      restartPending: this.restartsPending > 0,
+      crashesPending: this.crashTimers.size + (this.armed ? 1 : 0),
+    };
   }
 
   /** The source partitions the running engine holds (none while it is crashed). */
@@ -344,7 +361,8 @@ export class TopologyTestDriver {
    * {@link TopologyTestDriver.restart} starts a new one, as a supervisor restarts the worker once the topic is fixed.
    */
   refuseWrite(options: { nth?: number } = {}): void {
-    if (this.mode === 'plain') throw new Error("TopologyTestDriver.refuseWrite: a plain store has no changelog to refuse a write; use mode 'staged' or 'exactlyOnce'");
+    if (this.mode === 'plain')
+      throw new Error("TopologyTestDriver.refuseWrite: a plain store has no changelog to refuse a write; use mode 'staged' or 'exactlyOnce'");
     this.refusals.arm(options.nth ?? 1);
   }
 
@@ -368,8 +386,13 @@ export class TopologyTestDriver {
     const key = this.parkedKeyInState(partition, lane);
     const state = key && (this.observations.parkedState.get(key) as ParkedKeyState | undefined);
     const park = this.topology.park;
-    const head = state && park && (this.observations.parkedState.get(stateKeys.heldEvent(park.name, { topic: this.topology.source.topic, partition }, lane, state.headSeq)) as ParkedEvent | undefined);
-    if (!head) throw new Error(`TopologyTestDriver.parkedHead: key '${lane}' of partition ${partition} is not parked (in the durable state, the engine being crashed)`);
+    const head =
+      state &&
+      park &&
+      (this.observations.parkedState.get(stateKeys.heldEvent(park.name, { topic: this.topology.source.topic, partition }, lane, state.headSeq)) as
+        ParkedEvent | undefined);
+    if (!head)
+      throw new Error(`TopologyTestDriver.parkedHead: key '${lane}' of partition ${partition} is not parked (in the durable state, the engine being crashed)`);
     return head;
   }
 
@@ -385,7 +408,10 @@ export class TopologyTestDriver {
     const instance = this.requireLive('resolve');
     const done = instance.engine.resolve(partition, key, resolution);
     let settled = false;
-    done.then(() => (settled = true), () => (settled = true));
+    done.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
     while (!settled && (await this.step(Infinity)));
     if (!settled) throw new Error('TopologyTestDriver.resolve: the engine crashed before the resolution was recorded; restart() it and resolve again');
     await done;
@@ -557,16 +583,32 @@ export class TopologyTestDriver {
     const clock = this.clock.view(id);
     let consumer: DriverConsumer | undefined;
     const transaction =
-      this.mode === 'exactlyOnce' ? new DriverTransaction(overlay!, state, this.log, () => this.clock.now(), madeDurable, () => consumer?.transactionOpened()) : undefined;
-    consumer = new DriverConsumer(id, this.io, this.log, () => this.clock.now(), (record) => this.observations.delivered(record, this.clock.now()), {
-      ...(transaction ? { transaction, clock } : {}),
-      ...(faults.commitAheadBy ? { commitAheadBy: faults.commitAheadBy } : {}),
-      refuseCommits: this.refuseCommits(),
-      ...(faults.offsetsOutsideTransaction ? { offsetsOutsideTransaction: true } : {}),
-      ...(faults.unfencedProducer ? { unfencedProducer: true } : {}),
-      ...(faults.resetKeepsLocalState ? { resetKeepsLocalState: true } : {}),
-      onReset: () => this.observations.reset(),
-    });
+      this.mode === 'exactlyOnce'
+        ? new DriverTransaction(
+            overlay!,
+            state,
+            this.log,
+            () => this.clock.now(),
+            madeDurable,
+            () => consumer?.transactionOpened(),
+          )
+        : undefined;
+    consumer = new DriverConsumer(
+      id,
+      this.io,
+      this.log,
+      () => this.clock.now(),
+      (record) => this.observations.delivered(record, this.clock.now()),
+      {
+        ...(transaction ? { transaction, clock } : {}),
+        ...(faults.commitAheadBy ? { commitAheadBy: faults.commitAheadBy } : {}),
+        refuseCommits: this.refuseCommits(),
+        ...(faults.offsetsOutsideTransaction ? { offsetsOutsideTransaction: true } : {}),
+        ...(faults.unfencedProducer ? { unfencedProducer: true } : {}),
+        ...(faults.resetKeepsLocalState ? { resetKeepsLocalState: true } : {}),
+        onReset: () => this.observations.reset(),
+      },
+    );
     const store = new GatedStore(id, this.io, {
       state,
       ...(overlay ? { overlay } : {}),
@@ -584,7 +626,10 @@ export class TopologyTestDriver {
       // A fenced instance stopping on its fenced producer is what fencing is for, not a failure;
       // nor is one stopping on a write the driver refused.
       instance: id,
-      observer: combineObservers(this.observations.observer(this.generation, (error) => this.failed(id, error)), this.options.observer),
+      observer: combineObservers(
+        this.observations.observer(this.generation, (error) => this.failed(id, error)),
+        this.options.observer,
+      ),
       ...(this.options.commit ? { commit: this.options.commit } : {}),
       ...(this.options.maxBufferedPerPartition ? { maxBufferedPerPartition: this.options.maxBufferedPerPartition } : {}),
     });
@@ -634,7 +679,13 @@ export class TopologyTestDriver {
     }
     if (request.kind === 'commit') {
       // Check what the log holds now, not what was asked: a faulty log may have committed more.
-      const commits = request.offsets.map((tp, i) => ({ topic: tp.topic, partition: tp.partition, asked: tp.offset, from: before[i]!, to: this.log.committed(tp) }));
+      const commits = request.offsets.map((tp, i) => ({
+        topic: tp.topic,
+        partition: tp.partition,
+        asked: tp.offset,
+        from: before[i]!,
+        to: this.log.committed(tp),
+      }));
       this.observations.committed(commits, instance, outcome.ok, this.clock.now());
     }
     if (phase === 'after') return this.crashNow();
@@ -649,7 +700,10 @@ export class TopologyTestDriver {
     const instance = this.instance;
     if (this.mode !== 'exactlyOnce' || !isRefusedWrite(refused) || instance?.id !== pending.owner) return pending.settle({ ok: false, error: refused });
     void instance.consumer.resetAfterAbort();
-    pending.settle({ ok: false, error: new PartitionResetError(`the transaction failed under this write, so its partitions are reset: ${refused.message}`, { cause: refused }) });
+    pending.settle({
+      ok: false,
+      error: new PartitionResetError(`the transaction failed under this write, so its partitions are reset: ${refused.message}`, { cause: refused }),
+    });
   }
 
   private crashPhaseOf(request: IoRequest): 'before' | 'after' | undefined {

@@ -150,7 +150,17 @@ export class DriverObservations {
   // By partition number: only the source topic's partitions are observed.
   private readonly partitions: PartitionObservations[] = [];
   private readonly outcomes = Object.fromEntries(Object.values(Outcome).map((o) => [o, 0])) as Record<Outcome, number>;
-  private counts = { modelCalls: 0, redeliveries: 0, wastedModelCalls: 0, orderViolations: 0, doubleEffects: 0, crashes: 0, partitionResets: 0, commitsPastUnfinished: 0, unrecordedAttempts: 0 };
+  private counts = {
+    modelCalls: 0,
+    redeliveries: 0,
+    wastedModelCalls: 0,
+    orderViolations: 0,
+    doubleEffects: 0,
+    crashes: 0,
+    partitionResets: 0,
+    commitsPastUnfinished: 0,
+    unrecordedAttempts: 0,
+  };
   /** Instances fenced out of the group (see TopologyTestDriver.fence). */
   private readonly fenced = new Set<number>();
   /** The most attempts ever acknowledged for an event, by `store|topic/partition/offset` (each step and the effect keep their own). */
@@ -170,7 +180,8 @@ export class DriverObservations {
         const tagged = event as OutcomeEvent & { instance: number; seq: number; again?: true };
         tagged.instance = instance;
         tagged.seq = this.seq++;
-        if (event.outcome === Outcome.PARKED || event.outcome === Outcome.HELD) this.heldEvents.set(event.effectId, { topic: event.topic, partition: event.partition, offset: event.offset, key: event.key });
+        if (event.outcome === Outcome.PARKED || event.outcome === Outcome.HELD)
+          this.heldEvents.set(event.effectId, { topic: event.topic, partition: event.partition, offset: event.offset, key: event.key });
         if (event.outcome === Outcome.PARKED && !event.replayed) {
           const by = this.parkedBy.get(event.effectId);
           if (by !== undefined && by !== instance) tagged.again = true;
@@ -189,12 +200,18 @@ export class DriverObservations {
         const recorded = this.attemptsRecorded.get(`${attemptsStoreOf(call.step)}|${call.effectId}`) ?? 0;
         if (call.attempt > 1 && recorded < call.attempt - 1) {
           this.counts.unrecordedAttempts += 1;
-          note(this.breaches.unrecordedAttempt, `engine ${instance} called step '${call.step}' for ${call.effectId} (attempt ${call.attempt}) at ${call.atMs} ms before attempt ${call.attempt - 1} was recorded`);
+          note(
+            this.breaches.unrecordedAttempt,
+            `engine ${instance} called step '${call.step}' for ${call.effectId} (attempt ${call.attempt}) at ${call.atMs} ms before attempt ${call.attempt - 1} was recorded`,
+          );
         }
         // A fenced instance's calls in flight are the cost of its freeze, not a wasted call of the group's owner.
         if (!this.fenced.has(instance) && (this.effectIds.has(call.effectId) || this.discarded.has(call.effectId))) {
           this.counts.wastedModelCalls += 1;
-          note(this.breaches.wasted, `engine ${instance} called step '${call.step}' for ${call.effectId} at ${call.atMs} ms, after its effect was ${this.discarded.has(call.effectId) ? 'discarded' : 'recorded'}`);
+          note(
+            this.breaches.wasted,
+            `engine ${instance} called step '${call.step}' for ${call.effectId} at ${call.atMs} ms, after its effect was ${this.discarded.has(call.effectId) ? 'discarded' : 'recorded'}`,
+          );
         }
       },
       fatal: onFatal,
@@ -264,7 +281,15 @@ export class DriverObservations {
       rows = [];
       if (record.discardedAtMs !== undefined) {
         this.discarded.add(record.effectId);
-        this.discards.push({ effectId: record.effectId, topic: record.topic, partition: record.partition, offset: record.offset, key: record.key, atMs, seq: this.seq++ });
+        this.discards.push({
+          effectId: record.effectId,
+          topic: record.topic,
+          partition: record.partition,
+          offset: record.offset,
+          key: record.key,
+          atMs,
+          seq: this.seq++,
+        });
         this.lane(record).settle(record.offset);
       } else {
         const { effectId, topic, partition, offset, key, appliedAtMs } = record;
@@ -276,13 +301,21 @@ export class DriverObservations {
   /** A commit reached the log: every offset below it must have finished, and none goes back. */
   committed(commits: ReadonlyArray<TopicPartition & { asked: number; from: number; to: number }>, instance: number, accepted: boolean, atMs: number): void {
     for (const c of commits) {
-      if (c.to !== c.from || c.asked < c.from) this.commits.push({ topic: c.topic, partition: c.partition, offset: c.to, asked: c.asked, from: c.from, instance, accepted, atMs, seq: this.seq++ });
-      if (accepted && c.asked < c.from) note(this.breaches.commitBackwards, `engine ${instance} committed partition ${c.partition} at ${c.asked}, behind its committed ${c.from}, at ${atMs} ms`);
+      if (c.to !== c.from || c.asked < c.from)
+        this.commits.push({ topic: c.topic, partition: c.partition, offset: c.to, asked: c.asked, from: c.from, instance, accepted, atMs, seq: this.seq++ });
+      if (accepted && c.asked < c.from)
+        note(
+          this.breaches.commitBackwards,
+          `engine ${instance} committed partition ${c.partition} at ${c.asked}, behind its committed ${c.from}, at ${atMs} ms`,
+        );
       const finished = this.partition(c.partition).finished;
       for (let o = c.from; o < c.to; o++) {
         if (!finished.has(o)) {
           this.counts.commitsPastUnfinished += 1;
-          note(this.breaches.commitPastUnfinished, `partition ${c.partition} was committed from ${c.from} to ${c.to} at ${atMs} ms while offset ${o} had not finished`);
+          note(
+            this.breaches.commitPastUnfinished,
+            `partition ${c.partition} was committed from ${c.from} to ${c.to} at ${atMs} ms while offset ${o} had not finished`,
+          );
           break;
         }
       }
@@ -322,7 +355,10 @@ export class DriverObservations {
     const first = lane.firstUnsettled();
     if (first < effect.offset) {
       this.counts.orderViolations += 1;
-      note(this.breaches.order, `${where} was applied by engine ${effect.instance} at ${effect.recordedAtMs} ms while offset ${first} of the same key had neither an effect nor an end`);
+      note(
+        this.breaches.order,
+        `${where} was applied by engine ${effect.instance} at ${effect.recordedAtMs} ms while offset ${first} of the same key had neither an effect nor an end`,
+      );
     }
     lane.settle(effect.offset);
   }

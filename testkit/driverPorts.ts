@@ -112,7 +112,10 @@ export class GatedStore implements Store {
     });
     if (this.options.faults?.durableAtLanding) {
       // The fault drops the acknowledgement: nobody waits for it, so its failure (a refused write) must not go unhandled.
-      void landed.then(() => acked.catch(() => undefined), () => undefined);
+      void landed.then(
+        () => acked.catch(() => undefined),
+        () => undefined,
+      );
       return { landed, durable: landed };
     }
     return { landed, durable: landed.then(() => acked) };
@@ -213,7 +216,8 @@ export class DriverConsumer implements Log {
   commit(offsets: readonly CommitOffset[]): Promise<void> {
     for (const o of offsets) {
       const polled = this.positions.get(partitionId(o))?.offset;
-      if (polled !== undefined && o.offset > polled) throw new Error(`commit of ${partitionId(o)} at ${o.offset}, but only offsets below ${polled} were polled`);
+      if (polled !== undefined && o.offset > polled)
+        throw new Error(`commit of ${partitionId(o)} at ${o.offset}, but only offsets below ${polled} were polled`);
     }
     const transaction = this.options.transaction;
     if (transaction) {
@@ -255,7 +259,8 @@ export class DriverConsumer implements Log {
         if (this.resetting) throw new CommitRefusedError('commit refused: the transaction was aborted, the partitions are being reset');
         // A newer instance with the same transactional id fenced this producer: fatal, as on Kafka
         // (unless a fault leaves it unfenced: its records and state writes then commit, its offsets cannot).
-        if (this.fencedOut && !this.options.unfencedProducer) throw new Error('the transaction cannot commit: a newer instance fenced this producer (a fault of the driver)');
+        if (this.fencedOut && !this.options.unfencedProducer)
+          throw new Error('the transaction cannot commit: a newer instance fenced this producer (a fault of the driver)');
         if (!this.fencedOut) this.commitOffsets(inside);
         await transaction.commit();
       });
@@ -301,9 +306,11 @@ export class DriverConsumer implements Log {
     // A reset under way covers any other cause, but not partitions lost meanwhile (it may assign
     // them again): another reset follows it that drops them, as on Kafka.
     if (this.resetting && lost.length === 0) return this.resetting;
-    const reset: Promise<void> = (this.resetting ?? Promise.resolve()).then(() => this.reset(lost)).finally(() => {
-      if (this.resetting === reset) this.resetting = undefined;
-    });
+    const reset: Promise<void> = (this.resetting ?? Promise.resolve())
+      .then(() => this.reset(lost))
+      .finally(() => {
+        if (this.resetting === reset) this.resetting = undefined;
+      });
     this.resetting = reset;
     return reset;
   }
@@ -353,7 +360,10 @@ export class DriverConsumer implements Log {
 
   /** Tells the engine that every partition it owned is lost (a fenced worker hears it when it thaws). */
   async loseAll(): Promise<void> {
-    await this.revoke([...this.positions.values()].map((p) => p.tp), true);
+    await this.revoke(
+      [...this.positions.values()].map((p) => p.tp),
+      true,
+    );
   }
 
   /** Assigns partitions again, from the group's committed offsets. */
@@ -404,4 +414,3 @@ export class DriverConsumer implements Log {
     return position;
   }
 }
-

@@ -15,7 +15,11 @@ export interface AppliedRow {
  * applied twice, or applied without its record, shows. Read from what a restart would see.
  * `numberOf` gives the number the effect appends for an event at a partition and offset.
  */
-export async function checkStateMatchesEffects(driver: TopologyTestDriver, effect: string, numberOf: (partition: number, offset: number) => number | undefined): Promise<InvariantViolation[]> {
+export async function checkStateMatchesEffects(
+  driver: TopologyTestDriver,
+  effect: string,
+  numberOf: (partition: number, offset: number) => number | undefined,
+): Promise<InvariantViolation[]> {
   const expected = new Map<string, Array<{ offset: number; n: number | undefined }>>();
   for (const [, record] of await driver.storedEntries<EffectRecord>(stateKeys.effectPrefix(effect))) {
     if (record.discardedAtMs !== undefined) continue;
@@ -34,7 +38,10 @@ export async function checkStateMatchesEffects(driver: TopologyTestDriver, effec
     const want = (expected.get(row) ?? []).sort((a, b) => a.offset - b.offset).map((e) => e.n);
     const got = actual.get(row) ?? [];
     if (want.length !== got.length || want.some((n, i) => n !== got[i])) {
-      found.push({ invariant: 'state-mismatch', detail: `key ${row}: the state shows events [${got.join(', ')}] applied, the effect records [${want.join(', ')}]` });
+      found.push({
+        invariant: 'state-mismatch',
+        detail: `key ${row}: the state shows events [${got.join(', ')}] applied, the effect records [${want.join(', ')}]`,
+      });
     }
   }
   return found;

@@ -1,7 +1,16 @@
 // orderly/testkit: drive a topology on virtual time, with crashes, and property-test it.
 export { TopologyTestDriver, driverModes } from './driver.js';
 export type { DriverOptions, DriverMode, DriverFaults, CrashOptions, PendingCrash, RestartState } from './driver.js';
-export type { AppliedEffect, CommitObserved, DiscardObserved, DriverBreaches, DriverMetrics, ObservedModelCall, ObservedOutcome, ResolutionObserved } from './driverObservations.js';
+export type {
+  AppliedEffect,
+  CommitObserved,
+  DiscardObserved,
+  DriverBreaches,
+  DriverMetrics,
+  ObservedModelCall,
+  ObservedOutcome,
+  ResolutionObserved,
+} from './driverObservations.js';
 export { TestInputTopic, TestOutputTopic } from './topics.js';
 export type { TestRecord, PipeOptions } from './topics.js';
 export { fakeModel } from './fakeModel.js';
@@ -12,7 +21,16 @@ export { VirtualClock } from './virtualClock.js';
 export { SeededRandom } from './seededRandom.js';
 export * from './arbitraries.js';
 export * from './invariants.js';
-export { runWorkedExample, runWorkedExampleTimeline, workedExampleVariants, workedExampleFixture, workedExampleLowerBoundMs, defaultWorkedExampleSettings, parseWorkedExampleSettings, workedExampleQuery } from './scenarios/workedExample.js';
+export {
+  runWorkedExample,
+  runWorkedExampleTimeline,
+  workedExampleVariants,
+  workedExampleFixture,
+  workedExampleLowerBoundMs,
+  defaultWorkedExampleSettings,
+  parseWorkedExampleSettings,
+  workedExampleQuery,
+} from './scenarios/workedExample.js';
 export type { VariantResult, WorkedExampleVariant, WorkedExampleSettings, WorkedExampleOptions } from './scenarios/workedExample.js';
 export type { TimelineMark, WorkedExampleTimeline } from './scenarios/workedExampleTimeline.js';
 export { runCrashScenario } from './crashScenario.js';

@@ -14,7 +14,10 @@ export function checkCrashScenario(run: ScenarioRun): InvariantViolation[] {
   return [
     ...checkSafety(run),
     // The rate-limited provider is the 'decide' step's; a two-step scenario's 'classify' calls another.
-    ...checkRetryAfter(run.driver.modelCalls().filter((c) => c.step === 'decide'), run.model.stats()),
+    ...checkRetryAfter(
+      run.driver.modelCalls().filter((c) => c.step === 'decide'),
+      run.model.stats(),
+    ),
     // Checked as the run went, after every crash and at its end: the state against the effects recorded.
     ...run.stateViolations,
     ...checkParkedBeforeResolutions(run),
@@ -33,10 +36,12 @@ export function assertCrashScenario(run: ScenarioRun): void {
 function checkSafety({ driver }: ScenarioRun): InvariantViolation[] {
   const m = driver.metrics();
   const found: InvariantViolation[] = [];
-  if (m.orderViolations > 0) found.push({ invariant: 'order-violation', detail: `${m.orderViolations} effects applied while an earlier event of their key was unfinished or parked` });
+  if (m.orderViolations > 0)
+    found.push({ invariant: 'order-violation', detail: `${m.orderViolations} effects applied while an earlier event of their key was unfinished or parked` });
   if (m.doubleEffects > 0) found.push({ invariant: 'double-effect', detail: `${m.doubleEffects} effect ids recorded twice` });
   if (m.wastedModelCalls > 0) found.push({ invariant: 'wasted-model-call', detail: `${m.wastedModelCalls} model calls for events whose effect was recorded` });
-  if (m.unrecordedAttempts > 0) found.push({ invariant: 'attempt-unrecorded', detail: `${m.unrecordedAttempts} calls of a step's next attempt before the last one was recorded` });
+  if (m.unrecordedAttempts > 0)
+    found.push({ invariant: 'attempt-unrecorded', detail: `${m.unrecordedAttempts} calls of a step's next attempt before the last one was recorded` });
   if (m.commitsPastUnfinished > 0) found.push({ invariant: 'commit-past-unfinished', detail: `${m.commitsPastUnfinished} commits passed an unfinished event` });
   return found;
 }
@@ -58,7 +63,11 @@ function checkParkedBeforeResolutions(run: ScenarioRun): InvariantViolation[] {
     const lane = `${e.partition}/${e.key}`;
     const seen = outcomesOf.get(id) ?? new Set();
     if (blocked.has(lane)) {
-      if (!seen.has(Outcome.HELD) || seen.has(Outcome.APPLIED)) found.push({ invariant: 'held-key-not-held', detail: `${id} (key ${e.key}) is behind a parked event but was ${[...seen].join(', ') || 'never finished'}` });
+      if (!seen.has(Outcome.HELD) || seen.has(Outcome.APPLIED))
+        found.push({
+          invariant: 'held-key-not-held',
+          detail: `${id} (key ${e.key}) is behind a parked event but was ${[...seen].join(', ') || 'never finished'}`,
+        });
     } else if (e.poison) {
       if (!seen.has(Outcome.PARKED)) found.push({ invariant: 'poison-not-parked', detail: `${id} was ${[...seen].join(', ') || 'never finished'}` });
       blocked.add(lane);
@@ -79,10 +88,12 @@ function checkConvergence(run: ScenarioRun): InvariantViolation[] {
     const id = `in/${e.partition}/${e.offset}`;
     const expected = driver.discarded().has(id) ? 0 : 1;
     const count = applied.get(id) ?? 0;
-    if (count < expected) found.push({ invariant: 'lost-event', detail: `${id} (key ${e.key}${e.poison ? ', poison' : ''}) has no effect after every key was resolved` });
+    if (count < expected)
+      found.push({ invariant: 'lost-event', detail: `${id} (key ${e.key}${e.poison ? ', poison' : ''}) has no effect after every key was resolved` });
   }
   const stillParked = driver.parked();
-  if (stillParked.length > 0) found.push({ invariant: 'key-not-released', detail: `still parked: ${stillParked.map((p) => `${p.partition}/${p.lane}`).join(', ')}` });
+  if (stillParked.length > 0)
+    found.push({ invariant: 'key-not-released', detail: `still parked: ${stillParked.map((p) => `${p.partition}/${p.lane}`).join(', ')}` });
   for (const c of driver.committed()) {
     const end = run.placed.filter((e) => e.partition === c.partition).length;
     if (c.offset !== end) found.push({ invariant: 'commit-stuck', detail: `partition ${c.partition} committed ${c.offset} of ${end}` });

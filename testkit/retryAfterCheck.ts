@@ -16,7 +16,12 @@ import type { InvariantViolation } from './violations.js';
 export function checkRetryAfter(observed: readonly ObservedModelCall[], model: ModelStats): InvariantViolation[] {
   const calls = model.calls;
   if (calls.length !== observed.length || calls.some((c, i) => c.effectId !== observed[i]!.effectId)) {
-    return [{ invariant: 'retry-after-ignored', detail: `the harness could not pair the model's ${calls.length} calls with the engines' ${observed.length}: is another caller using this model?` }];
+    return [
+      {
+        invariant: 'retry-after-ignored',
+        detail: `the harness could not pair the model's ${calls.length} calls with the engines' ${observed.length}: is another caller using this model?`,
+      },
+    ];
   }
   // Starts and refusals delivered, in the order they happened.
   const moments = [

@@ -27,7 +27,13 @@ export class TestInputTopic<T> {
   pipeRaw(key: string | null, value: Uint8Array | string | null, options: PipeOptions = {}): { partition: number; offset: number } {
     const bytes = typeof value === 'string' ? new TextEncoder().encode(value) : value;
     const record = this.log.append(
-      { topic: this.name, key, value: bytes, ...(options.partition !== undefined ? { partition: options.partition } : {}), ...(options.headers ? { headers: options.headers } : {}) },
+      {
+        topic: this.name,
+        key,
+        value: bytes,
+        ...(options.partition !== undefined ? { partition: options.partition } : {}),
+        ...(options.headers ? { headers: options.headers } : {}),
+      },
       this.nowMs(),
     );
     return { partition: record.partition, offset: record.offset };
@@ -72,4 +78,3 @@ export class TestOutputTopic<T> {
     return this.readRecordsToList().map((r) => r.value);
   }
 }
-

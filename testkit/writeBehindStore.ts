@@ -1,7 +1,8 @@
 import type { EntriesOptions, Store, StoreOp } from '../src/ports/store.js';
 
 /** A put whose value is JSON already: LevelDB takes it as it is (the store's 'json' values are this very text). */
-type EncodedOp = { readonly type: 'put'; readonly key: string; readonly value: string; readonly valueEncoding: 'utf8' } | { readonly type: 'del'; readonly key: string };
+type EncodedOp =
+  { readonly type: 'put'; readonly key: string; readonly value: string; readonly valueEncoding: 'utf8' } | { readonly type: 'del'; readonly key: string };
 
 /**
  * The driver's state: each batch lands at once in an ordered view of the writes still on their
@@ -35,7 +36,9 @@ export class WriteBehindStore implements Store {
 
   /** The error of a write that failed in the background, once one has. */
   get failed(): Error | undefined {
-    return this.failure === undefined ? undefined : new Error(`the state store (${this.inner.location}) failed a write: ${String(this.failure)}`, { cause: this.failure });
+    return this.failure === undefined
+      ? undefined
+      : new Error(`the state store (${this.inner.location}) failed a write: ${String(this.failure)}`, { cause: this.failure });
   }
 
   get<T>(key: string): T | undefined {

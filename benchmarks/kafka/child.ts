@@ -60,8 +60,7 @@ export function runVariant(spec: VariantSpec, phase: Phase, timeoutMs: number): 
           eventsPerSec: Math.round((result.events / result.wallMs) * 1_000),
           eventsPerCpuSec: Math.round((result.events / result.measuredCpuMs) * 1_000),
         });
-      }
-      else reject(new Error(`bench: the ${spec.kind} variant on ${spec.topic} exited with ${signal ?? `code ${code}`} before its result`));
+      } else reject(new Error(`bench: the ${spec.kind} variant on ${spec.topic} exited with ${signal ?? `code ${code}`} before its result`));
     });
   });
 }

@@ -28,7 +28,12 @@ export async function runOrderlyWorker(spec: VariantSpec): Promise<VariantResult
     commit: { everyMs: spec.commitEveryMs },
     ...(spec.maxBuffered ? { maxBufferedPerPartition: spec.maxBuffered } : {}),
     ...(spec.consumerConfig || spec.producerConfig
-      ? { kafka: { ...(spec.consumerConfig ? { consumerConfig: spec.consumerConfig } : {}), ...(spec.producerConfig ? { producerConfig: spec.producerConfig } : {}) } }
+      ? {
+          kafka: {
+            ...(spec.consumerConfig ? { consumerConfig: spec.consumerConfig } : {}),
+            ...(spec.producerConfig ? { producerConfig: spec.producerConfig } : {}),
+          },
+        }
       : {}),
     observer: {
       modelCall: () => meter.first(),

@@ -36,7 +36,9 @@ export async function runRawConsumer(spec: VariantSpec): Promise<VariantResult> 
   const meter = new Meter(() => consumed);
   try {
     while (consumed < total) {
-      const batch = await new Promise<Message[]>((resolve, reject) => consumer.consume(1_000, (error, messages) => (error ? reject(error) : resolve(messages))));
+      const batch = await new Promise<Message[]>((resolve, reject) =>
+        consumer.consume(1_000, (error, messages) => (error ? reject(error) : resolve(messages))),
+      );
       if (batch.length === 0) continue;
       meter.first();
       consumed += batch.length;

@@ -59,7 +59,6 @@ export interface KafkaBenchReport extends KafkaFigures {
   };
 }
 
-
 /** The goals of issue 3 §9, checked against a run's figures. */
 export function kafkaGoals(f: KafkaFigures): Record<string, Goal & { ratio: number }> {
   const vsRaw = round2(f.orderlyEventsPerSec / f.rawEventsPerSec);
@@ -79,7 +78,8 @@ export function formatKafkaTable(r: KafkaBenchReport): string {
   const { machine: m, goals: g, details: d, settings: s } = r;
   const row = (name: string, value: string, goal?: Goal & { ratio?: number }) =>
     `${name.padEnd(34)}${value.padStart(12)}   ${goal ? `${goal.goal} (${goal.ratio})`.padEnd(42) : ''.padEnd(42)}${goal ? (goal.met ? 'met' : 'NOT met') : ''}`;
-  const cpu = (v: MeasuredVariant) => `${int(v.events)} events, ${(v.wallMs / 1_000).toFixed(1)} s wall, ${(v.measuredCpuMs / 1_000).toFixed(1)} s CPU (${int(v.eventsPerCpuSec)} events per CPU second), peak RSS ${v.peakRssMb} MiB`;
+  const cpu = (v: MeasuredVariant) =>
+    `${int(v.events)} events, ${(v.wallMs / 1_000).toFixed(1)} s wall, ${(v.measuredCpuMs / 1_000).toFixed(1)} s CPU (${int(v.eventsPerCpuSec)} events per CPU second), peak RSS ${v.peakRssMb} MiB`;
   return [
     `orderly Kafka benchmark, ${r.date}`,
     `${m.cpuModel}, ${m.cores} cores${m.cpuMHz ? ` at ${m.cpuMHz} MHz` : ''}, ${m.memoryGiB} GiB, Node ${m.node}, ${m.os}, load ${m.loadAverage.join(' ')}`,
@@ -101,7 +101,9 @@ export function formatKafkaTable(r: KafkaBenchReport): string {
     `backlog: ${int(d.backlog.received ?? 0)} of ${int(s.backlogEvents)} received and ${int(d.backlog.events)} finished in ${(d.backlog.wallMs / 1_000).toFixed(1)} s ` +
       `(decide ${s.backlogDecideMs} ms); peak RSS ${d.backlog.runRssMb} MiB while reading it; at the end RSS ${d.backlog.memory.rss} MiB, ` +
       `V8 heap ${d.backlog.memory.heapUsed} used of ${d.backlog.memory.heapTotal}, ${d.backlog.memory.external} external`,
-    `prefill: ${Object.entries(d.prefillSeconds).map(([k, v]) => `${k} ${v} s`).join(', ')}; whole run ${d.totalSeconds} s`,
+    `prefill: ${Object.entries(d.prefillSeconds)
+      .map(([k, v]) => `${k} ${v} s`)
+      .join(', ')}; whole run ${d.totalSeconds} s`,
     '',
   ].join('\n');
 }

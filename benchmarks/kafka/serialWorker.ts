@@ -36,7 +36,9 @@ export async function runSerialWorker(spec: VariantSpec): Promise<VariantResult>
   const meter = new Meter(() => done);
   try {
     while (done < spec.events) {
-      const [message] = await new Promise<Message[]>((resolve, reject) => consumer.consume(1, (error, messages) => (error ? reject(error) : resolve(messages))));
+      const [message] = await new Promise<Message[]>((resolve, reject) =>
+        consumer.consume(1, (error, messages) => (error ? reject(error) : resolve(messages))),
+      );
       if (!message) continue;
       meter.first();
       await handle(message);

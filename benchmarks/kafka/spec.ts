@@ -49,6 +49,4 @@ export interface VariantResult {
 
 /** Messages of a variant child to the benchmark, over the IPC channel. */
 export type VariantMessage =
-  | { readonly type: 'progress'; readonly done: number }
-  | { readonly type: 'first' }
-  | { readonly type: 'result'; readonly result: VariantResult };
+  { readonly type: 'progress'; readonly done: number } | { readonly type: 'first' } | { readonly type: 'result'; readonly result: VariantResult };

@@ -21,9 +21,7 @@ async function main(): Promise<void> {
   process.send({ type: 'result', result }, () => process.exit(0));
 }
 
-main().catch(
-  (error: unknown) => {
-    process.stderr.write(`variant: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exit(1);
-  },
-);
+main().catch((error: unknown) => {
+  process.stderr.write(`variant: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});

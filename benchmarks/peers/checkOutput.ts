@@ -34,7 +34,8 @@ export function expectedOrder(input: Iterable<ReadRecord>): Map<string, string[]
   const byKey = new Map<string, string[]>();
   for (const record of input) {
     const id = (JSON.parse(record.value ?? 'null') as { disputeId?: string } | null)?.disputeId;
-    if (record.key === null || typeof id !== 'string') throw new Error(`bench:peers: input record ${record.partition}/${record.offset} has no key or no disputeId`);
+    if (record.key === null || typeof id !== 'string')
+      throw new Error(`bench:peers: input record ${record.partition}/${record.offset} has no key or no disputeId`);
     let ids = byKey.get(record.key);
     if (!ids) byKey.set(record.key, (ids = []));
     ids.push(id);

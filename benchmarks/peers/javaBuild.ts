@@ -51,7 +51,10 @@ export function ensureJavaBuild(log: (line: string) => void): string {
   try {
     const args = ['-B', '-q', '-f', join(PROJECT, 'pom.xml'), 'package', `-Dpeers.out=${partial}`];
     const run = spawnSync('mvn', args, { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 });
-    if (run.error) throw new Error('bench:peers: Maven (mvn) not found: it builds the Java contenders once. Install it (apt-get install -y maven, or bash scripts/setup.sh).');
+    if (run.error)
+      throw new Error(
+        'bench:peers: Maven (mvn) not found: it builds the Java contenders once. Install it (apt-get install -y maven, or bash scripts/setup.sh).',
+      );
     if (run.status !== 0) {
       const output = `${run.stdout}${run.stderr}`.trim().split('\n').slice(-30).join('\n');
       throw new Error(`bench:peers: Maven could not build the Java contenders (mvn ${args.join(' ')}):\n${output}`);

@@ -125,7 +125,8 @@ export async function runContender(spec: ContenderSpec, java: JavaCommand | unde
   const deadline = performance.now() + timeoutMs;
   try {
     for (;;) {
-      if (watched.exitedWith) throw new Error(`bench:peers: ${name} exited with ${watched.exitedWith} before its commits reached the end of ${spec.input}\n${watched.stderrTail}`);
+      if (watched.exitedWith)
+        throw new Error(`bench:peers: ${name} exited with ${watched.exitedWith} before its commits reached the end of ${spec.input}\n${watched.stderrTail}`);
       if (performance.now() > deadline) throw new Error(`bench:peers: ${name} did not commit the end of ${spec.input} within ${timeoutMs / 1_000} s`);
       const progress = await committedProgress(admin, spec);
       phase.update(progress.done);

@@ -73,7 +73,9 @@ export function formatPeersTable(report: PeersReport): string {
   for (const c of s.contenders) {
     const fast = report.details.fast[c];
     const slow = report.details.slow[c];
-    lines.push(`${NAMES[c].padEnd(20)}${cell(fast?.eventsPerSec)}${cell(fast?.cpuMicrosPerEvent)}${cell(fast?.peakRssMb).padStart(14)}${cell(slow?.eventsPerSec)}`);
+    lines.push(
+      `${NAMES[c].padEnd(20)}${cell(fast?.eventsPerSec)}${cell(fast?.cpuMicrosPerEvent)}${cell(fast?.peakRssMb).padStart(14)}${cell(slow?.eventsPerSec)}`,
+    );
   }
   return `${lines.join('\n')}\n`;
 }

@@ -54,7 +54,8 @@ function parse(argv: string[]) {
   };
   const contenders = values.contenders!.split(',').filter(Boolean);
   const unknown = contenders.filter((c) => !(CONTENDERS as readonly string[]).includes(c));
-  if (unknown.length > 0 || contenders.length === 0) throw new Error(`bench:peers: --contenders takes some of ${CONTENDERS.join(',')}, got '${values.contenders}'`);
+  if (unknown.length > 0 || contenders.length === 0)
+    throw new Error(`bench:peers: --contenders takes some of ${CONTENDERS.join(',')}, got '${values.contenders}'`);
   const events = int('events', 1);
   const partitions = int('partitions', 1);
   const maxInFlight = int('max-in-flight', 1);
@@ -179,7 +180,15 @@ async function main(argv: string[]): Promise<void> {
   process.once('SIGINT', interrupt);
   process.once('SIGTERM', interrupt);
   const stateRoot = await mkdtemp(join(tmpdir(), 'orderly-bench-peers-'));
-  const bench: Bench = { run: `orderly-peers-${Date.now()}`, settings: s, bootstrap: broker.bootstrap, stateRoot, java, progress: progressOnStderr(), topics: [] };
+  const bench: Bench = {
+    run: `orderly-peers-${Date.now()}`,
+    settings: s,
+    bootstrap: broker.bootstrap,
+    stateRoot,
+    java,
+    progress: progressOnStderr(),
+    topics: [],
+  };
   try {
     const { fast, slow, prefillSeconds } = await runAll(bench);
     const report: PeersReport = {

@@ -22,17 +22,29 @@ export function generateProject(dir: string, files: number, orderlySrc: string):
   mkdirSync(dir, { recursive: true });
   const orderly = relative(dir, join(orderlySrc, 'index.js')).split('\\').join('/');
   const groups = Math.floor(files / FILES_PER_GROUP);
-  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: true }, include: ['*.ts'] }));
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: true },
+      include: ['*.ts'],
+    }),
+  );
   let violations = 0;
   for (let k = 0; k < groups; k++) {
     const exits = k % 10 === 0;
     if (exits) violations++;
     const write = (name: string, text: string) => writeFileSync(join(dir, `${name}${k}.ts`), text);
     write('topics', `export const TOPIC_${k} = 'orders-${k}';\nexport const OUT_${k} = \`\${TOPIC_${k}}-decisions\`;\n`);
-    write('options', `export const serial${k} = { maxInFlight: ${(k % 8) + 1} };\nexport const park${k} = { attempts: 3, retryDelayMs: ${k} * 100, topic: 'held-${k}' };\nexport const limit${k} = { calls: ${10 + k}, windowMs: 60_000 };\n`);
+    write(
+      'options',
+      `export const serial${k} = { maxInFlight: ${(k % 8) + 1} };\nexport const park${k} = { attempts: 3, retryDelayMs: ${k} * 100, topic: 'held-${k}' };\nexport const limit${k} = { calls: ${10 + k}, windowMs: 60_000 };\n`,
+    );
     write('model', modelFile(k, exits, orderly));
     write('helpers', helpersFile(k, orderly, k > 0 ? k - 1 : 0));
-    write('topology', `import { TOPIC_${k}, OUT_${k} } from './topics${k}.js';\nimport { park${k} } from './options${k}.js';\nimport { chain${k}, effect${k} } from './helpers${k}.js';\n\nexport const topology${k} = chain${k}(TOPIC_${k}).park(park${k}).applyOnce(effect${k}).to(OUT_${k}).build();\n`);
+    write(
+      'topology',
+      `import { TOPIC_${k}, OUT_${k} } from './topics${k}.js';\nimport { park${k} } from './options${k}.js';\nimport { chain${k}, effect${k} } from './helpers${k}.js';\n\nexport const topology${k} = chain${k}(TOPIC_${k}).park(park${k}).applyOnce(effect${k}).to(OUT_${k}).build();\n`,
+    );
   }
   return { dir, files: groups * FILES_PER_GROUP, topologies: groups, violations };
 }
@@ -46,7 +58,7 @@ export interface Event${k} {
 }
 
 function levelThree${k}(body: string): string {
-  ${exits ? "if (body.length === 0) process.exit(1);\n  " : ''}return body.trim();
+  ${exits ? 'if (body.length === 0) process.exit(1);\n  ' : ''}return body.trim();
 }
 
 function levelTwo${k}(event: Event${k}): string {

@@ -33,7 +33,13 @@ function time(args: readonly string[]): Timing {
   const children = run.stderr.trim().split('\n').at(-1) ?? '';
   const cpuSeconds = [...children.matchAll(/(\d+)m([\d.]+)s/g)].reduce((sum, m) => sum + Number(m[1]) * 60 + Number(m[2]), 0);
   const out = JSON.parse(readFileSync(outputFile, 'utf8')) as unknown[];
-  return { command: `orderly ${args.join(' ')}`, wallSeconds: round(wallSeconds), cpuSeconds: round(cpuSeconds), exitCode: run.status ?? -1, found: out.length };
+  return {
+    command: `orderly ${args.join(' ')}`,
+    wallSeconds: round(wallSeconds),
+    cpuSeconds: round(cpuSeconds),
+    exitCode: run.status ?? -1,
+    found: out.length,
+  };
 }
 
 function main(argv: readonly string[]): void {

@@ -11,7 +11,8 @@ export function disputeModel(env: NodeJS.ProcessEnv = process.env): (dispute: Di
   const url = env.ORDERLY_MODEL_URL;
   if (url) return (dispute, ctx) => askModel(url, env.ORDERLY_MODEL_API_KEY, env.ORDERLY_MODEL ?? 'gpt-4o-mini', dispute, ctx.signal);
   const latencyMs = Number(env.ORDERLY_MODEL_LATENCY_MS ?? 200);
-  if (!Number.isFinite(latencyMs) || latencyMs < 0) throw new RangeError(`ORDERLY_MODEL_LATENCY_MS must be a number of ms, got '${env.ORDERLY_MODEL_LATENCY_MS}'`);
+  if (!Number.isFinite(latencyMs) || latencyMs < 0)
+    throw new RangeError(`ORDERLY_MODEL_LATENCY_MS must be a number of ms, got '${env.ORDERLY_MODEL_LATENCY_MS}'`);
   return async (dispute, ctx) => {
     await sleep(ctx.clock, latencyMs, ctx.signal);
     return standIn(dispute);

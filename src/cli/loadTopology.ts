@@ -14,7 +14,10 @@ export async function loadTopology(module: string): Promise<Topology> {
     exported = ((await import(url)) as { default?: unknown }).default;
   } catch (error) {
     if ((error as { code?: string }).code === 'ERR_UNKNOWN_FILE_EXTENSION') {
-      throw new Error(`orderly run: cannot import '${module}': give a JavaScript (.js, .mjs) or TypeScript (.ts, .mts) module whose default export is a Topology`, { cause: error });
+      throw new Error(
+        `orderly run: cannot import '${module}': give a JavaScript (.js, .mjs) or TypeScript (.ts, .mts) module whose default export is a Topology`,
+        { cause: error },
+      );
     }
     throw error;
   }
@@ -47,6 +50,9 @@ async function registerTypeScript(module: string): Promise<void> {
     cjs.register();
     esm.register();
   } catch (error) {
-    throw new Error(`orderly run: cannot load tsx to import the TypeScript module '${module}': ${(error as Error).message}; reinstall orderly (tsx is one of its dependencies), or compile the module to .js (tsc) and give that`, { cause: error });
+    throw new Error(
+      `orderly run: cannot load tsx to import the TypeScript module '${module}': ${(error as Error).message}; reinstall orderly (tsx is one of its dependencies), or compile the module to .js (tsc) and give that`,
+      { cause: error },
+    );
   }
 }

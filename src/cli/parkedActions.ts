@@ -102,12 +102,16 @@ async function scopeOf(options: CommonOptions): Promise<{ scope: { topic: string
     const topology = await loadTopology(options.topology);
     if (!topology.park) throw new ParkedKeyError(`'${options.topology}' has no park(): its keys are never parked`);
     if (options.topic && options.topic !== topology.source.topic) {
-      throw new ParkedKeyError(`--topic '${options.topic}' is not the source topic of '${options.topology}' ('${topology.source.topic}'); give one or the other`);
+      throw new ParkedKeyError(
+        `--topic '${options.topic}' is not the source topic of '${options.topology}' ('${topology.source.topic}'); give one or the other`,
+      );
     }
     return { scope: { topic: topology.source.topic, park: options.park ?? topology.park.name } };
   }
   if (!options.topic || !options.park) {
-    throw new ParkedKeyError('say which parked keys: --topology MODULE (the module `orderly run` runs), or --topic SOURCE_TOPIC with --park NAME (e.g. decide-park)');
+    throw new ParkedKeyError(
+      'say which parked keys: --topology MODULE (the module `orderly run` runs), or --topic SOURCE_TOPIC with --park NAME (e.g. decide-park)',
+    );
   }
   return { scope: { topic: options.topic, park: options.park } };
 }

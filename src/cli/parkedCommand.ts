@@ -31,7 +31,9 @@ export function registerParkedCommand(program: Command): void {
     withCommon(
       parked
         .command('resolve')
-        .description("resolve a parked key with a person's decision for its head event (--decision) or by discarding that event (--discard); then its events replay in order"),
+        .description(
+          "resolve a parked key with a person's decision for its head event (--decision) or by discarding that event (--discard); then its events replay in order",
+        ),
     ),
   )
     .argument('<partition>', 'the partition of the source topic', toPartition)
@@ -40,7 +42,9 @@ export function registerParkedCommand(program: Command): void {
     .option('--discard', 'discard the head event (no effect); the held events replay')
     .action((partition: number, key: string, options: ResolveOptions) => run(async () => (await actions()).resolve(partition, key, options)));
 
-  withResolve(withCommon(parked.command('replay').description("resolve a parked key by retrying its step for the head event, then replay the key's events in order")))
+  withResolve(
+    withCommon(parked.command('replay').description("resolve a parked key by retrying its step for the head event, then replay the key's events in order")),
+  )
     .argument('<partition>', 'the partition of the source topic', toPartition)
     .argument('<key>', 'the key (as `parked list` shows it)')
     .action((partition: number, key: string, options: ResolveOptions) => run(async () => (await actions()).replay(partition, key, options)));
@@ -60,7 +64,7 @@ function withCommon(command: Command): Command {
 function withResolve(command: Command): Command {
   return command
     .option('--no-wait', 'send the resolution and return, without waiting for the replay')
-    .option('--by <who>', 'who resolves, for the workers\' logs', defaultBy())
+    .option('--by <who>', "who resolves, for the workers' logs", defaultBy())
     .option('--json', 'print the outcome as JSON');
 }
 

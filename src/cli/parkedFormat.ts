@@ -34,15 +34,17 @@ export function summaryOf(view: ParkedKeyView): ParkedKeySummary {
 /** The table of `parked list`. */
 export function formatList(views: readonly ParkedKeyView[], topic: string): string {
   if (views.length === 0) return `no parked keys on ${topic}\n`;
-  const rows = views.map(summaryOf).map((s) => [
-    String(s.partition),
-    s.lane,
-    s.status,
-    s.head ? String(s.head.offset) : '?',
-    s.head?.effectId ?? '(not in the changelog yet)',
-    String(s.held),
-    s.parkedAt,
-  ]);
+  const rows = views
+    .map(summaryOf)
+    .map((s) => [
+      String(s.partition),
+      s.lane,
+      s.status,
+      s.head ? String(s.head.offset) : '?',
+      s.head?.effectId ?? '(not in the changelog yet)',
+      String(s.held),
+      s.parkedAt,
+    ]);
   const header = ['PARTITION', 'KEY', 'STATUS', 'OFFSET', 'EFFECT ID', 'HELD', 'PARKED AT'];
   return `${table([header, ...rows])}${views.length} parked key${views.length === 1 ? '' : 's'} on ${topic}\n`;
 }
@@ -54,7 +56,9 @@ export function formatShow(view: ParkedKeyView): string {
   const head = view.head;
   if (head) {
     lines.push('', `head (the event a resolution decides): ${describeEvent(head)}`);
-    lines.push(`  step '${head.step}', ${head.reason === 'POISON' ? `parked after ${head.attempts} attempt${head.attempts === 1 ? '' : 's'}` : 'held, then reached the head of the key'}`);
+    lines.push(
+      `  step '${head.step}', ${head.reason === 'POISON' ? `parked after ${head.attempts} attempt${head.attempts === 1 ? '' : 's'}` : 'held, then reached the head of the key'}`,
+    );
     for (const e of head.errors) lines.push(`  attempt ${e.attempt} at ${new Date(e.atMs).toISOString()}: ${e.error}`);
     lines.push(`  value: ${valueOf(head)}`);
   } else {

@@ -19,10 +19,24 @@ export function registerRunCommand(program: Command): void {
     .option('--instance-id <id>', 'static group membership: a restarted worker with the same id gets its partitions back without a rebalance')
     .option('--commit-every-ms <ms>', "commit each partition's finished prefix this often (default 5000)", toPositive)
     .option('--max-buffered <n>', 'unfinished events per partition before it is paused, resumed at half (default 1500)', toPositive)
-    .option('--stop-grace-ms <ms>', 'on SIGINT or SIGTERM, how long the model calls in flight may finish before they are given up (default 0: at once; given-up events are redone by the next owner)', toMilliseconds)
-    .option('--rate-limit-warn-ms <ms>', 'warn when the agent step has been refused (429) this long with no answer, then at most this often (default 60000)', toPositive)
-    .option('--exactly-once', 'outputs, state changelogs and input offsets in one Kafka transaction per commit: a read_committed reader sees each output once (commits every 100 ms unless --commit-every-ms)')
-    .option('--transactional-id <id>', "with --exactly-once: this worker's transactional id, stable across its restarts and unique in the group (default: derived from the group, the host and the state directory)")
+    .option(
+      '--stop-grace-ms <ms>',
+      'on SIGINT or SIGTERM, how long the model calls in flight may finish before they are given up (default 0: at once; given-up events are redone by the next owner)',
+      toMilliseconds,
+    )
+    .option(
+      '--rate-limit-warn-ms <ms>',
+      'warn when the agent step has been refused (429) this long with no answer, then at most this often (default 60000)',
+      toPositive,
+    )
+    .option(
+      '--exactly-once',
+      'outputs, state changelogs and input offsets in one Kafka transaction per commit: a read_committed reader sees each output once (commits every 100 ms unless --commit-every-ms)',
+    )
+    .option(
+      '--transactional-id <id>',
+      "with --exactly-once: this worker's transactional id, stable across its restarts and unique in the group (default: derived from the group, the host and the state directory)",
+    )
     .option('--transaction-timeout-ms <ms>', 'with --exactly-once: how long the broker keeps a transaction open before aborting it (default 10000)', toPositive)
     .option('-X, --kafka-config <key=value>', 'a librdkafka property for every client, e.g. security.protocol=SSL (repeatable)', collect, [])
     .option('--consumer-config <key=value>', 'a librdkafka property of the consumer only, e.g. max.poll.interval.ms=600000 (repeatable)', collect, [])

@@ -38,7 +38,8 @@ export async function runWorker(module: string, options: RunOptions, program: Co
   let metrics: RunMetrics | undefined;
   try {
     // Loaded only when asked for: prom-client is the exporter's alone.
-    if (options.metricsPort !== undefined) metrics = await (await import('./runMetrics.js')).startRunMetrics({ port: options.metricsPort, host: options.metricsHost }, logger);
+    if (options.metricsPort !== undefined)
+      metrics = await (await import('./runMetrics.js')).startRunMetrics({ port: options.metricsPort, host: options.metricsHost }, logger);
     worker = await startWorker(module, options, logger, program, metrics?.observer);
     metrics?.watch(worker);
   } catch (error) {
@@ -57,7 +58,12 @@ export async function runWorker(module: string, options: RunOptions, program: Co
       process.exit(130);
     }
     const graceMs = options.stopGraceMs ?? 0;
-    logger.info({ signal, graceMs }, graceMs > 0 ? `stopping: the work in flight has ${graceMs} ms to finish, then what finished is committed and the group left` : 'stopping: giving up the work in flight, committing what finished, leaving the group');
+    logger.info(
+      { signal, graceMs },
+      graceMs > 0
+        ? `stopping: the work in flight has ${graceMs} ms to finish, then what finished is committed and the group left`
+        : 'stopping: giving up the work in flight, committing what finished, leaving the group',
+    );
     void worker.stop({ graceMs });
   };
   process.on('SIGINT', onSignal);
@@ -74,7 +80,13 @@ export async function runWorker(module: string, options: RunOptions, program: Co
   }
 }
 
-async function startWorker(module: string, options: RunOptions, logger: Logger, program: Command, observer: EngineObserver | undefined): Promise<RunningTopology> {
+async function startWorker(
+  module: string,
+  options: RunOptions,
+  logger: Logger,
+  program: Command,
+  observer: EngineObserver | undefined,
+): Promise<RunningTopology> {
   const topology = await loadTopology(module);
   return runTopology({
     topology,
@@ -114,4 +126,3 @@ function parseKafkaConfig(pairs: readonly string[], program: Command): Librdkafk
   }
   return config;
 }
-

@@ -13,7 +13,10 @@ export function registerScenarioCommand(program: Command): void {
     .description('run a scenario on the embedded test driver (in-memory log, virtual clock, LevelDB or memory state)')
     .argument('<name>', `the scenario: ${scenarios.join(', ')}`)
     .option('--json', 'print a JSON array, one object per variant')
-    .option('--state-dir <dir>', 'keep the LevelDB state under this directory, one sub-directory per variant (default: a temporary directory, removed afterwards)')
+    .option(
+      '--state-dir <dir>',
+      'keep the LevelDB state under this directory, one sub-directory per variant (default: a temporary directory, removed afterwards)',
+    )
     .option('--memory', 'keep the state in memory-level instead of LevelDB')
     .option('--metrics', 'print the Prometheus metrics of the run (label variant) instead of the figures')
     .action(async (name: string, options: { json?: boolean; stateDir?: string; memory?: boolean; metrics?: boolean }) => {

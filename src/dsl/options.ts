@@ -3,10 +3,7 @@ import { TopologyError } from './topologyError.js';
 /** Asserts an integer option is at least `min`, naming the operator and the option. */
 export function requireInteger(operator: string, option: string, value: unknown, min: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
-    throw new TopologyError(
-      operator,
-      `${operator}: ${option} must be a whole number of at least ${min}, got ${JSON.stringify(value)}`,
-    );
+    throw new TopologyError(operator, `${operator}: ${option} must be a whole number of at least ${min}, got ${JSON.stringify(value)}`);
   }
   return value;
 }
@@ -23,10 +20,7 @@ export function requireNumber(operator: string, option: string, value: unknown, 
 /** Asserts a name is a non-empty string fit for topic and store names. */
 export function requireName(operator: string, what: string, value: unknown): string {
   if (typeof value !== 'string' || !/^[A-Za-z0-9._-]+$/.test(value)) {
-    throw new TopologyError(
-      operator,
-      `${operator}: ${what} must be a non-empty string of letters, digits, '.', '_' or '-', got ${JSON.stringify(value)}`,
-    );
+    throw new TopologyError(operator, `${operator}: ${what} must be a non-empty string of letters, digits, '.', '_' or '-', got ${JSON.stringify(value)}`);
   }
   return value;
 }

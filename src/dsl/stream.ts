@@ -1,14 +1,5 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
-import type {
-  Decided,
-  DecideFn,
-  Disposition,
-  EffectIdContext,
-  GraphNode,
-  ProcessorNode,
-  RateLimit,
-  SourceNode,
-} from '../graph/nodes.js';
+import type { Decided, DecideFn, Disposition, EffectIdContext, GraphNode, ProcessorNode, RateLimit, SourceNode } from '../graph/nodes.js';
 import type { Effect } from '../graph/effect.js';
 import { json, type Serde } from '../graph/serde.js';
 import { Topology } from '../graph/topology.js';
@@ -176,7 +167,10 @@ export class StreamBuilder<T> {
     const name = options.name ?? `${step ?? this.source.topic}-park`;
     const onExhausted = options.onExhausted ?? 'park';
     if (!dispositions.includes(onExhausted)) {
-      throw new TopologyError(operator, `${operator}: onExhausted must be one of ${dispositions.map((d) => `'${d}'`).join(', ')}, got ${JSON.stringify(onExhausted)}`);
+      throw new TopologyError(
+        operator,
+        `${operator}: onExhausted must be one of ${dispositions.map((d) => `'${d}'`).join(', ')}, got ${JSON.stringify(onExhausted)}`,
+      );
     }
     return this.with({ kind: 'park', name, attempts, retryDelayMs, retryJitter, topic, onExhausted });
   }

@@ -28,7 +28,10 @@ const oneOfEachStatefulKind: Pass = (nodes) => {
   for (const kind of ['keyedSerial', 'applyOnce', 'respond'] as const) {
     const found = nodes.filter((n) => n.kind === kind);
     if (found.length > 1) {
-      throw new TopologyError(found[1]!.name, `${kind} '${found[1]!.name}': a topology has at most one ${kind} in this version; remove one of the ${found.length}`);
+      throw new TopologyError(
+        found[1]!.name,
+        `${kind} '${found[1]!.name}': a topology has at most one ${kind} in this version; remove one of the ${found.length}`,
+      );
     }
   }
 };
@@ -56,13 +59,19 @@ function topicUses(nodes: readonly GraphNode[]): TopicUse[] {
   return nodes.flatMap((node): TopicUse[] => {
     switch (node.kind) {
       case 'source':
-        return [{ topic: node.topic, role: 'source', node }, { topic: node.deadLetterTopic, role: 'dead-letter', node }];
+        return [
+          { topic: node.topic, role: 'source', node },
+          { topic: node.deadLetterTopic, role: 'dead-letter', node },
+        ];
       case 'park':
         return [{ topic: node.topic, role: 'park', node }];
       case 'sink':
         return [{ topic: node.topic, role: 'output', node }];
       case 'respond':
-        return [{ topic: node.topic, role: 'response', node }, { topic: node.statusTopic, role: 'status', node }];
+        return [
+          { topic: node.topic, role: 'response', node },
+          { topic: node.statusTopic, role: 'status', node },
+        ];
       default:
         return [];
     }
@@ -105,7 +114,10 @@ const distinctTopics: Pass = (nodes) => {
     // Several agent steps may share a parking topic: each park record names its step.
     if (first.role === 'park' && use.role === 'park') continue;
     if (first.role === 'output' && use.role === 'output') {
-      throw new TopologyError(use.node.name, `${operator}: the topology already writes its outputs to '${use.topic}' (${first.node.name}); remove one of the two to('${use.topic}')`);
+      throw new TopologyError(
+        use.node.name,
+        `${operator}: the topology already writes its outputs to '${use.topic}' (${first.node.name}); remove one of the two to('${use.topic}')`,
+      );
     }
     throw new TopologyError(
       use.node.name,
@@ -162,7 +174,10 @@ const respondFollowsAStep: Pass = (nodes) => {
   if (respond < 0) return;
   if (!nodes.slice(0, respond).some((n) => n.kind === 'agentStep')) {
     const name = nodes[respond]!.name;
-    throw new TopologyError(name, `respond '${name}': no agentStep before it, so there is no job to answer; put .respond(topic) after .agentStep(...).park(...).applyOnce(...)`);
+    throw new TopologyError(
+      name,
+      `respond '${name}': no agentStep before it, so there is no job to answer; put .respond(topic) after .agentStep(...).park(...).applyOnce(...)`,
+    );
   }
 };
 

@@ -54,7 +54,13 @@ const NO_ERRORS: readonly string[] = [];
 /** `reportTokens` of a step without a token limit: nothing paces by tokens. */
 const ignoreTokens = (): void => undefined;
 
-function callOnce({ ctx, step, gate, tokens }: Stepper, unit: EventInFlight, attempt: number, previous: readonly AttemptError[], admission: Admission): CallOutcome | Promise<CallOutcome> {
+function callOnce(
+  { ctx, step, gate, tokens }: Stepper,
+  unit: EventInFlight,
+  attempt: number,
+  previous: readonly AttemptError[],
+  admission: Admission,
+): CallOutcome | Promise<CallOutcome> {
   const { event, signal } = unit;
   const atMs = ctx.clock.now();
   ctx.metrics.modelCall();
@@ -169,7 +175,11 @@ export function validateDecision(step: AgentStepNode, raw: unknown): Validated |
   } catch (error) {
     return schemaThrew(step, error);
   }
-  if (isThenable(result)) return result.then((settled) => verdict(step, settled), (error: unknown) => schemaThrew(step, error));
+  if (isThenable(result))
+    return result.then(
+      (settled) => verdict(step, settled),
+      (error: unknown) => schemaThrew(step, error),
+    );
   return verdict(step, result);
 }
 

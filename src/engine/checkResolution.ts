@@ -16,7 +16,8 @@ export function checkResolution(what: string, value: unknown): Resolution {
 }
 
 function resolutionProblem(value: unknown): string | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return `got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`;
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return `got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`;
   const keys = Object.keys(value);
   const unknown = keys.filter((k) => !(KINDS as readonly string[]).includes(k));
   if (unknown.length > 0) return `got unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `'${k}'`).join(', ')}`;

@@ -58,7 +58,9 @@ export class EffectHorizon {
     this.reserved = offset + HORIZON_STEP;
     this.writer.write([{ type: 'put', key: this.key, value: this.reserved }]).catch((error: unknown) => {
       // Its events' effects could be recorded past the stored horizon: nothing may run on.
-      this.onFatal(new Error(`the effect horizon of ${this.tp.topic}/${this.tp.partition} could not be written: ${(error as Error).message}`, { cause: error }));
+      this.onFatal(
+        new Error(`the effect horizon of ${this.tp.topic}/${this.tp.partition} could not be written: ${(error as Error).message}`, { cause: error }),
+      );
     });
   }
 

@@ -97,7 +97,9 @@ export class Engine {
         const { topic, partition, offset, key, effectId } = event;
         const atMs = clock.now();
         // Most outcomes have no details: a literal of fixed shape is cheaper to build than a spread.
-        observer.outcome(details ? { outcome, atMs, topic, partition, offset, key, effectId, ...details } : { outcome, atMs, topic, partition, offset, key, effectId });
+        observer.outcome(
+          details ? { outcome, atMs, topic, partition, offset, key, effectId, ...details } : { outcome, atMs, topic, partition, offset, key, effectId },
+        );
       },
     } satisfies Omit<EngineContext, 'jobs'>;
     this.ctx = { ...ctx, jobs: new StatusUpdates(ctx) };

@@ -44,7 +44,13 @@ export function exhaustedFailure(event: EngineEvent, attempts: AttemptsRecord): 
  * an error that names the operator, the event and the fix. A throw caused by giving the event up
  * (revocation, stop) stays what it is.
  */
-export function failedAttempts(ctx: EngineContext, node: ProcessorNode, event: EngineEvent, errors: readonly AttemptError[], signal: AbortSignal | undefined): AttemptsRecord {
+export function failedAttempts(
+  ctx: EngineContext,
+  node: ProcessorNode,
+  event: EngineEvent,
+  errors: readonly AttemptError[],
+  signal: AbortSignal | undefined,
+): AttemptsRecord {
   if (signal?.aborted) throw signal.reason;
   if (!ctx.topology.park) {
     const last = errors[errors.length - 1]?.error ?? `${node.kind} '${node.name}' failed`;

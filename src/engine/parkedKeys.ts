@@ -5,10 +5,7 @@ import type { AttemptError } from './attemptsRecords.js';
 import type { StoredEvent } from './events.js';
 
 /** How a person resolves a parked key. Only its parked (head) event is affected; the rest replay. */
-export type Resolution =
-  | { readonly decision: unknown }
-  | { readonly retry: true }
-  | { readonly discard: true };
+export type Resolution = { readonly decision: unknown } | { readonly retry: true } | { readonly discard: true };
 
 /** Why an event is parked: it failed its attempts, or it waits behind one that did. */
 export type ParkReason = 'POISON' | 'HELD';

@@ -105,7 +105,9 @@ export class PartitionTask {
     // The log delivers no record of a partition being revoked, and the engine drops those that
     // come while it stops: a record here is a breach of the Log port's contract.
     if (this.state !== 'running') {
-      throw new Error(`partition ${partitionId(this.tp)} received offset ${record.offset} while ${this.state}: the log delivered a record of a partition that is not running (being restored, closed or revoked)`);
+      throw new Error(
+        `partition ${partitionId(this.tp)} received offset ${record.offset} while ${this.state}: the log delivered a record of a partition that is not running (being restored, closed or revoked)`,
+      );
     }
     this.tracker.received(record.offset);
     this.horizon?.received(record.offset);

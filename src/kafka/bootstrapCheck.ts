@@ -38,7 +38,9 @@ export function parseBootstrap(bootstrap: string): BootstrapServer[] {
     const match = SERVER.exec(address);
     const port = Number(match?.[3]);
     if (!match || !Number.isInteger(port) || port < 1 || port > 65_535) {
-      throw new BootstrapError(`bootstrap server '${address}' in '${bootstrap}' is not host:port (a port from 1 to 65535); give host:port[,host:port...], e.g. 127.0.0.1:9092`);
+      throw new BootstrapError(
+        `bootstrap server '${address}' in '${bootstrap}' is not host:port (a port from 1 to 65535); give host:port[,host:port...], e.g. 127.0.0.1:9092`,
+      );
     }
     return { host: (match[1] ?? match[2])!, port, address };
   });
@@ -78,7 +80,11 @@ async function reach(server: BootstrapServer, options: BootstrapCheckOptions): P
     socket.once('connect', () => done(undefined));
     socket.once('error', (error) => {
       const code = codeOf(error);
-      done(code === 'ECONNREFUSED' ? `${server.address}: connection refused by ${host}:${server.port} (nothing listens there)` : `${server.address}: cannot connect to ${host}:${server.port} (${code})`);
+      done(
+        code === 'ECONNREFUSED'
+          ? `${server.address}: connection refused by ${host}:${server.port} (nothing listens there)`
+          : `${server.address}: cannot connect to ${host}:${server.port} (${code})`,
+      );
     });
   });
 }

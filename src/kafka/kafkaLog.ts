@@ -1,7 +1,17 @@
 import rdkafka, { type Assignment, type LibrdKafkaError, type Message, type TopicPartitionOffset } from '@confluentinc/kafka-javascript';
 import type { Logger } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CommitRefusedError, isCommitRefused, PartitionResetError, partitionId, type CommitOffset, type Log, type LogListener, type OutRecord, type TopicPartition } from '../ports/log.js';
+import {
+  CommitRefusedError,
+  isCommitRefused,
+  PartitionResetError,
+  partitionId,
+  type CommitOffset,
+  type Log,
+  type LogListener,
+  type OutRecord,
+  type TopicPartition,
+} from '../ports/log.js';
 import { AckedProducer } from './ackedProducer.js';
 import { AssignmentWait } from './assignmentWait.js';
 import { CommitWaiter, isRefusedByRebalance, isRetriableCommitError } from './commitWaiter.js';
@@ -122,9 +132,7 @@ export class KafkaLog implements Log {
     ) as Consumer;
     logClientTo(consumer, this.logger.child({ client: 'consumer' }), (error) => this.fail(error));
     await new Promise<void>((resolve, reject) => {
-      consumer.connect({}, (error) =>
-        error ? reject(new Error(`Kafka consumer could not connect to ${settings.bootstrap}: ${error.message}`)) : resolve(),
-      );
+      consumer.connect({}, (error) => (error ? reject(new Error(`Kafka consumer could not connect to ${settings.bootstrap}: ${error.message}`)) : resolve()));
     });
     consumer.setDefaultConsumeTimeout(this.options.pollTimeoutMs ?? 100);
     consumer.setDefaultIsTimeoutOnlyForFirstMessage(true);
@@ -179,7 +187,9 @@ export class KafkaLog implements Log {
           throw new CommitRefusedError(`Kafka commit of ${what} refused by a rebalance: ${(error as Error).message}`, { cause: error });
         }
         if (!isRetriableCommitError(error) || Date.now() >= deadline) {
-          throw new Error(`Kafka commit of ${live.map((o) => `${partitionId(o)}@${o.offset}`).join(', ')} failed: ${(error as Error).message}`, { cause: error });
+          throw new Error(`Kafka commit of ${live.map((o) => `${partitionId(o)}@${o.offset}`).join(', ')} failed: ${(error as Error).message}`, {
+            cause: error,
+          });
         }
         this.logger.warn({ attempt, error: (error as Error).message }, 'commit failed; retrying');
         await sleep(Math.min(100 * 2 ** attempt, 2_000));
@@ -197,7 +207,9 @@ export class KafkaLog implements Log {
       // broker): the partitions are reset, and this event runs again after that.
       if (this.fatal) throw error;
       this.resetAfterAbort(error as Error);
-      throw new PartitionResetError(`the Kafka transaction failed under this write, so its partitions are reset: ${(error as Error).message}`, { cause: error });
+      throw new PartitionResetError(`the Kafka transaction failed under this write, so its partitions are reset: ${(error as Error).message}`, {
+        cause: error,
+      });
     }
   }
 
@@ -318,7 +330,11 @@ export class KafkaLog implements Log {
   private async rewind(consumer: Consumer, tps: readonly TopicPartition[]): Promise<void> {
     const timeoutMs = 30_000;
     const committed = await new Promise<TopicPartitionOffset[]>((resolve, reject) =>
-      consumer.committed(tps.map(({ topic, partition }) => ({ topic, partition })), timeoutMs, (error, offsets) => (error ? reject(error) : resolve(offsets))),
+      consumer.committed(
+        tps.map(({ topic, partition }) => ({ topic, partition })),
+        timeoutMs,
+        (error, offsets) => (error ? reject(error) : resolve(offsets)),
+      ),
     );
     const fallback = this.options.settings.autoOffsetReset === 'latest' ? OFFSET_END : OFFSET_BEGINNING;
     for (const { topic, partition, offset } of committed) {
@@ -353,9 +369,7 @@ export class KafkaLog implements Log {
     while (!this.closing && !this.fatal) {
       let messages: Message[];
       try {
-        messages = await new Promise<Message[]>((resolve, reject) =>
-          consumer.consume(max, (error, batch) => (error ? reject(error) : resolve(batch))),
-        );
+        messages = await new Promise<Message[]>((resolve, reject) => consumer.consume(max, (error, batch) => (error ? reject(error) : resolve(batch))));
       } catch (error) {
         if (this.closing) break;
         const e = error as LibrdKafkaError;
@@ -421,7 +435,8 @@ export class KafkaLog implements Log {
       for (const state of states) state.ownership = lost ? 'lost' : 'revoking';
       // Exactly-once: the open transaction holds writes of the lost partitions, which another
       // worker now owns: it is thrown away, and the partitions still owned are reset with it.
-      if (lost && this.transactions && states.length > 0) this.resetAfterAbort(new Error(`partitions ${tps.map(partitionId).join(', ')} were lost: this worker was fenced out of its group`), tps);
+      if (lost && this.transactions && states.length > 0)
+        this.resetAfterAbort(new Error(`partitions ${tps.map(partitionId).join(', ')} were lost: this worker was fenced out of its group`), tps);
       this.logger.info({ partitions: tps.map(partitionId), lost }, lost ? 'partitions lost' : 'revoking');
       this.serialize(async () => {
         if (this.listener) await (lost ? this.listener.lost(tps) : this.listener.revoked(tps));

@@ -3,7 +3,6 @@ import type { LogRecord } from '../ports/log.js';
 import { stateKeys } from '../state/stateKeys.js';
 import { recordVersion } from '../state/storedFormat.js';
 
-
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 /**
@@ -17,7 +16,8 @@ export class ChangelogFold {
   apply(records: ReadonlyArray<Pick<LogRecord, 'topic' | 'partition' | 'offset' | 'key' | 'value'> & { readonly headers?: LogRecord['headers'] }>): string[] {
     const changed: string[] = [];
     for (const record of records) {
-      if (record.key === null) throw new Error(`changelog ${record.topic}/${record.partition}@${record.offset} has no key; a changelog record's key is the state key`);
+      if (record.key === null)
+        throw new Error(`changelog ${record.topic}/${record.partition}@${record.offset} has no key; a changelog record's key is the state key`);
       // Format 1 (no header) and 2 have the same shapes; a newer one is refused, naming the store.
       recordVersion(record.key, record.headers);
       if (record.value === null) this.values.delete(record.key);
@@ -45,7 +45,9 @@ function parseValue(record: Pick<LogRecord, 'topic' | 'partition' | 'offset' | '
   try {
     return JSON.parse(decoder.decode(record.value!));
   } catch (error) {
-    throw new Error(`changelog ${record.topic}/${record.partition}@${record.offset}: its value is not UTF-8 JSON (${(error as Error).message})`, { cause: error });
+    throw new Error(`changelog ${record.topic}/${record.partition}@${record.offset}: its value is not UTF-8 JSON (${(error as Error).message})`, {
+      cause: error,
+    });
   }
 }
 

@@ -49,7 +49,10 @@ export class RateLimitWarnings {
   ) {
     this.afterMs = options.afterMs ?? 60_000;
     this.everyMs = options.everyMs ?? 60_000;
-    for (const [name, value] of [['afterMs', this.afterMs], ['everyMs', this.everyMs]] as const) {
+    for (const [name, value] of [
+      ['afterMs', this.afterMs],
+      ['everyMs', this.everyMs],
+    ] as const) {
       if (!Number.isFinite(value) || value < 0) throw new RangeError(`rateLimitWarnings.${name} must be 0 or more milliseconds, got ${value}`);
     }
   }

@@ -32,7 +32,13 @@ export function toKafkaHeaders(headers: Headers | undefined): MessageHeader[] | 
 }
 
 /** The arguments of librdkafka's produce() for one record; partition -1 lets the partitioner choose from the key. */
-export function toProduceArgs(record: OutRecord): { topic: string; partition: number; value: Buffer | null; key: string | null; headers: MessageHeader[] | undefined } {
+export function toProduceArgs(record: OutRecord): {
+  topic: string;
+  partition: number;
+  value: Buffer | null;
+  key: string | null;
+  headers: MessageHeader[] | undefined;
+} {
   const value = record.value === null ? null : Buffer.from(record.value.buffer, record.value.byteOffset, record.value.byteLength);
   return { topic: record.topic, partition: record.partition ?? -1, value, key: record.key, headers: toKafkaHeaders(record.headers) };
 }

@@ -8,7 +8,14 @@ import { ChangelogTail } from './changelogTail.js';
 import type { KafkaSettings } from './kafkaConfig.js';
 import { changelogTopic } from './changelog/changelogRecords.js';
 import { parkedKeyOf, parkedKeysOf, type ParkedKeyView, type ParkedScope } from './parkedChangelog.js';
-import { controlRecord, parseControlRecord, resolutionsTopic, type ResolutionOutcome, type ResolutionRequest, type ResolutionTarget } from './resolutionRecords.js';
+import {
+  controlRecord,
+  parseControlRecord,
+  resolutionsTopic,
+  type ResolutionOutcome,
+  type ResolutionRequest,
+  type ResolutionTarget,
+} from './resolutionRecords.js';
 import { ensureTopics } from './topics.js';
 import { allPartitions, MissingTopicError, partitionCount, TopicReader } from './topicReader.js';
 
@@ -146,8 +153,19 @@ function requestFor(source: ParkedSource, view: ParkedKeyView | undefined, optio
   };
 }
 
-async function waitForResult(source: ParkedSource, changelog: ChangelogTail, request: ResolutionRequest, before: ParkedKeyView, deadline: number): Promise<ResolveResult> {
-  const control = await TopicReader.open({ settings: source.settings, topic: resolutionsTopic(source.settings.group), role: 'cli-resolutions', partitions: [0] });
+async function waitForResult(
+  source: ParkedSource,
+  changelog: ChangelogTail,
+  request: ResolutionRequest,
+  before: ParkedKeyView,
+  deadline: number,
+): Promise<ResolveResult> {
+  const control = await TopicReader.open({
+    settings: source.settings,
+    topic: resolutionsTopic(source.settings.group),
+    role: 'cli-resolutions',
+    partitions: [0],
+  });
   const { target } = request;
   let outcome: ResolutionOutcome | undefined;
   let lastNextSeq = before.nextSeq;

@@ -73,12 +73,20 @@ export function parseControlRecord(value: Uint8Array | null): ControlRecord {
   const parsed = JSON.parse(decoder.decode(value)) as Loose | null;
   if (typeof parsed !== 'object' || parsed === null || typeof parsed.id !== 'string') throw new Error('control record is not a JSON object with an id');
   if (parsed.type === 'outcome') {
-    if (!['applied', 'refused', 'stale'].includes(parsed.status as string)) throw new Error(`outcome ${parsed.id}: unknown status ${JSON.stringify(parsed.status)}`);
+    if (!['applied', 'refused', 'stale'].includes(parsed.status as string))
+      throw new Error(`outcome ${parsed.id}: unknown status ${JSON.stringify(parsed.status)}`);
     return parsed as unknown as ResolutionOutcome;
   }
   if (parsed.type !== 'resolve') throw new Error(`control record ${parsed.id}: unknown type ${JSON.stringify(parsed.type)}`);
   const t = parsed.target;
-  if (!t || typeof t.topic !== 'string' || !Number.isInteger(t.partition) || typeof t.lane !== 'string' || typeof t.effectId !== 'string' || typeof t.parkedAtMs !== 'number') {
+  if (
+    !t ||
+    typeof t.topic !== 'string' ||
+    !Number.isInteger(t.partition) ||
+    typeof t.lane !== 'string' ||
+    typeof t.effectId !== 'string' ||
+    typeof t.parkedAtMs !== 'number'
+  ) {
     throw new Error(`resolution ${parsed.id}: its target needs topic, partition, lane, effectId and parkedAtMs`);
   }
   checkResolution(`resolution ${parsed.id}`, parsed.resolution);

@@ -46,8 +46,10 @@ export async function startResolutions(options: ResolutionsOptions): Promise<Res
   const { settings, logger } = options;
   const topic = resolutionsTopic(settings.group);
   await ensureTopics(settings, logger, { source: options.topology.source.topic, outputs: [topic], partitions: 1 });
-  const producer = await AckedProducer.connect({ ...settings, clientId: `${settings.clientId ?? 'orderly'}-resolutions` }, logger.child({ client: 'resolutions-producer' }), (error) =>
-    logger.error({ err: error }, 'resolutions producer failed'),
+  const producer = await AckedProducer.connect(
+    { ...settings, clientId: `${settings.clientId ?? 'orderly'}-resolutions` },
+    logger.child({ client: 'resolutions-producer' }),
+    (error) => logger.error({ err: error }, 'resolutions producer failed'),
   );
   let reader: TopicReader;
   try {
@@ -133,7 +135,14 @@ class ResolutionWorker {
     const now = this.parkedNow(target.partition, target.lane);
     if (now === undefined) return undefined;
     const match = matchResolution(target, now);
-    const fields = { resolution: request.id, partition: target.partition, key: target.lane, effectId: target.effectId, by: request.by, as: describeResolution(request.resolution) };
+    const fields = {
+      resolution: request.id,
+      partition: target.partition,
+      key: target.lane,
+      effectId: target.effectId,
+      by: request.by,
+      as: describeResolution(request.resolution),
+    };
     if (match.kind === 'stale') {
       logger.warn({ ...fields, reason: match.reason }, 'resolution ignored: stale');
       return this.outcome(request, 'stale', match.reason);
@@ -146,7 +155,11 @@ class ResolutionWorker {
       return this.outcome(request, 'refused', message);
     }
     logger.info(fields, 'resolution applied: the key replays');
-    return this.outcome(request, 'applied', `key '${target.lane}' of ${target.topic}/${target.partition} resolved by ${describeResolution(request.resolution)}; its events replay in order`);
+    return this.outcome(
+      request,
+      'applied',
+      `key '${target.lane}' of ${target.topic}/${target.partition} resolved by ${describeResolution(request.resolution)}; its events replay in order`,
+    );
   }
 
   private parkedNow(partition: number, lane: string): ParkedKeyNow | undefined {

@@ -178,7 +178,10 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
     store,
     random: systemRandom,
     // The user's observer hears each report first, so it has the fatal error before the worker stops.
-    observer: withUserObserver(options.observer, loggingObserver(logger.child({ component: 'engine' }), (error) => void stopWith(error), rateLimits)),
+    observer: withUserObserver(
+      options.observer,
+      loggingObserver(logger.child({ component: 'engine' }), (error) => void stopWith(error), rateLimits),
+    ),
     ...(commit ? { commit } : {}),
     maxBufferedPerPartition: options.maxBufferedPerPartition ?? KAFKA_MAX_BUFFERED_PER_PARTITION,
   });
@@ -193,15 +196,23 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
   if (topology.park) {
     // `orderly parked resolve|replay` reach the owner of a parked key through the control topic.
     const owns = (partition: number) => log.owned().some((tp) => tp.topic === topology.source.topic && tp.partition === partition);
-    resolutions = await startResolutions({ settings, topology, engine, owns, logger: logger.child({ component: 'resolutions' }) }).catch(async (error: unknown) => {
-      await stopWith(error as Error);
-      throw error;
-    });
+    resolutions = await startResolutions({ settings, topology, engine, owns, logger: logger.child({ component: 'resolutions' }) }).catch(
+      async (error: unknown) => {
+        await stopWith(error as Error);
+        throw error;
+      },
+    );
     // A fatal error may have stopped the worker while they started: stop them too.
     if (stopping) await resolutions.stop();
   }
   logger.info(
-    { source: topology.source.topic, outputs: topology.outputTopics, group: options.group, stateDir: options.stateDir, exactlyOnce: exactlyOnce?.transactionalId ?? false },
+    {
+      source: topology.source.topic,
+      outputs: topology.outputTopics,
+      group: options.group,
+      stateDir: options.stateDir,
+      exactlyOnce: exactlyOnce?.transactionalId ?? false,
+    },
     'worker started',
   );
   const stop = (stopOptions: StopOptions = {}): Promise<void> => {
@@ -216,9 +227,14 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
 function transactionSettings(options: RunTopologyOptions, eos: ExactlyOnceOptions): TransactionSettings {
   const timeoutMs = eos.transactionTimeoutMs ?? 10_000;
   if (!Number.isInteger(timeoutMs) || timeoutMs < 1_000) {
-    throw new RangeError(`runTopology: exactlyOnce.transactionTimeoutMs must be a whole number of at least 1000, got ${JSON.stringify(eos.transactionTimeoutMs)}`);
+    throw new RangeError(
+      `runTopology: exactlyOnce.transactionTimeoutMs must be a whole number of at least 1000, got ${JSON.stringify(eos.transactionTimeoutMs)}`,
+    );
   }
-  const where = createHash('sha256').update(`${hostname()}:${resolve(options.stateDir)}`).digest('hex').slice(0, 12);
+  const where = createHash('sha256')
+    .update(`${hostname()}:${resolve(options.stateDir)}`)
+    .digest('hex')
+    .slice(0, 12);
   return { transactionalId: eos.transactionalId ?? `orderly-${options.group}-${where}`, timeoutMs };
 }
 

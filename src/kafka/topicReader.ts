@@ -83,7 +83,8 @@ export class TopicReader {
   async catchUp(timeoutMs: number, onRecords: (records: readonly LogRecord[]) => void): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!this.caughtUp) {
-      if (Date.now() > deadline) throw new Error(`reading ${this.topic}: not at its end after ${timeoutMs} ms (partitions behind: ${[...this.behind].join(', ')})`);
+      if (Date.now() > deadline)
+        throw new Error(`reading ${this.topic}: not at its end after ${timeoutMs} ms (partitions behind: ${[...this.behind].join(', ')})`);
       onRecords(await this.poll(100));
     }
   }
@@ -113,7 +114,12 @@ export class MissingTopicError extends Error {
 
 /** The partition count of a topic, or undefined when it does not exist. */
 export async function describePartitions(settings: ReaderSettings, topic: string, timeoutMs = 30_000): Promise<number | undefined> {
-  const admin = rdkafka.AdminClient.create({ 'bootstrap.servers': settings.bootstrap, 'client.id': `${settings.clientId ?? 'orderly'}-admin`, 'log.connection.close': false, ...settings.librdkafka } as never);
+  const admin = rdkafka.AdminClient.create({
+    'bootstrap.servers': settings.bootstrap,
+    'client.id': `${settings.clientId ?? 'orderly'}-admin`,
+    'log.connection.close': false,
+    ...settings.librdkafka,
+  } as never);
   try {
     return await new Promise<number | undefined>((resolve, reject) =>
       admin.describeTopics([topic], { timeout: timeoutMs }, (error, result) => {

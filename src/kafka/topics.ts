@@ -93,12 +93,20 @@ async function describeWhenVisible(admin: IAdminClient, topic: string, timeout: 
     const found = (await describe(admin, [topic], timeout)).get(topic)!;
     if (!found.error) return found;
     if (found.error.code !== UNKNOWN_TOPIC) throw describeError(topic, found.error, '', 'output');
-    if (Date.now() > deadline) throw new TopicError(topic, `topic '${topic}' was created but the cluster did not show it within ${timeout} ms; check the brokers' health`);
+    if (Date.now() > deadline)
+      throw new TopicError(topic, `topic '${topic}' was created but the cluster did not show it within ${timeout} ms; check the brokers' health`);
     await sleep(100);
   }
 }
 
-function create(admin: IAdminClient, topic: string, partitions: number, replicationFactor: number, timeout: number, config?: NewTopic['config']): Promise<void> {
+function create(
+  admin: IAdminClient,
+  topic: string,
+  partitions: number,
+  replicationFactor: number,
+  timeout: number,
+  config?: NewTopic['config'],
+): Promise<void> {
   return new Promise((resolve, reject) => {
     admin.createTopic({ topic, num_partitions: partitions, replication_factor: replicationFactor, ...(config ? { config } : {}) }, timeout, (error) => {
       if (!error || error.code === TOPIC_ALREADY_EXISTS) resolve();

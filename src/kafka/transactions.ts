@@ -61,7 +61,13 @@ export class Transactions {
    * `commitStale` is asked to commit when a transaction with records has stayed open for
    * `maxOpenMs`: the caller knows which offsets to send with it.
    */
-  static async begin(producer: AckedProducer, consumer: () => KafkaConsumer, logger: Logger, options: TransactionsOptions, commitStale: () => void): Promise<Transactions> {
+  static async begin(
+    producer: AckedProducer,
+    consumer: () => KafkaConsumer,
+    logger: Logger,
+    options: TransactionsOptions,
+    commitStale: () => void,
+  ): Promise<Transactions> {
     await producer.beginTransaction();
     return new Transactions(producer, consumer, logger, options, commitStale);
   }
@@ -141,7 +147,8 @@ export class Transactions {
       if (this.running > 0) await new Promise<void>((resolve) => (this.drained = resolve));
       this.drained = undefined;
       this.phase = 'committing';
-      if (offsets.length > 0) await this.retrying('sendOffsetsToTransaction', () => this.producer.sendOffsetsToTransaction(offsets, this.consumer(), this.options.callTimeoutMs));
+      if (offsets.length > 0)
+        await this.retrying('sendOffsetsToTransaction', () => this.producer.sendOffsetsToTransaction(offsets, this.consumer(), this.options.callTimeoutMs));
       await this.retrying('commitTransaction', () => this.producer.commitTransaction(this.options.callTimeoutMs));
       this.logger.debug({ offsets: offsets.map((o) => `${partitionId(o)}@${o.offset}`) }, 'transaction committed');
       this.produced = false;

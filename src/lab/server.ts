@@ -49,7 +49,10 @@ export async function serveLab(options: LabServerOptions): Promise<LabServer> {
       return;
     }
     readFile(join(dir, file)).then(
-      (body) => response.writeHead(200, { 'content-type': contentTypes[extname(file)]!, 'cache-control': 'no-cache' }).end(request.method === 'HEAD' ? undefined : body),
+      (body) =>
+        response
+          .writeHead(200, { 'content-type': contentTypes[extname(file)]!, 'cache-control': 'no-cache' })
+          .end(request.method === 'HEAD' ? undefined : body),
       (error: Error) => response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end(`orderly lab: cannot read ${file}: ${error.message}\n`),
     );
   });

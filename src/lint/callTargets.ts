@@ -8,11 +8,33 @@ const kafkaPackages = new Set(['@confluentinc/kafka-javascript', 'kafkajs', 'nod
 const storePackages = new Set(['level', 'classic-level', 'memory-level', 'abstract-level', 'browser-level', 'leveldown', 'levelup', 'rocksdb']);
 /** Model providers' SDKs: any call into them is a model call. */
 const modelPackages = new Set([
-  'openai', '@anthropic-ai/sdk', '@google/generative-ai', '@google/genai', '@mistralai/mistralai', 'cohere-ai', 'groq-sdk',
-  'ollama', 'ai', '@aws-sdk/client-bedrock-runtime', '@azure/openai', 'together-ai', 'replicate',
+  'openai',
+  '@anthropic-ai/sdk',
+  '@google/generative-ai',
+  '@google/genai',
+  '@mistralai/mistralai',
+  'cohere-ai',
+  'groq-sdk',
+  'ollama',
+  'ai',
+  '@aws-sdk/client-bedrock-runtime',
+  '@azure/openai',
+  'together-ai',
+  'replicate',
 ]);
 /** Methods that commit offsets or produce records. */
-const commitOrProduce = new Set(['commit', 'commitOffsets', 'commitOffsetsIfNecessary', 'commitSync', 'commitAsync', 'sendOffsets', 'produce', 'send', 'sendBatch', 'flush']);
+const commitOrProduce = new Set([
+  'commit',
+  'commitOffsets',
+  'commitOffsetsIfNecessary',
+  'commitSync',
+  'commitAsync',
+  'sendOffsets',
+  'produce',
+  'send',
+  'sendBatch',
+  'flush',
+]);
 /** Paths of model HTTP APIs (OpenAI-compatible, Anthropic, Gemini, Ollama). */
 const modelUrl = /\/chat\/completions|\/v1\/completions|\/v1\/messages|\/v1\/responses|:generateContent|:streamGenerateContent|\/api\/generate|\/api\/chat\b/;
 
@@ -56,7 +78,8 @@ export function modelCall(call: CallExpression | NewExpression, declaration: Nod
   const place = declaration && packageOf(declaration.getSourceFile().getFilePath());
   if (place && modelPackages.has(place.name)) return { rule: 'effect-no-model-call', what: `${calleeName(call)} (${place.name})` };
   // orderly's provider adapters: each xDecide makes a decide function, a model call.
-  if (place?.name === 'orderly' && /^(dist\/)?src\/providers\//.test(place.path) && /Decide$/.test(calleeName(call))) return { rule: 'effect-no-model-call', what: `${calleeName(call)} (orderly/providers)` };
+  if (place?.name === 'orderly' && /^(dist\/)?src\/providers\//.test(place.path) && /Decide$/.test(calleeName(call)))
+    return { rule: 'effect-no-model-call', what: `${calleeName(call)} (orderly/providers)` };
   const url = call.getArguments()[0];
   if (url && (Node.isStringLiteral(url) || Node.isNoSubstitutionTemplateLiteral(url) || Node.isTemplateExpression(url)) && modelUrl.test(url.getText())) {
     return { rule: 'effect-no-model-call', what: `${calleeName(call)} to ${url.getText()}` };
@@ -68,7 +91,11 @@ function isProcessExit(call: CallExpression | NewExpression): boolean {
   const callee = call.getExpression();
   if (!Node.isPropertyAccessExpression(callee) || !['exit', 'abort', 'reallyExit'].includes(callee.getName())) return false;
   const object = callee.getExpression();
-  return Node.isIdentifier(object) && object.getText() === 'process' && (object.getSymbol()?.getDeclarations() ?? []).every((d) => d.getSourceFile().isDeclarationFile());
+  return (
+    Node.isIdentifier(object) &&
+    object.getText() === 'process' &&
+    (object.getSymbol()?.getDeclarations() ?? []).every((d) => d.getSourceFile().isDeclarationFile())
+  );
 }
 
 function methodName(call: CallExpression): string | undefined {

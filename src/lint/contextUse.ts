@@ -40,6 +40,13 @@ function isLocal(target: Node): boolean {
 
 function unwrap(node: Node): Node {
   let at = node;
-  while (Node.isParenthesizedExpression(at) || Node.isAsExpression(at) || Node.isNonNullExpression(at) || Node.isTypeAssertion(at) || Node.isSatisfiesExpression(at)) at = at.getExpression();
+  while (
+    Node.isParenthesizedExpression(at) ||
+    Node.isAsExpression(at) ||
+    Node.isNonNullExpression(at) ||
+    Node.isTypeAssertion(at) ||
+    Node.isSatisfiesExpression(at)
+  )
+    at = at.getExpression();
   return at;
 }

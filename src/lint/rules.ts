@@ -1,11 +1,14 @@
 /** The rules of `orderly lint`, by id. docs/lint.md explains each. */
 export const rules = {
-  'decide-no-kafka-client': "a decide function reaches a Kafka client: the engine owns the consumer and producer; return a decision, let applyOnce and to() write",
-  'decide-no-commit-or-produce': 'a decide function reaches a commit or produce API: only the engine commits, and outputs go through applyOnce and to(), once per event',
+  'decide-no-kafka-client':
+    'a decide function reaches a Kafka client: the engine owns the consumer and producer; return a decision, let applyOnce and to() write',
+  'decide-no-commit-or-produce':
+    'a decide function reaches a commit or produce API: only the engine commits, and outputs go through applyOnce and to(), once per event',
   'decide-no-state-store': "a decide function reaches a state store: state is written by applyOnce's effect, atomically with its effect id",
-  'decide-no-process-exit': "a decide function reaches process.exit: throw instead, and the engine counts a failed attempt or parks the event",
-  'decide-context': 'a decide function uses its context other than as documented (DecideContext): reads a member it does not declare, writes to it, or keeps it beyond the call',
-  'effect-no-model-call': "an effect reaches a model call: a retried effect would call the model again; decide in the agent step, apply in the effect",
+  'decide-no-process-exit': 'a decide function reaches process.exit: throw instead, and the engine counts a failed attempt or parks the event',
+  'decide-context':
+    'a decide function uses its context other than as documented (DecideContext): reads a member it does not declare, writes to it, or keeps it beyond the call',
+  'effect-no-model-call': 'an effect reaches a model call: a retried effect would call the model again; decide in the agent step, apply in the effect',
   'allow-needs-reason': 'an orderly-allow comment without a reason: write `// orderly-allow: <rule> <reason>`',
 } as const;
 

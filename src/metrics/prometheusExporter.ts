@@ -55,11 +55,21 @@ export class PrometheusExporter {
     this.registry = options.registry ?? new Registry();
     this.labels = { ...options.labels };
     const own = Object.keys(this.labels);
-    const counter = (name: string, help: string, labelNames: string[] = []) => this.metric(name, () => new Counter({ name, help, labelNames: [...own, ...labelNames], registers: [this.registry] }));
-    const gauge = (name: string, help: string, labelNames: string[] = []) => this.metric(name, () => new Gauge({ name, help, labelNames: [...own, ...labelNames], registers: [this.registry] }));
-    this.events = counter('orderly_events_total', 'Outcomes reported for events, by outcome (RETRY and RATE_LIMITED are steps on the way, the others finish an event).', ['outcome']);
+    const counter = (name: string, help: string, labelNames: string[] = []) =>
+      this.metric(name, () => new Counter({ name, help, labelNames: [...own, ...labelNames], registers: [this.registry] }));
+    const gauge = (name: string, help: string, labelNames: string[] = []) =>
+      this.metric(name, () => new Gauge({ name, help, labelNames: [...own, ...labelNames], registers: [this.registry] }));
+    this.events = counter(
+      'orderly_events_total',
+      'Outcomes reported for events, by outcome (RETRY and RATE_LIMITED are steps on the way, the others finish an event).',
+      ['outcome'],
+    );
     this.received = counter('orderly_records_received_total', 'Records received from the log, redeliveries included.', ['topic', 'partition']);
-    this.redeliveries = counter('orderly_redeliveries_total', 'Records received again at an offset this exporter had already seen received (after a crash and restart, or a rebalance).', ['topic', 'partition']);
+    this.redeliveries = counter(
+      'orderly_redeliveries_total',
+      'Records received again at an offset this exporter had already seen received (after a crash and restart, or a rebalance).',
+      ['topic', 'partition'],
+    );
     this.modelCalls = counter('orderly_model_calls_total', 'Calls of the agent step started (each answered, refused with a 429, failed or aborted).', ['step']);
     this.rateLimited = counter('orderly_rate_limited_total', 'Calls of the agent step refused with a 429 (RateLimited): backpressure, not attempts.', ['step']);
     this.modelCallSeconds = this.metric(
@@ -77,11 +87,21 @@ export class PrometheusExporter {
     this.inFlight = gauge('orderly_in_flight_events', 'Events running now across all partitions (not yet landed).');
     this.parkedKeys = gauge('orderly_parked_keys', 'Keys parked now, waiting for a person or being replayed.', ['topic', 'partition']);
     this.heldEvents = gauge('orderly_held_events', 'Events held now behind the parked events of their keys.', ['topic', 'partition']);
-    this.lag = gauge('orderly_consumer_lag', "Records of the partition not yet committed: its high watermark less this worker's committed offset.", ['topic', 'partition']);
+    this.lag = gauge('orderly_consumer_lag', "Records of the partition not yet committed: its high watermark less this worker's committed offset.", [
+      'topic',
+      'partition',
+    ]);
     this.committedOffset = gauge('orderly_committed_offset', 'The offset this worker last committed (the next one to read).', ['topic', 'partition']);
     this.highWatermark = gauge('orderly_high_watermark', "The partition's high watermark as the consumer last heard it.", ['topic', 'partition']);
-    this.budgetCalls = gauge('orderly_rate_budget_calls', "Calls of the agent step allowed per window: its declared limit, or the budget learned from 429s (label source).", ['step', 'source']);
-    this.budgetWindow = gauge('orderly_rate_budget_window_seconds', 'The window of that budget, in seconds; absent while a learned window is not known yet.', ['step', 'source']);
+    this.budgetCalls = gauge(
+      'orderly_rate_budget_calls',
+      'Calls of the agent step allowed per window: its declared limit, or the budget learned from 429s (label source).',
+      ['step', 'source'],
+    );
+    this.budgetWindow = gauge('orderly_rate_budget_window_seconds', 'The window of that budget, in seconds; absent while a learned window is not known yet.', [
+      'step',
+      'source',
+    ]);
     // Every outcome shows, at 0 until it happens, so that rate() and absent() work from the first scrape.
     for (const outcome of Object.values(Outcome)) this.events.inc({ ...this.labels, outcome }, 0);
   }

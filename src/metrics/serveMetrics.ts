@@ -32,7 +32,11 @@ export async function serveMetrics(exporter: PrometheusExporter, options: ServeM
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) =>
-      reject(new Error(`metrics: cannot listen on ${host}:${options.port}: ${error.message}; choose another --metrics-port (or 0 for any free one)`, { cause: error })),
+      reject(
+        new Error(`metrics: cannot listen on ${host}:${options.port}: ${error.message}; choose another --metrics-port (or 0 for any free one)`, {
+          cause: error,
+        }),
+      ),
     );
     server.listen(options.port, host, () => resolve());
   });

@@ -7,9 +7,7 @@ export interface EntriesOptions {
 }
 
 /** One write of an atomic batch. */
-export type StoreOp =
-  | { readonly type: 'put'; readonly key: string; readonly value: unknown }
-  | { readonly type: 'del'; readonly key: string };
+export type StoreOp = { readonly type: 'put'; readonly key: string; readonly value: unknown } | { readonly type: 'del'; readonly key: string };
 
 /**
  * A batch a store makes durable in two steps (see {@link Store.stage}). `durable` settles after

@@ -48,9 +48,7 @@ export interface AiSdkDecideOptions<T> extends ProviderOptions {
  * ```
  */
 export function aiSdkDecide<T>(options: AiSdkDecideOptions<T>): DecideFn<T, unknown> {
-  const output = options.schema
-    ? Output.object({ schema: jsonSchema(jsonSchemaOf('ai-sdk', options.schema)) })
-    : Output.json();
+  const output = options.schema ? Output.object({ schema: jsonSchema(jsonSchemaOf('ai-sdk', options.schema)) }) : Output.json();
   return providerDecide<T>(
     {
       provider: 'ai-sdk',

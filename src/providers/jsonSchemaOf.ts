@@ -20,7 +20,9 @@ export function jsonSchemaOf(provider: string, schema: DecisionSchema): Record<s
   try {
     return withoutDollarSchema(standard.jsonSchema.input({ target: 'draft-2020-12' }));
   } catch (error) {
-    throw new TypeError(`${provider}: the schema given for the JSON mode failed to convert to JSON Schema; pass a JSON Schema object instead`, { cause: error });
+    throw new TypeError(`${provider}: the schema given for the JSON mode failed to convert to JSON Schema; pass a JSON Schema object instead`, {
+      cause: error,
+    });
   }
 }
 

@@ -57,7 +57,10 @@ export interface OpenAIDecideOptions<T> extends ProviderOptions {
  */
 export function openaiDecide<T>(client: OpenAI, options: OpenAIDecideOptions<T>): DecideFn<T, unknown> {
   const responseFormat: ChatParams['response_format'] = options.schema
-    ? { type: 'json_schema', json_schema: { name: options.schemaName ?? 'decision', schema: jsonSchemaOf('openai', options.schema), strict: options.strict ?? true } }
+    ? {
+        type: 'json_schema',
+        json_schema: { name: options.schemaName ?? 'decision', schema: jsonSchemaOf('openai', options.schema), strict: options.strict ?? true },
+      }
     : { type: 'json_object' };
   return providerDecide<T>(
     {

@@ -143,7 +143,15 @@ export function providerDecide<T>(binding: ProviderBinding<T>, options: Provider
     if (reservation) pacer!.settle(reservation, usedTokens);
     // The step's own token limit (limit.tokens) holds the call at what it used.
     if (usedTokens !== undefined) ctx.reportTokens(usedTokens);
-    report({ provider, effectId: ctx.effectId, attempt: ctx.attempt, outcome: 'decided', atMs: ctx.clock.now(), limits: rateLimitsOf(headers, now()), ...(usage ? { usage } : {}) });
+    report({
+      provider,
+      effectId: ctx.effectId,
+      attempt: ctx.attempt,
+      outcome: 'decided',
+      atMs: ctx.clock.now(),
+      limits: rateLimitsOf(headers, now()),
+      ...(usage ? { usage } : {}),
+    });
     return decision;
   };
 }

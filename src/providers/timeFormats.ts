@@ -60,7 +60,7 @@ export function parseRfc3339(value: string): number | undefined {
   return Number.isNaN(ms) ? undefined : ms;
 }
 
-const DURATION_UNITS_MS: Readonly<Record<string, number>> = { h: 3_600_000, m: 60_000, s: 1_000, ms: 1, us: 0.001, 'µs': 0.001, ns: 0.000_001 };
+const DURATION_UNITS_MS: Readonly<Record<string, number>> = { h: 3_600_000, m: 60_000, s: 1_000, ms: 1, us: 0.001, µs: 0.001, ns: 0.000_001 };
 const DURATION = /^(?:\d+(?:\.\d+)?(?:h|ms|m|s|us|µs|ns))+$/;
 const DURATION_PART = /(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/g;
 

@@ -57,7 +57,8 @@ export function decodeLocalValue(key: string, text: string): unknown {
   if (text.charCodeAt(0) !== 0x76 /* v */) return JSON.parse(text);
   const colon = text.indexOf(':');
   const version = Number(text.slice(1, colon));
-  if (colon < 2 || !Number.isInteger(version)) throw new Error(`state key '${key}': its value starts with 'v' but has no format version ('v<number>:'); it was not written by orderly`);
+  if (colon < 2 || !Number.isInteger(version))
+    throw new Error(`state key '${key}': its value starts with 'v' but has no format version ('v<number>:'); it was not written by orderly`);
   checkVersion(key, version, 'the local value of');
   return JSON.parse(text.slice(colon + 1));
 }
@@ -67,7 +68,8 @@ export function recordVersion(key: string, headers: Readonly<Record<string, stri
   const header = headers?.[FORMAT_HEADER];
   if (header === undefined) return 1;
   const version = Number(header);
-  if (!Number.isInteger(version) || version < 1) throw new Error(`changelog record '${key}': its header ${FORMAT_HEADER} is '${header}', not a format version; it was not written by orderly`);
+  if (!Number.isInteger(version) || version < 1)
+    throw new Error(`changelog record '${key}': its header ${FORMAT_HEADER} is '${header}', not a format version; it was not written by orderly`);
   checkVersion(key, version, 'the changelog record');
   return version;
 }

@@ -18,21 +18,47 @@ const nameOption = { name: 'string' } as const;
 type Signature = ReadonlyArray<readonly [string, Shape]>;
 
 const functionShapes: Readonly<Record<string, Signature>> = {
-  stream: [['topic', 'string'], ['options', { value: 'serde', deadLetterTopic: 'string', effectId: 'function' }]],
-  effect: [['name', 'string'], ['apply', 'function'], ['options', { timeoutMs: 'number' }]],
+  stream: [
+    ['topic', 'string'],
+    ['options', { value: 'serde', deadLetterTopic: 'string', effectId: 'function' }],
+  ],
+  effect: [
+    ['name', 'string'],
+    ['apply', 'function'],
+    ['options', { timeoutMs: 'number' }],
+  ],
   json: [],
   string: [],
 };
 
 const operatorShapes: Readonly<Record<string, Signature>> = {
-  filter: [['predicate', 'function'], ['options', nameOption]],
-  mapValues: [['mapper', 'function'], ['options', nameOption]],
+  filter: [
+    ['predicate', 'function'],
+    ['options', nameOption],
+  ],
+  mapValues: [
+    ['mapper', 'function'],
+    ['options', nameOption],
+  ],
   keyedSerial: [['options', { name: 'string', maxInFlight: 'number' }]],
-  agentStep: [['name', 'string'], ['decide', 'function'], ['options', { schema: 'schema', limit: { calls: 'number', tokens: 'number', windowMs: 'number', expectedTokens: 'number' }, timeoutMs: 'number' }]],
+  agentStep: [
+    ['name', 'string'],
+    ['decide', 'function'],
+    ['options', { schema: 'schema', limit: { calls: 'number', tokens: 'number', windowMs: 'number', expectedTokens: 'number' }, timeoutMs: 'number' }],
+  ],
   park: [['options', { name: 'string', attempts: 'number', retryDelayMs: 'number', retryJitter: 'fraction', topic: 'string', onExhausted: 'string' }]],
-  applyOnce: [['effect', 'effect'], ['options', nameOption]],
-  to: [['topic', 'string'], ['options', { name: 'string', value: 'serde' }]],
-  respond: [['topic', 'string'], ['options', { name: 'string', statusTopic: 'string' }]],
+  applyOnce: [
+    ['effect', 'effect'],
+    ['options', nameOption],
+  ],
+  to: [
+    ['topic', 'string'],
+    ['options', { name: 'string', value: 'serde' }],
+  ],
+  respond: [
+    ['topic', 'string'],
+    ['options', { name: 'string', statusTopic: 'string' }],
+  ],
   build: [],
 };
 

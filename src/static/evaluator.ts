@@ -32,7 +32,13 @@ export class Evaluator implements Evaluation {
   ) {}
 
   evaluate(node: Expression, scope: Scope): unknown {
-    if (Node.isParenthesizedExpression(node) || Node.isAsExpression(node) || Node.isSatisfiesExpression(node) || Node.isNonNullExpression(node) || Node.isTypeAssertion(node)) {
+    if (
+      Node.isParenthesizedExpression(node) ||
+      Node.isAsExpression(node) ||
+      Node.isSatisfiesExpression(node) ||
+      Node.isNonNullExpression(node) ||
+      Node.isTypeAssertion(node)
+    ) {
       return this.evaluate(node.getExpression(), scope);
     }
     if (Node.isNumericLiteral(node) || Node.isStringLiteral(node) || Node.isNoSubstitutionTemplateLiteral(node)) return node.getLiteralValue();
@@ -150,7 +156,8 @@ export class Evaluator implements Evaluation {
     if (!Node.isBindingElement(element)) return undefined;
     const pattern = element.getParentOrThrow();
     const owner = pattern.getParentOrThrow();
-    if (!Node.isObjectBindingPattern(pattern) || !Node.isVariableDeclaration(owner)) return this.unknown(element, 'a destructuring orderly describe does not follow');
+    if (!Node.isObjectBindingPattern(pattern) || !Node.isVariableDeclaration(owner))
+      return this.unknown(element, 'a destructuring orderly describe does not follow');
     const source = this.initializerValue(owner, scope);
     const key = element.getPropertyNameNode()?.getText() ?? element.getName();
     const value = this.member(element, source, key, false);
@@ -169,11 +176,15 @@ export class Evaluator implements Evaluation {
     if (object === undefined || object === null) return optional ? undefined : this.unknown(node, `reads '${property}' of ${String(object)}`);
     const operator = operatorOf(object, property);
     if (operator) return operator;
-    if (object instanceof NativeValue) return (object as NativeValue & { statics?: Record<string, unknown> }).statics?.[property] ?? this.unknown(node, `'${node.getText()}'`);
+    if (object instanceof NativeValue)
+      return (object as NativeValue & { statics?: Record<string, unknown> }).statics?.[property] ?? this.unknown(node, `'${node.getText()}'`);
     if (typeof object === 'string' && this.placeholders.unknownIn(object)) return this.placeholders.unknownIn(object);
     const method = primitiveMethod(object, property);
     if (method) return method;
-    if (typeof object === 'string' || Array.isArray(object)) return property === 'length' || /^\d+$/.test(property) ? (object as unknown as Record<string, unknown>)[property] : this.unknown(node, `'${node.getText()}'`);
+    if (typeof object === 'string' || Array.isArray(object))
+      return property === 'length' || /^\d+$/.test(property)
+        ? (object as unknown as Record<string, unknown>)[property]
+        : this.unknown(node, `'${node.getText()}'`);
     if (typeof object === 'object' && Object.getPrototypeOf(object) === Object.prototype) {
       return Object.hasOwn(object, property) ? (object as Record<string, unknown>)[property] : undefined;
     }

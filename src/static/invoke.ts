@@ -80,12 +80,22 @@ function runStatement(evaluator: Evaluation, statement: Node, scope: Scope): Com
   if (Node.isTryStatement(statement)) return runStatements(evaluator, statement.getTryBlock().getStatements(), scope);
   if (Node.isThrowStatement(statement)) return { returned: true, value: evaluator.unknown(statement, `throws: ${statement.getText()}`) };
   if (Node.isExpressionStatement(statement)) return runAssignment(evaluator, statement.getExpression(), scope);
-  if (Node.isFunctionDeclaration(statement) || Node.isEmptyStatement(statement) || Node.isInterfaceDeclaration(statement) || Node.isTypeAliasDeclaration(statement)) return goOn;
+  if (
+    Node.isFunctionDeclaration(statement) ||
+    Node.isEmptyStatement(statement) ||
+    Node.isInterfaceDeclaration(statement) ||
+    Node.isTypeAliasDeclaration(statement)
+  )
+    return goOn;
   if (mayReturn(statement)) return { returned: true, value: evaluator.unknown(statement, `a ${statement.getKindName()} orderly describe does not follow`) };
   return goOn;
 }
 
-function runIf(evaluator: Evaluation, statement: Node & { getExpression(): Expression; getThenStatement(): Statement; getElseStatement(): Statement | undefined }, scope: Scope): Completion {
+function runIf(
+  evaluator: Evaluation,
+  statement: Node & { getExpression(): Expression; getThenStatement(): Statement; getElseStatement(): Statement | undefined },
+  scope: Scope,
+): Completion {
   const condition = evaluator.known(evaluator.evaluate(statement.getExpression(), scope));
   const then = statement.getThenStatement();
   const otherwise = statement.getElseStatement();

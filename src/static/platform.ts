@@ -62,8 +62,25 @@ export function envRead(name: string | undefined, node: Node): Unknown {
 }
 
 const stringMethods = new Set([
-  'toLowerCase', 'toUpperCase', 'trim', 'trimStart', 'trimEnd', 'replace', 'replaceAll', 'slice', 'substring',
-  'padStart', 'padEnd', 'concat', 'startsWith', 'endsWith', 'includes', 'split', 'repeat', 'at', 'indexOf',
+  'toLowerCase',
+  'toUpperCase',
+  'trim',
+  'trimStart',
+  'trimEnd',
+  'replace',
+  'replaceAll',
+  'slice',
+  'substring',
+  'padStart',
+  'padEnd',
+  'concat',
+  'startsWith',
+  'endsWith',
+  'includes',
+  'split',
+  'repeat',
+  'at',
+  'indexOf',
 ]);
 const arrayMethods = new Set(['join', 'includes', 'at', 'indexOf', 'slice', 'concat']);
 

@@ -37,9 +37,7 @@ export function loadProject(inputs: readonly string[], cwd: string): LoadedProje
   }
   const configs = paths.filter((p) => p.endsWith('.json'));
   const config = configs[0] ?? nearestConfig(paths[0]!);
-  const project = config
-    ? new Project({ tsConfigFilePath: config, skipAddingFilesFromTsConfig: true })
-    : new Project({ compilerOptions: fallbackOptions });
+  const project = config ? new Project({ tsConfigFilePath: config, skipAddingFilesFromTsConfig: true }) : new Project({ compilerOptions: fallbackOptions });
   const targets: SourceFile[] = [];
   for (const path of paths) {
     if (path.endsWith('.json')) targets.push(...project.addSourceFilesFromTsConfig(path));

@@ -73,7 +73,12 @@ describe('commit policy', () => {
     input.pipeInput('slow', { id: 'slow', ms: 20_000 }, { partition: 0 });
     for (let i = 0; i < 5; i++) input.pipeInput(`fast-${i}`, { id: `fast-${i}`, ms: 100 }, { partition: 0 });
     await d.advanceWallClockTime(19_999);
-    expect(d.history().filter((h) => h.outcome === 'APPLIED').map((h) => h.offset)).toEqual([1, 2, 3, 4, 5]);
+    expect(
+      d
+        .history()
+        .filter((h) => h.outcome === 'APPLIED')
+        .map((h) => h.offset),
+    ).toEqual([1, 2, 3, 4, 5]);
     expect(committed(d)).toBe(0);
     await d.advanceWallClockTime(1);
     expect(committed(d)).toBe(6);

@@ -16,7 +16,13 @@ function setup() {
   const model = fakeModel<Ev, unknown>({ latencyMs: 100, decide: () => ({ action: 'refund' }) });
   const d = new TopologyTestDriver(decisionTopology(model.decide, { maxInFlight: 2 }), { commit: 'each' });
   driver = d;
-  return { d, model, input: d.createInputTopic<Ev>('events'), out: d.createOutputTopic<Out>('out'), dlq: d.createOutputTopic<string | null>('events.dlq', { value: string() }) };
+  return {
+    d,
+    model,
+    input: d.createInputTopic<Ev>('events'),
+    out: d.createOutputTopic<Out>('out'),
+    dlq: d.createOutputTopic<string | null>('events.dlq', { value: string() }),
+  };
 }
 
 describe('undecodable records', () => {

@@ -19,7 +19,10 @@ afterEach(async () => {
 const decide = async (e: Ev) => (e.bad ? { action: 'maybe' } : { action: 'refund' });
 
 async function run(onExhausted: Disposition, exactlyOnce = false) {
-  const d = new TopologyTestDriver(decisionTopology(decide, { maxInFlight: 2, attempts: 2, retryDelayMs: 1_000, onExhausted }), { commit: 'each', mode: exactlyOnce ? 'exactlyOnce' : 'plain' });
+  const d = new TopologyTestDriver(decisionTopology(decide, { maxInFlight: 2, attempts: 2, retryDelayMs: 1_000, onExhausted }), {
+    commit: 'each',
+    mode: exactlyOnce ? 'exactlyOnce' : 'plain',
+  });
   driver = d;
   const input = d.createInputTopic<Ev>('events');
   input.pipeInput('a', { id: 'a1', bad: true }, { partition: 0, headers: { trace: 't-1' } });
@@ -47,7 +50,12 @@ describe("onExhausted: 'dlq'", () => {
       [2, 1_000],
     ]);
 
-    expect(d.history().filter((h) => h.offset === 0).map((h) => [h.outcome, h.attempt])).toEqual([
+    expect(
+      d
+        .history()
+        .filter((h) => h.offset === 0)
+        .map((h) => [h.outcome, h.attempt]),
+    ).toEqual([
       ['RETRY', 1],
       ['DEAD_LETTERED', 2],
     ]);

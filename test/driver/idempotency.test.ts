@@ -53,7 +53,12 @@ describe('effects are applied once', () => {
 
     expect(outcomesAt(d, 0, 0)).toEqual(['APPLIED', 'DUPLICATE']);
     expect(outcomesAt(d, 0, 1)).toEqual(['DUPLICATE']); // the crash came before e2's APPLIED was reported
-    expect(d.history().filter((h) => h.outcome === 'DUPLICATE').every((h) => h.instance === 2)).toBe(true);
+    expect(
+      d
+        .history()
+        .filter((h) => h.outcome === 'DUPLICATE')
+        .every((h) => h.instance === 2),
+    ).toBe(true);
     expect(model.stats().calls).toHaveLength(2);
     expect(d.metrics().modelCalls).toBe(2);
     expect(d.metrics().wastedModelCalls).toBe(0);
@@ -158,7 +163,14 @@ describe("an effect's state table", () => {
       .build();
     driver = new TopologyTestDriver(topology, { partitions: 2 });
     const input = driver.createInputTopic<Txn>('txns');
-    for (const [account, amount] of [['acc-1', 10], ['acc-2', 5], ['acc-1', 20], ['acc-1', 500], ['acc-2', 7], ['acc-1', 1]] as const) {
+    for (const [account, amount] of [
+      ['acc-1', 10],
+      ['acc-2', 5],
+      ['acc-1', 20],
+      ['acc-1', 500],
+      ['acc-2', 7],
+      ['acc-1', 1],
+    ] as const) {
       input.pipeInput(account, { account, amount });
     }
     await driver.runUntilIdle();

@@ -50,8 +50,19 @@ describe('keyedSerial', () => {
     const input = driver.createInputTopic<Ev>('events');
     // A slow key 'a' with a backlog, and quick keys around it, on both partitions.
     const plan: Array<[string, number]> = [
-      ['a', 1_000], ['a', 1_000], ['b', 100], ['a', 1_000], ['c', 300], ['b', 200],
-      ['d', 50], ['c', 300], ['e', 700], ['b', 100], ['a', 10], ['f', 400], ['d', 50],
+      ['a', 1_000],
+      ['a', 1_000],
+      ['b', 100],
+      ['a', 1_000],
+      ['c', 300],
+      ['b', 200],
+      ['d', 50],
+      ['c', 300],
+      ['e', 700],
+      ['b', 100],
+      ['a', 10],
+      ['f', 400],
+      ['d', 50],
     ];
     for (const partition of [0, 1]) {
       plan.forEach(([key, ms], i) => input.pipeInput(key, { id: `${partition}-${key}-${i}`, ms }, { partition }));
@@ -115,7 +126,7 @@ describe('keyedSerial', () => {
     expect(model.spans.map((s) => s.startMs)).toEqual([0, 0, 0, 0]);
     expect(driver.metrics().outcomes.APPLIED).toBe(4);
   });
-  it('runs more than 10 calls of a partition at once without a listener-leak warning: they share the partition\'s abort signal', async () => {
+  it("runs more than 10 calls of a partition at once without a listener-leak warning: they share the partition's abort signal", async () => {
     const warnings: string[] = [];
     const onWarning = (warning: Error) => warnings.push(warning.name);
     process.on('warning', onWarning);

@@ -61,7 +61,12 @@ describe('the transactional log (mode exactlyOnce)', () => {
     expect(driver.committed()[0]!.offset).toBe(0);
     driver.restart();
     await driver.runUntilIdle();
-    expect(out.readValuesToList().map((o) => o.id).sort()).toEqual(['a1', 'b1']);
+    expect(
+      out
+        .readValuesToList()
+        .map((o) => o.id)
+        .sort(),
+    ).toEqual(['a1', 'b1']);
     expect(driver.committed()[0]!.offset).toBe(2);
   });
 
@@ -79,9 +84,13 @@ describe('the transactional log (mode exactlyOnce)', () => {
     expect(driver.metrics().redeliveries).toBe(0);
   });
 
-  it('resets every owned partition after a lost one, as Kafka\'s log does: the transaction is aborted, the local state restored, the events run again', async () => {
+  it("resets every owned partition after a lost one, as Kafka's log does: the transaction is aborted, the local state restored, the events run again", async () => {
     const applied: string[] = [];
-    driver = new TopologyTestDriver(decisionTopology(refund, { onApply: (v) => applied.push(v.event.id) }), { mode: 'exactlyOnce', partitions: 2, commit: { everyMs: 5_000 } });
+    driver = new TopologyTestDriver(decisionTopology(refund, { onApply: (v) => applied.push(v.event.id) }), {
+      mode: 'exactlyOnce',
+      partitions: 2,
+      commit: { everyMs: 5_000 },
+    });
     const input = driver.createInputTopic<Ev>('events');
     const out = driver.createOutputTopic<Out>('out');
     input.pipeInput('a', { id: 'a1' }, { partition: 0 });
@@ -99,8 +108,18 @@ describe('the transactional log (mode exactlyOnce)', () => {
     expect(outcomesAt(driver, 1, 0)).toEqual(['APPLIED', 'APPLIED']);
     await driver.assign([0]);
     await driver.advanceWallClockTime(6_000);
-    expect(out.readValuesToList().map((o) => o.id).sort()).toEqual(['a1', 'b1']);
-    expect(driver.effects().map((e) => e.effectId).sort()).toEqual(['events/0/0', 'events/1/0']);
+    expect(
+      out
+        .readValuesToList()
+        .map((o) => o.id)
+        .sort(),
+    ).toEqual(['a1', 'b1']);
+    expect(
+      driver
+        .effects()
+        .map((e) => e.effectId)
+        .sort(),
+    ).toEqual(['events/0/0', 'events/1/0']);
     expect(driver.committed().map((c) => c.offset)).toEqual([1, 1]);
   });
 
@@ -118,5 +137,7 @@ describe('the transactional log (mode exactlyOnce)', () => {
 });
 
 it('refuses a mode it does not know, naming the modes', () => {
-  expect(() => new TopologyTestDriver(decisionTopology(refund), { mode: 'eos' as DriverMode })).toThrow(/mode must be one of plain, staged, exactlyOnce, got "eos"/);
+  expect(() => new TopologyTestDriver(decisionTopology(refund), { mode: 'eos' as DriverMode })).toThrow(
+    /mode must be one of plain, staged, exactlyOnce, got "eos"/,
+  );
 });

@@ -19,10 +19,13 @@ const decide = async () => ({ action: 'refund' as const });
 describe('a user function that throws', () => {
   it('mapValues: the event is parked with the error, its key held behind it, other keys go on', async () => {
     const topology = stream<Ev>('events')
-      .mapValues((e) => {
-        if (e.bad) throw new Error(`cannot shape ${e.id}`);
-        return e;
-      }, { name: 'shape' })
+      .mapValues(
+        (e) => {
+          if (e.bad) throw new Error(`cannot shape ${e.id}`);
+          return e;
+        },
+        { name: 'shape' },
+      )
       .keyedSerial({ maxInFlight: 2 })
       .agentStep('decide', decide, { schema: Decision })
       .park({ attempts: 3 })
@@ -75,7 +78,12 @@ describe('a user function that throws', () => {
 
     expect(outcomesAt(driver, 0, 0)).toEqual(['RETRY', 'RETRY', 'APPLIED']);
     expect(calls, 'one model call: the decision is kept across the effect retries').toBe(1);
-    expect(driver.history().filter((h) => h.outcome === 'RETRY').map((h) => [h.atMs, h.error])).toEqual([
+    expect(
+      driver
+        .history()
+        .filter((h) => h.outcome === 'RETRY')
+        .map((h) => [h.atMs, h.error]),
+    ).toEqual([
       [0, "applyOnce 'fx' threw: ledger unavailable"],
       [500, "applyOnce 'fx' threw: ledger unavailable"],
     ]);
@@ -135,10 +143,13 @@ describe('a user function that throws', () => {
 
   it('without a park(), the engine stops naming the operator, the event and the fix, and commits nothing past it', async () => {
     const topology = stream<Ev>('events')
-      .filter((e) => {
-        if (e.bad) throw new Error('no rule for this one');
-        return true;
-      }, { name: 'screen' })
+      .filter(
+        (e) => {
+          if (e.bad) throw new Error('no rule for this one');
+          return true;
+        },
+        { name: 'screen' },
+      )
       .to('out')
       .build();
     driver = new TopologyTestDriver(topology, { commit: 'each' });

@@ -64,7 +64,14 @@ async function parkA1(m: ReturnType<typeof model>) {
   const d = new TopologyTestDriver(decisionTopology(m.decide, { maxInFlight: 2, attempts: 3, retryDelayMs: 1_000 }), { commit: 'each' });
   driver = d;
   const input = d.createInputTopic<Ev>('events');
-  for (const [key, id] of [['a', 'a1'], ['b', 'b1'], ['a', 'a2'], ['b', 'b2'], ['a', 'a3']] as const) input.pipeInput(key, { id }, { partition: 0 });
+  for (const [key, id] of [
+    ['a', 'a1'],
+    ['b', 'b1'],
+    ['a', 'a2'],
+    ['b', 'b2'],
+    ['a', 'a3'],
+  ] as const)
+    input.pipeInput(key, { id }, { partition: 0 });
   await d.runUntilIdle();
   return { d, input, out: d.createOutputTopic<Out>('out') };
 }
@@ -228,7 +235,12 @@ describe('resolve', () => {
 
     expect(m.callsOf('a1')).toHaveLength(6);
     expect(outcomesAt(d, 0, 0).slice(3)).toEqual(['RETRY', 'RETRY', 'PARKED']);
-    expect(d.history().filter((h) => h.offset === 0).at(-1)!.replayed).toBe(true);
+    expect(
+      d
+        .history()
+        .filter((h) => h.offset === 0)
+        .at(-1)!.replayed,
+    ).toBe(true);
     expect(out.readValuesToList()).toEqual([]);
     expect(d.parked()).toEqual([expect.objectContaining({ key: 'a', status: 'parked', headSeq: 0, nextSeq: 3 })]);
     const reparked = readParked(d).filter((p) => p.body.reason === 'POISON');
@@ -407,7 +419,12 @@ describe('resolve', () => {
     await driver.resolve(0, parked!.lane, { decision: { action: 'reject' } });
     await driver.runUntilIdle();
     expect(driver.parked()).toEqual([]);
-    expect(driver.createOutputTopic<Out>('out').readValuesToList().map((v) => v.id)).toEqual(['n2', 'n1']);
+    expect(
+      driver
+        .createOutputTopic<Out>('out')
+        .readValuesToList()
+        .map((v) => v.id),
+    ).toEqual(['n2', 'n1']);
   });
 });
 
@@ -429,7 +446,11 @@ describe('parking across crashes', () => {
       [3_100, 3, 2],
     ]);
     expect(outcomesAt(d, 0, 0)).toEqual(['RETRY', 'RETRY', 'PARKED']);
-    expect(readParked(d).filter((p) => p.body.reason === 'POISON').map((p) => p.body.attempts)).toEqual([3]);
+    expect(
+      readParked(d)
+        .filter((p) => p.body.reason === 'POISON')
+        .map((p) => p.body.attempts),
+    ).toEqual([3]);
   });
 
   it.each(['replaying', 'recorded-not-committed'] as const)(
@@ -451,7 +472,12 @@ describe('parking across crashes', () => {
       expect(d.parked()).toEqual([]);
       expect(d.metrics().doubleEffects).toBe(0);
       expect(d.metrics().orderViolations).toBe(0);
-      expect(d.effects().filter((e) => e.key === 'a').map((e) => e.offset)).toEqual([0, 2, 4]);
+      expect(
+        d
+          .effects()
+          .filter((e) => e.key === 'a')
+          .map((e) => e.offset),
+      ).toEqual([0, 2, 4]);
       expect(d.effects().find((e) => e.offset === 0)!.instance).toBe(1);
     },
   );
@@ -500,7 +526,12 @@ describe('the parking topic under exactly-once (a transactional log)', () => {
     const d = new TopologyTestDriver(decisionTopology(slow, { maxInFlight: 2, attempts: 1 }), { commit: 'each', mode });
     driver = d;
     const input = d.createInputTopic<Ev>('events');
-    for (const [key, id] of [['x', 'x1'], ['a', 'a1'], ['a', 'a2']] as const) input.pipeInput(key, { id }, { partition: 0 });
+    for (const [key, id] of [
+      ['x', 'x1'],
+      ['a', 'a1'],
+      ['a', 'a2'],
+    ] as const)
+      input.pipeInput(key, { id }, { partition: 0 });
     await d.advanceWallClockTime(5_000);
     const beforeCrash = readParked(d).map((p) => `${p.body.reason} ${parkedValue(p.body).id}`);
     expect(d.committed()[0]!.offset).toBe(0);

@@ -59,7 +59,13 @@ describe('RateLimited (a 429)', () => {
     expect(driver.metrics().rateLimited).toBe(1);
     expect(driver.metrics().outcomes.APPLIED).toBe(4);
     expect(driver.metrics().outcomes.RETRY).toBe(0);
-    expect(driver.createOutputTopic<Out>('out').readValuesToList().map((v) => v.id).sort()).toEqual(['a1', 'a2', 'b1', 'b2']);
+    expect(
+      driver
+        .createOutputTopic<Out>('out')
+        .readValuesToList()
+        .map((v) => v.id)
+        .sort(),
+    ).toEqual(['a1', 'a2', 'b1', 'b2']);
   });
 
   it('keeps every event flowing against a fake provider that refuses past its limit', async () => {

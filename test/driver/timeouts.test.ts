@@ -84,9 +84,11 @@ describe('agentStep timeoutMs', () => {
   });
 
   it('is refused unless a whole number of at least 1', () => {
-    expect(() => stream<Ev>('events').keyedSerial().agentStep('decide', async () => ({}), { timeoutMs: 0 })).toThrow(
-      "agentStep 'decide': timeoutMs must be a whole number of at least 1, got 0",
-    );
+    expect(() =>
+      stream<Ev>('events')
+        .keyedSerial()
+        .agentStep('decide', async () => ({}), { timeoutMs: 0 }),
+    ).toThrow("agentStep 'decide': timeoutMs must be a whole number of at least 1, got 0");
   });
 });
 
@@ -126,7 +128,12 @@ describe('effect timeoutMs', () => {
 
     expect(applies.slice(0, 2)).toEqual([0, 1_300]);
     expect(decides).toBe(2);
-    expect(driver.history().filter((h) => h.offset === 0).map((h) => [h.outcome, h.atMs, h.error])).toEqual([
+    expect(
+      driver
+        .history()
+        .filter((h) => h.offset === 0)
+        .map((h) => [h.outcome, h.atMs, h.error]),
+    ).toEqual([
       ['RETRY', 300, "applyOnce 'fx' timed out after 300 ms"],
       ['PARKED', 1_600, "applyOnce 'fx' timed out after 300 ms"],
     ]);

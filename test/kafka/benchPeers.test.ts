@@ -24,7 +24,11 @@ describe('bench:peers output check', () => {
     const topic = `${prefix}.input`;
     await createTopic(bootstrap(), topic, PARTITIONS);
     const events = Array.from({ length: 120 }, (_, i) => benchEvent(i, 12));
-    await produce(bootstrap(), topic, events.map((e) => ({ key: e.account, value: JSON.stringify(e) })));
+    await produce(
+      bootstrap(),
+      topic,
+      events.map((e) => ({ key: e.account, value: JSON.stringify(e) })),
+    );
     input = await readTopic(bootstrap(), topic);
     expected = expectedOrder(input);
   });
@@ -100,7 +104,14 @@ it('bench:peers runs its Node contenders end to end and checks their outputs', a
   expect(report.details.slow.raw).toBeUndefined();
   // Raw's CPU on 600 events can be below /proc's 10 ms tick: a number, not necessarily above 0.
   expect(report.rawCpuMicrosPerEvent).toBeTypeOf('number');
-  for (const figure of ['rawEventsPerSec', 'rawPeakRssMb', 'orderlyEventsPerSec', 'orderlyCpuMicrosPerEvent', 'orderlyPeakRssMb', 'orderlySlowEventsPerSec'] as const) {
+  for (const figure of [
+    'rawEventsPerSec',
+    'rawPeakRssMb',
+    'orderlyEventsPerSec',
+    'orderlyCpuMicrosPerEvent',
+    'orderlyPeakRssMb',
+    'orderlySlowEventsPerSec',
+  ] as const) {
     expect(report[figure], figure).toBeGreaterThan(0);
   }
   expect(report.kafkaStreamsEventsPerSec).toBeUndefined();

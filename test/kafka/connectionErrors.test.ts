@@ -28,7 +28,9 @@ describe('a bad --bootstrap names the address and the cause', () => {
   it('orderly run: a name under .invalid, the name did not resolve', () => {
     const run = orderly(['run', DISPUTES_MODULE, '--bootstrap', 'kafka.orderly-test.invalid:9092', '--group', 'g', '--state-dir', stateDir()]);
     expect(run.status).toBe(1);
-    expect(run.stderr).toMatch(/orderly run: cannot reach Kafka at 'kafka\.orderly-test\.invalid:9092': kafka\.orderly-test\.invalid:9092: the name 'kafka\.orderly-test\.invalid' did not resolve/);
+    expect(run.stderr).toMatch(
+      /orderly run: cannot reach Kafka at 'kafka\.orderly-test\.invalid:9092': kafka\.orderly-test\.invalid:9092: the name 'kafka\.orderly-test\.invalid' did not resolve/,
+    );
   });
 
   it('orderly parked: the same refusals', async () => {

@@ -28,7 +28,14 @@ describe('orderly run --exactly-once on Kafka', () => {
   it('a read_committed reader sees each decision once across a rebalance and a kill -9', async () => {
     const { prefix, group, stateDir, inputs } = await prefilledScenario(bootstrap, 'eos', { count: 240, accounts: 24, partitions: 4 });
     const env = { ORDERLY_MODEL_LATENCY_MS: '150', ORDERLY_MAX_IN_FLIGHT: '2' };
-    const worker = (dir: string): WorkerOptions => ({ bootstrap, group, stateDir: dir, topicPrefix: prefix, env, args: ['--exactly-once', '--commit-every-ms', '300'] });
+    const worker = (dir: string): WorkerOptions => ({
+      bootstrap,
+      group,
+      stateDir: dir,
+      topicPrefix: prefix,
+      env,
+      args: ['--exactly-once', '--commit-every-ms', '300'],
+    });
 
     const runs: Worker[] = [];
     const a = start(worker(`${stateDir}-a`));
@@ -88,12 +95,19 @@ describe('orderly run --exactly-once on Kafka', () => {
       describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${a.tail()}\n${b.tail()}`,
     });
     expect(checkDecisions(inputs, output)).toEqual([]);
-    await a.waitFor('a reset after its partitions were lost', (lines) => lines.some((l) => l.msg === 'partitions lost' || String(l.msg).startsWith('transaction aborted')), 30_000);
+    await a.waitFor(
+      'a reset after its partitions were lost',
+      (lines) => lines.some((l) => l.msg === 'partitions lost' || String(l.msg).startsWith('transaction aborted')),
+      30_000,
+    );
     await Promise.all([a.stop(), b.stop()]);
     const all = await readAll(bootstrap, `${prefix}dispute-decisions`);
     expect(dedupe(all).copies, 'decisions a read_committed reader sees more than once').toBe(0);
     expect(all).toHaveLength(inputs.length);
-    expect([...a.lines, ...b.lines].filter((l) => l.msg === 'engine failed' || l.msg === 'Kafka log failed'), 'no worker stopped on the loss').toEqual([]);
+    expect(
+      [...a.lines, ...b.lines].filter((l) => l.msg === 'engine failed' || l.msg === 'Kafka log failed'),
+      'no worker stopped on the loss',
+    ).toEqual([]);
   });
 
   it('a read_committed reader of the parking topic sees each parked and held event once, though a kill -9 makes them come again', async () => {
@@ -104,7 +118,12 @@ describe('orderly run --exactly-once on Kafka', () => {
     // while p1 (poison) is parked and p2, p3 of its account are held behind it: their park records
     // are committed in a transaction. After the kill -9 the next run gets all four again.
     const x1 = { disputeId: 'x1', account: 'acct-x', amount: 10, reason: 'not-received' };
-    const [p1, p2, p3] = ['unparseable', 'not-received', 'not-received'].map((reason, i) => ({ disputeId: `p${i + 1}`, account: 'acct-p', amount: 20, reason }));
+    const [p1, p2, p3] = ['unparseable', 'not-received', 'not-received'].map((reason, i) => ({
+      disputeId: `p${i + 1}`,
+      account: 'acct-p',
+      amount: 20,
+      reason,
+    }));
     let holdX1 = true;
     const held: ModelReply[] = [];
     const { url } = await modelServer((dispute, reply) => (dispute.disputeId === 'x1' && holdX1 ? held.push(reply) : reply.decide()));
@@ -119,13 +138,19 @@ describe('orderly run --exactly-once on Kafka', () => {
     const first = start(worker());
     await produce(bootstrap, topic, [x1, p1!, p2!, p3!].map(asInput));
     await first.waitFor('p1 parked, p2 and p3 held', () => first.outcomes('PARKED').length === 1 && first.outcomes('HELD').length === 2);
-    await readUntil(bootstrap, `${topic}.parked`, (r) => r.length >= 3, { timeoutMs: 60_000, describe: (r) => `${r.length} of 3 park records committed\n${first.tail()}` });
+    await readUntil(bootstrap, `${topic}.parked`, (r) => r.length >= 3, {
+      timeoutMs: 60_000,
+      describe: (r) => `${r.length} of 3 park records committed\n${first.tail()}`,
+    });
     expect(held).toHaveLength(1);
     await first.kill();
 
     holdX1 = false;
     const next = start(worker());
-    await readUntil(bootstrap, `${names.prefix}dispute-decisions`, (r) => decided(r) >= 1, { timeoutMs: 60_000, describe: () => `x1 not decided\n${next.tail()}` });
+    await readUntil(bootstrap, `${names.prefix}dispute-decisions`, (r) => decided(r) >= 1, {
+      timeoutMs: 60_000,
+      describe: () => `x1 not decided\n${next.tail()}`,
+    });
     // The next run met the parked and held events again (their offsets were never committed).
     await next.waitFor('p1 found parked, p2 and p3 found held', () => next.outcomes('PARKED').length === 1 && next.outcomes('HELD').length === 2);
     expect(await next.stop()).toBe(0);

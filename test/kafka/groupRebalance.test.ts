@@ -57,7 +57,9 @@ describe('orderly run: workers joining and leaving one group, on Kafka', () => {
     });
     expect(await b.stop()).toBe(0);
     expect(await c.stop()).toBe(0);
-    console.log(`group test: c joined at ${joinedAt} applied, a left at ${leftAt}; applied by a, b, c: ${all.map((w) => w.outcomes('APPLIED').length).join(', ')}`);
+    console.log(
+      `group test: c joined at ${joinedAt} applied, a left at ${leftAt}; applied by a, b, c: ${all.map((w) => w.outcomes('APPLIED').length).join(', ')}`,
+    );
 
     // Both changes happened mid-run and moved partitions: to c when it joined, from a when it left.
     expect(joinedAt).toBeLessThan(inputs.length);

@@ -37,7 +37,10 @@ export async function createTopic(bootstrap: string, topic: string, partitions: 
 export const produce: (bootstrap: string, topic: string, records: readonly InputRecord[]) => Promise<void> = produceRecords;
 
 /** Each partition's leader and replicas (broker ids) of `topic`. */
-export async function partitionReplicas(bootstrap: string, topic: string): Promise<Array<{ partition: number; leader: number; replicas: number[]; isr: number[] }>> {
+export async function partitionReplicas(
+  bootstrap: string,
+  topic: string,
+): Promise<Array<{ partition: number; leader: number; replicas: number[]; isr: number[] }>> {
   const admin = rdkafka.AdminClient.create({ 'bootstrap.servers': bootstrap });
   try {
     return await new Promise((resolve, reject) =>

@@ -90,7 +90,11 @@ describe('KafkaLog', () => {
     const { prefix, group } = await scenario('log-commit');
     const topic = `${prefix}in`;
     await createTopic(bootstrap, topic, 2);
-    await produce(bootstrap, topic, Array.from({ length: 20 }, (_, i) => ({ key: null, value: `v${i}`, partition: i % 2 })));
+    await produce(
+      bootstrap,
+      topic,
+      Array.from({ length: 20 }, (_, i) => ({ key: null, value: `v${i}`, partition: i % 2 })),
+    );
     const recorder = new Recorder();
     const log = kafkaLog(group);
     await log.subscribe([topic], recorder);
@@ -105,7 +109,10 @@ describe('KafkaLog', () => {
     await log.commit([{ topic, partition: 0, offset: 4 }]);
     // Settled means the broker has it.
     expect(await committed(group, topic, 2)).toEqual([4, undefined]);
-    await log.commit([{ topic, partition: 0, offset: 7 }, { topic, partition: 1, offset: 10 }]);
+    await log.commit([
+      { topic, partition: 0, offset: 7 },
+      { topic, partition: 1, offset: 10 },
+    ]);
     expect(await committed(group, topic, 2)).toEqual([7, 10]);
   });
 
@@ -117,7 +124,11 @@ describe('KafkaLog', () => {
     const log = kafkaLog(group);
     await log.subscribe([topic], recorder);
     await until('assignment', () => log.owned().length === 2);
-    await produce(bootstrap, topic, [0, 1, 2].map((i) => ({ key: null, value: `a${i}`, partition: 0 })));
+    await produce(
+      bootstrap,
+      topic,
+      [0, 1, 2].map((i) => ({ key: null, value: `a${i}`, partition: 0 })),
+    );
     await until('3 records of partition 0', () => recorder.of(0).length === 3);
 
     log.pause([{ topic, partition: 0 }]);
@@ -139,7 +150,11 @@ describe('KafkaLog', () => {
     const { prefix, group } = await scenario('log-rebalance');
     const topic = `${prefix}in`;
     await createTopic(bootstrap, topic, 4);
-    await produce(bootstrap, topic, Array.from({ length: 40 }, (_, i) => ({ key: null, value: `v${i}`, partition: i % 4 })));
+    await produce(
+      bootstrap,
+      topic,
+      Array.from({ length: 40 }, (_, i) => ({ key: null, value: `v${i}`, partition: i % 4 })),
+    );
 
     // The first owner takes its time to hand over: it finishes, then commits half of what it read.
     let first!: KafkaLog;
@@ -176,7 +191,10 @@ describe('KafkaLog', () => {
     const { prefix, group } = await scenario('log-topics');
     const settings = { bootstrap, group };
     await expect(ensureTopics(settings, logger, { source: `${prefix}missing`, outputs: [`${prefix}out`] })).rejects.toThrow(
-      new TopicError(`${prefix}missing`, `source topic '${prefix}missing' does not exist on ${bootstrap}; create it first (orderly does not choose the partition count of its input)`),
+      new TopicError(
+        `${prefix}missing`,
+        `source topic '${prefix}missing' does not exist on ${bootstrap}; create it first (orderly does not choose the partition count of its input)`,
+      ),
     );
     await createTopic(bootstrap, `${prefix}in`, 3);
     expect(await ensureTopics(settings, logger, { source: `${prefix}in`, outputs: [`${prefix}out`, `${prefix}in.dlq`] })).toEqual({ sourcePartitions: 3 });

@@ -28,7 +28,9 @@ const TWO_STEP_KILLS = 4;
 describe('orderly run: kill -9 at random moments and restart, on Kafka', () => {
   it(`applies every decision exactly once across ${KILLS} kill -9s, and keeps per-account order`, async () => {
     const { runs, inputs, summary } = await killAndFinish('kill -9 test', 'crash', KILLS, { count: 400, accounts: 20, partitions: 4 });
-    console.log(`kill -9 test: ${runs.map((w) => w.outcomes('APPLIED').length).join('+')} applied, ${summary.duplicates} redelivered duplicates, ${summary.repeatedOutputs} repeated outputs`);
+    console.log(
+      `kill -9 test: ${runs.map((w) => w.outcomes('APPLIED').length).join('+')} applied, ${summary.duplicates} redelivered duplicates, ${summary.repeatedOutputs} repeated outputs`,
+    );
     // Every input was applied (APPLIED) or found applied after a restart (DUPLICATE) by some run;
     // a kill after the effect was recorded and before its outcome line leaves only the DUPLICATE.
     const finished = new Set(runs.flatMap((w) => [...w.outcomes('APPLIED'), ...w.outcomes('DUPLICATE')].map((l) => String(l.effectId))));
@@ -56,7 +58,9 @@ describe('orderly run: kill -9 at random moments and restart, on Kafka', () => {
       reason: (i) => (poison.has(i) ? 'unparseable' : 'not-received'),
     });
     const parkedAccounts = new Set([...poison].map((i) => inputs[i]!.account));
-    const parkedIds = inputs.filter((d, i) => parkedAccounts.has(d.account) && i >= Math.min(...[...poison].filter((p) => inputs[p]!.account === d.account))).map((d) => d.disputeId);
+    const parkedIds = inputs
+      .filter((d, i) => parkedAccounts.has(d.account) && i >= Math.min(...[...poison].filter((p) => inputs[p]!.account === d.account)))
+      .map((d) => d.disputeId);
     const decidable = inputs.filter((d) => !parkedIds.includes(d.disputeId));
     const env = { ORDERLY_MODEL_LATENCY_MS: '200', ORDERLY_MAX_IN_FLIGHT: '2' };
     const args = ['--exactly-once', '--commit-every-ms', '300'];
@@ -84,12 +88,13 @@ describe('orderly run: kill -9 at random moments and restart, on Kafka', () => {
     for (const r of parked) perEvent.set(parkedDisputeId(r), (perEvent.get(parkedDisputeId(r)) ?? 0) + 1);
     const copies = parked.length - perEvent.size;
     const parkedAgain = runs.reduce((n, w) => n + w.outcomes('PARKED').length + w.outcomes('HELD').length, 0) - parkedIds.length;
-    console.log(`kill -9 exactly-once parking test: ${parked.length} park records for ${perEvent.size} events (${copies} copies); ${parkedAgain} PARKED or HELD outcomes past one per event (met again after a kill, or redone after an aborted transaction)`);
+    console.log(
+      `kill -9 exactly-once parking test: ${parked.length} park records for ${perEvent.size} events (${copies} copies); ${parkedAgain} PARKED or HELD outcomes past one per event (met again after a kill, or redone after an aborted transaction)`,
+    );
     expect([...perEvent.keys()].sort()).toEqual([...parkedIds].sort());
     expect(copies, 'park records a read_committed reader sees more than once').toBe(0);
   });
 });
-
 
 /**
  * A prefilled scenario run through `kills` kill -9s and a last worker that decides every input;
@@ -99,11 +104,25 @@ describe('orderly run: kill -9 at random moments and restart, on Kafka', () => {
  * out, which keeps the restarts short; some runs join as a new member, so that a restart after a
  * crash goes through a rebalance too.
  */
-async function killAndFinish(seedName: string, name: string, kills: number, scenario: { count: number; accounts: number; partitions: number }, sourceModule?: string) {
+async function killAndFinish(
+  seedName: string,
+  name: string,
+  kills: number,
+  scenario: { count: number; accounts: number; partitions: number },
+  sourceModule?: string,
+) {
   const random = testRandom(seedName);
   const { prefix, group, stateDir, inputs } = await prefilledScenario(bootstrap, name, scenario);
   const env = { ORDERLY_MODEL_LATENCY_MS: '200', ORDERLY_MAX_IN_FLIGHT: '2' };
-  const staticMember: WorkerOptions = { bootstrap, group, stateDir, topicPrefix: prefix, env, ...(sourceModule ? { sourceModule } : {}), args: ['--instance-id', `${prefix}worker`] };
+  const staticMember: WorkerOptions = {
+    bootstrap,
+    group,
+    stateDir,
+    topicPrefix: prefix,
+    env,
+    ...(sourceModule ? { sourceModule } : {}),
+    args: ['--instance-id', `${prefix}worker`],
+  };
   const newMember: WorkerOptions = { ...staticMember, args: [] };
 
   const runs = await killRepeatedly(random, kills, staticMember, newMember);

@@ -39,11 +39,17 @@ describe('orderly run --metrics-port: /metrics on the broker', () => {
     let m = await scrape(url);
     const finished = () => ['APPLIED', 'PARKED', 'HELD'].reduce((n, outcome) => n + m.sum('orderly_events_total', { outcome }), 0);
     while (finished() < inputs.length || m.samples('orderly_consumer_lag').length < 2 || m.sum('orderly_consumer_lag') > 0) {
-      if (Date.now() > deadline) throw new Error(`metrics did not reach the end of the run: ${finished()} of ${inputs.length} finished, lag ${m.sum('orderly_consumer_lag')}\n${worker.tail()}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `metrics did not reach the end of the run: ${finished()} of ${inputs.length} finished, lag ${m.sum('orderly_consumer_lag')}\n${worker.tail()}`,
+        );
       await sleep(250);
       m = await scrape(url);
     }
-    await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= applied, { timeoutMs: 30_000, describe: (r) => `${decided(r)} of ${applied} decided\n${worker.tail()}` });
+    await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= applied, {
+      timeoutMs: 30_000,
+      describe: (r) => `${decided(r)} of ${applied} decided\n${worker.tail()}`,
+    });
 
     expect(m.sum('orderly_events_total', { outcome: 'APPLIED' })).toBe(applied);
     expect(m.sum('orderly_events_total', { outcome: 'PARKED' })).toBe(1);

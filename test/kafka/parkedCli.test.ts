@@ -39,7 +39,6 @@ function parkedCli(prefix: string, group: string, args: readonly string[], scope
   );
 }
 
-
 /** Poison at inputs 12 (acct-02) and 13 (acct-03); every later event of theirs is held. */
 function poisonInputs() {
   const inputs = disputes(40, 5, (i) => (i === 12 || i === 13 ? 'unparseable' : 'not-received'));
@@ -111,7 +110,9 @@ describe('orderly parked: list, show, resolve and replay against a running worke
     // A person's decision: the poison gets it, the held events replay, in order, and the key is released.
     const decision = { action: 'escalate', rationale: 'decided by a person' };
     const resolved = await parkedCli(prefix, group, ['resolve', String(a.partition), poisonA.account, '--decision', JSON.stringify(decision)]);
-    expect(resolved.stdout).toBe(`released: key '${poisonA.account}' of ${prefix}disputes/${a.partition} (decision ${JSON.stringify(decision)} for ${a.head!.effectId}); ${1 + heldA.length} events replayed in order\n`);
+    expect(resolved.stdout).toBe(
+      `released: key '${poisonA.account}' of ${prefix}disputes/${a.partition} (decision ${JSON.stringify(decision)} for ${a.head!.effectId}); ${1 + heldA.length} events replayed in order\n`,
+    );
     expect(resolved.code).toBe(0);
 
     // Discard: the poison goes without an effect, the held events replay in order.
@@ -172,7 +173,12 @@ describe('orderly parked: list, show, resolve and replay against a running worke
       timeoutMs: 90_000,
       describe: (r) => `${r.length} decisions\n${next.tail()}`,
     });
-    expect(checkDecisions(expected, output.filter((r) => r.key === poisonA.account))).toEqual([]);
+    expect(
+      checkDecisions(
+        expected,
+        output.filter((r) => r.key === poisonA.account),
+      ),
+    ).toEqual([]);
     expect(JSON.parse(output.find((r) => disputeIdOf(r) === poisonA.disputeId)!.value!)).toMatchObject(decision);
     const restored = next.lines.findIndex((l) => typeof l.msg === 'string' && l.msg.startsWith(`restored the state of ${prefix}disputes/${a!.partition} `));
     const applied = next.lines.findIndex((l) => l.msg === 'resolution applied: the key replays');
@@ -192,8 +198,21 @@ describe('orderly parked: list, show, resolve and replay against a running worke
       parkedAtMs: number;
       source: { topic: string; partition: number };
     };
-    const target = { topic: poison.source.topic, partition: poison.source.partition, lane: poison.key, effectId: poison.effectId, parkedAtMs: poison.parkedAtMs };
-    const request = (id: string, resolution: ResolutionRequest['resolution']): ResolutionRequest => ({ type: 'resolve', id, target, resolution, by: 'test', atMs: Date.now() });
+    const target = {
+      topic: poison.source.topic,
+      partition: poison.source.partition,
+      lane: poison.key,
+      effectId: poison.effectId,
+      parkedAtMs: poison.parkedAtMs,
+    };
+    const request = (id: string, resolution: ResolutionRequest['resolution']): ResolutionRequest => ({
+      type: 'resolve',
+      id,
+      target,
+      resolution,
+      by: 'test',
+      atMs: Date.now(),
+    });
     const send = async (r: ResolutionRequest) => {
       const out = controlRecord(group, r);
       await produce(bootstrap, out.topic, [{ key: out.key, value: Buffer.from(out.value!), partition: 0 }]);
@@ -221,7 +240,12 @@ describe('orderly parked: list, show, resolve and replay against a running worke
       timeoutMs: 90_000,
       describe: (r) => `${r.length} decisions\n${worker.tail()}`,
     });
-    expect(checkDecisions(expected, output.filter((r) => r.key === poisonA.account))).toEqual([]);
+    expect(
+      checkDecisions(
+        expected,
+        output.filter((r) => r.key === poisonA.account),
+      ),
+    ).toEqual([]);
     expect(heldA.length).toBeGreaterThan(0);
     expect(await worker.stop()).toBe(0);
 

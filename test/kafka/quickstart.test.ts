@@ -56,7 +56,12 @@ describe('the README quickstart', () => {
       .filter((line) => line.startsWith('acct-') && line.includes('"action"'))
       .map((line) => JSON.parse(line.split('\t')[1]!) as { disputeId: string; action: string; rationale: string });
     // The first read: five decisions; the second, after the resolution: all seven.
-    expect(decisions.slice(0, 5).map((d) => d.disputeId).sort()).toEqual(['d-1001', 'd-1003', 'd-1004', 'd-1006', 'd-1007']);
+    expect(
+      decisions
+        .slice(0, 5)
+        .map((d) => d.disputeId)
+        .sort(),
+    ).toEqual(['d-1001', 'd-1003', 'd-1004', 'd-1006', 'd-1007']);
     const all = decisions.slice(5);
     expect(all.map((d) => d.disputeId).sort()).toEqual(['d-1001', 'd-1002', 'd-1003', 'd-1004', 'd-1005', 'd-1006', 'd-1007']);
     expect(all.find((d) => d.disputeId === 'd-1002')).toMatchObject({ action: 'refund', rationale: 'checked by hand' });

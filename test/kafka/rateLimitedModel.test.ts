@@ -115,7 +115,8 @@ describe('orderly run: a model that answers 429 for longer than max.poll.interva
       args: ['--log-level', 'info', '--rate-limit-warn-ms', '3000'],
     });
     workers.push(worker);
-    const warnings = () => worker.lines.filter((l) => l.level === 40 && /^agentStep 'decide' has been rate-limited for \d+ s: \d+ calls refused \(429\)/.test(l.msg ?? ''));
+    const warnings = () =>
+      worker.lines.filter((l) => l.level === 40 && /^agentStep 'decide' has been rate-limited for \d+ s: \d+ calls refused \(429\)/.test(l.msg ?? ''));
     await worker.waitFor('two rate-limit warnings', () => warnings().length >= 2, 60_000);
     expect(await worker.stop()).toBe(0);
 
@@ -162,7 +163,9 @@ describe('orderly run: a model that answers 429 for longer than max.poll.interva
       describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${b.tail()}`,
     });
     expect(await b.stop()).toBe(0);
-    console.log(`429 revoke test: a applied ${a.outcomes('APPLIED').length}, b ${b.outcomes('APPLIED').length}; a revoked ${refusalEndsMs - Number(revoked!.time)} ms and stopped ${refusalEndsMs - stoppedMs} ms before the Retry-After ended`);
+    console.log(
+      `429 revoke test: a applied ${a.outcomes('APPLIED').length}, b ${b.outcomes('APPLIED').length}; a revoked ${refusalEndsMs - Number(revoked!.time)} ms and stopped ${refusalEndsMs - stoppedMs} ms before the Retry-After ended`,
+    );
     expect(appliedCount([a, b])).toBe(inputs.length);
     expect(a.outcomes('PARKED').length + b.outcomes('PARKED').length).toBe(0);
     await expectEachInputAppliedOnceInOrder(inputs, output, [a, b], stateDirs);

@@ -99,7 +99,8 @@ export async function expectEachInputAppliedOnceInOrder(
   for (const [key, list] of byKey) {
     const sorted = [...list].sort((a, b) => a.offset - b.offset);
     for (let i = 1; i < sorted.length; i++) {
-      if (sorted[i]!.appliedAtMs < sorted[i - 1]!.appliedAtMs) outOfOrder.push(`${key}: offset ${sorted[i]!.offset} applied before offset ${sorted[i - 1]!.offset}`);
+      if (sorted[i]!.appliedAtMs < sorted[i - 1]!.appliedAtMs)
+        outOfOrder.push(`${key}: offset ${sorted[i]!.offset} applied before offset ${sorted[i - 1]!.offset}`);
     }
   }
   expect(outOfOrder, 'effects of one key applied out of input order').toEqual([]);

@@ -81,7 +81,10 @@ describe('state follows its partition on Kafka', () => {
     const b = start({ ...options, stateDir: stateDirB });
     await b.waitFor('phase 2 done', () => b.outcomes('APPLIED').length === appliedIn[1] && b.outcomes('HELD').length === heldIn[1]);
     expect(restores(b).map((l) => l.mode)).toEqual(['full', 'full']);
-    expect(restores(b).reduce((n, l) => n + Number(l.records), 0), 'B read the changelogs A wrote').toBeGreaterThan(0);
+    expect(
+      restores(b).reduce((n, l) => n + Number(l.records), 0),
+      'B read the changelogs A wrote',
+    ).toBeGreaterThan(0);
     expect(b.outcomes('PARKED'), 'the poison is not run again: its offset was committed').toHaveLength(0);
     expect(b.outcomes('DUPLICATE')).toHaveLength(0);
     expect(await b.stop()).toBe(0);
@@ -98,9 +101,12 @@ describe('state follows its partition on Kafka', () => {
     expect(readBack, "A read B's writes").toBeGreaterThan(0);
     const changelogs = ['decide-attempts', 'decide-park', 'dispute-decisions'].map((store) => `${group}-${store}-changelog`);
     const onChangelogs = (await Promise.all(changelogs.map((t) => readAll(bootstrap, t)))).reduce((n, records) => n + records.length, 0);
-    expect(readBack, "A read only what followed its checkpoint, not its own writes again").toBeLessThan(onChangelogs);
+    expect(readBack, 'A read only what followed its checkpoint, not its own writes again').toBeLessThan(onChangelogs);
     expect(await a2.stop()).toBe(0);
-    const summary = (w: Worker) => restores(w).map((l) => `${l.mode} ${l.records} records ${l.tookMs} ms`).join(', ');
+    const summary = (w: Worker) =>
+      restores(w)
+        .map((l) => `${l.mode} ${l.records} records ${l.tookMs} ms`)
+        .join(', ');
     console.log(`hand-over test: B restored ${summary(b)}; A came back with ${summary(a2)} (${onChangelogs} on the changelogs)`);
 
     expect(twice(idsOf(a, 'APPLIED'), idsOf(b, 'APPLIED'), idsOf(a2, 'APPLIED')), 'effects applied twice').toEqual([]);
@@ -157,7 +163,10 @@ describe('state follows its partition on Kafka', () => {
     expect(Number(moved!.records), "B read A's writes of the partition").toBeGreaterThan(0);
     const revoked = a.lines.filter((l) => l.msg === 'revoked').flatMap((l) => l.partitions as string[]);
     expect(revoked).toEqual([movedId]);
-    expect(a.lines.some((l) => l.msg === 'checkpoint written' && l.partition === movedId), 'A checkpointed the partition it handed over').toBe(true);
+    expect(
+      a.lines.some((l) => l.msg === 'checkpoint written' && l.partition === movedId),
+      'A checkpointed the partition it handed over',
+    ).toBe(true);
 
     await produce(bootstrap, topic, second.map(asInput));
     const heldSecond = second.filter((d) => poisonOf.includes(d.account)).length;
@@ -174,7 +183,12 @@ describe('state follows its partition on Kafka', () => {
     expect(await b.stop()).toBe(0);
     expect(await a.stop()).toBe(0);
     const output = await readAll(bootstrap, `${prefix}dispute-decisions`);
-    expect(checkDecisions(inputs.filter((d, i) => !poisonIndex.includes(i) && !heldBehind(d, i)), output)).toEqual([]);
+    expect(
+      checkDecisions(
+        inputs.filter((d, i) => !poisonIndex.includes(i) && !heldBehind(d, i)),
+        output,
+      ),
+    ).toEqual([]);
   });
 
   it('after a kill -9, another worker with its own state directory finds every applied effect and keeps the key held', async () => {
@@ -195,7 +209,10 @@ describe('state follows its partition on Kafka', () => {
     await produce(bootstrap, topic, later.map(asInput));
     const laterHeld = later.filter((d) => d.account === POISON_ACCOUNT).length;
     const b = start({ ...options, stateDir: join(dirname(stateDir), 'state-b') });
-    await b.waitFor('all found applied or applied', () => b.outcomes('DUPLICATE').length + b.outcomes('APPLIED').length === inputs.length - 1 - held + later.length - laterHeld);
+    await b.waitFor(
+      'all found applied or applied',
+      () => b.outcomes('DUPLICATE').length + b.outcomes('APPLIED').length === inputs.length - 1 - held + later.length - laterHeld,
+    );
     await b.waitFor('the held account still held', () => b.outcomes('HELD').length === held + laterHeld);
     expect(restores(b).map((l) => l.mode)).toEqual(['full', 'full']);
 

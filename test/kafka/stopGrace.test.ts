@@ -111,7 +111,14 @@ describe('orderly run --stop-grace-ms with a paused partition, on Kafka', () => 
     ];
     const model = await heldModel();
     const env = { ORDERLY_MODEL_URL: model.url, ORDERLY_MAX_IN_FLIGHT: '2' };
-    const first = new Worker({ bootstrap, group: names.group, topicPrefix: names.prefix, stateDir: join(names.stateDir, 'first'), env, args: ['--max-buffered', '2', '--stop-grace-ms', '60000'] });
+    const first = new Worker({
+      bootstrap,
+      group: names.group,
+      topicPrefix: names.prefix,
+      stateDir: join(names.stateDir, 'first'),
+      env,
+      args: ['--max-buffered', '2', '--stop-grace-ms', '60000'],
+    });
     workers.push(first);
     await produce(bootstrap, topic, [asInput(a1), asInput(b1)]);
     await first.waitFor('a1 and b1 at the model', () => model.requested('a1') && model.requested('b1'));

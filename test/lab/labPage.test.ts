@@ -18,7 +18,8 @@ let browser: Browser;
 let cliRows: VariantResult[];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`the lab tests need ${CHROMIUM}: run scripts/setup.sh (as root, it installs Debian's chromium) or apt-get install chromium`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`the lab tests need ${CHROMIUM}: run scripts/setup.sh (as root, it installs Debian's chromium) or apt-get install chromium`);
   const cli = await run(process.execPath, ['bin/orderly', 'scenario', 'worked-example', '--json']);
   cliRows = JSON.parse(cli.stdout) as VariantResult[];
   server = spawn(process.execPath, ['bin/orderly', 'lab', '--port', '0', '--host', '127.0.0.1'], { stdio: ['ignore', 'pipe', 'inherit'] });

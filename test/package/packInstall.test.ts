@@ -39,7 +39,10 @@ console.log(JSON.stringify({ cached: cached.length, mapped: mapped.length }));
 beforeAll(() => {
   mkdirSync(app);
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'loans', private: true, type: 'module' }));
-  const tarball = execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', folder], { cwd: root, env: cleanEnv(), encoding: 'utf8' }).trim().split('\n').at(-1)!;
+  const tarball = execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', folder], { cwd: root, env: cleanEnv(), encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .at(-1)!;
   inApp('npm', ['install', '--omit=dev', '--no-audit', '--no-fund', join(folder, tarball)]);
 }, 1_800_000);
 
@@ -56,7 +59,10 @@ describe('the packed package, installed with --omit=dev', () => {
   });
 
   test('orderly scenario worked-example --json prints one array, one object per variant', () => {
-    const results = JSON.parse(inApp('npx', ['--no-install', 'orderly', 'scenario', 'worked-example', '--json'])) as Array<{ variant: string; doubleEffects: number }>;
+    const results = JSON.parse(inApp('npx', ['--no-install', 'orderly', 'scenario', 'worked-example', '--json'])) as Array<{
+      variant: string;
+      doubleEffects: number;
+    }>;
     expect(results.map((r) => r.variant)).toEqual([...workedExampleVariants]);
     expect(results.every((r) => r.doubleEffects === 0)).toBe(true);
   });
@@ -70,7 +76,7 @@ describe('the packed package, installed with --omit=dev', () => {
     expect(map.sourcesContent?.length).toBe(map.sources.length);
   });
 
-  test("importing orderly loads no native Kafka client; importing orderly/kafka does", () => {
+  test('importing orderly loads no native Kafka client; importing orderly/kafka does', () => {
     expect(JSON.parse(inApp('node', ['--input-type=module', '-e', loadedNative, 'orderly']))).toEqual({ cached: 0, mapped: 0 });
     const kafka = JSON.parse(inApp('node', ['--input-type=module', '-e', loadedNative, 'orderly/kafka'])) as { cached: number; mapped: number };
     expect(kafka.cached).toBeGreaterThan(0);

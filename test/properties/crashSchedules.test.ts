@@ -57,7 +57,9 @@ test.prop([crashScenarioArbitrary({ maxEvents: 16 })], { numRuns: levelRuns, ...
 );
 
 test('every production path ran: schedules checked per mode', () => {
-  console.log(`crash schedules checked per mode: plain ${byMode.plain}, staged ${byMode.staged}, exactly-once ${byMode.exactlyOnce} (${withResets} with a reset after an aborted transaction)`);
+  console.log(
+    `crash schedules checked per mode: plain ${byMode.plain}, staged ${byMode.staged}, exactly-once ${byMode.exactlyOnce} (${withResets} with a reset after an aborted transaction)`,
+  );
   expect(withResets, 'exactly-once schedules that lost partitions ran the reset').toBeGreaterThan(0);
   expect(byMode.plain + byMode.staged + byMode.exactlyOnce).toBe(schedules);
   for (const mode of driverModes) expect(byMode[mode], mode).toBeGreaterThan(0);
@@ -66,7 +68,10 @@ test('every production path ran: schedules checked per mode', () => {
 });
 
 test('the same seed replays the same history', async () => {
-  const [scenario] = fc.sample(crashScenarioArbitrary({ maxEvents: 24 }).filter((s) => s.events.length > 10 && s.crashes.length > 0), { seed: 7, numRuns: 1 });
+  const [scenario] = fc.sample(
+    crashScenarioArbitrary({ maxEvents: 24 }).filter((s) => s.events.length > 10 && s.crashes.length > 0),
+    { seed: 7, numRuns: 1 },
+  );
   const histories = [];
   for (let i = 0; i < 2; i++) {
     const run = await runCrashScenario(scenario!);

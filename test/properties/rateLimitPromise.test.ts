@@ -101,7 +101,10 @@ test.prop([scenarioArbitrary], { numRuns: Number(process.env.ORDERLY_RATE_RUNS ?
     const perWindow = refusalsPerWindow(calls, windowMs);
     const learnedBy = teaching.length < 2 ? perWindow.length : teaching[1]!;
     const after = perWindow.slice(learnedBy + 1);
-    expect(after.filter((refusals) => refusals > 1), `refusals per window: ${perWindow.join(' ')}`).toEqual([]);
+    expect(
+      after.filter((refusals) => refusals > 1),
+      `refusals per window: ${perWindow.join(' ')}`,
+    ).toEqual([]);
   },
   120_000,
 );

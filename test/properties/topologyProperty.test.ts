@@ -46,7 +46,9 @@ function assessedAsClassified(run: TopologyRun<Claim>): string[] {
     .filter((row) => row.value !== undefined)
     .flatMap((row) => {
       const payout = row.value as PayoutRow;
-      return payout.category === payout.classifiedAs ? [] : [`claim ${row.row} was assessed as ${payout.category} but classified as ${String(payout.classifiedAs)}`];
+      return payout.category === payout.classifiedAs
+        ? []
+        : [`claim ${row.row} was assessed as ${payout.category} but classified as ${String(payout.classifiedAs)}`];
     });
 }
 

@@ -23,7 +23,8 @@ export function decisionProblems(value: unknown): string[] {
   const decision = asObject(value);
   if (!decision) return [`a decision is an object { action, rationale }, got ${JSON.stringify(value) ?? String(value)}`];
   const problems: string[] = [];
-  if (!(actions as readonly unknown[]).includes(decision.action)) problems.push(`action must be one of ${actions.join(', ')}, got ${JSON.stringify(decision.action) ?? 'nothing'}`);
+  if (!(actions as readonly unknown[]).includes(decision.action))
+    problems.push(`action must be one of ${actions.join(', ')}, got ${JSON.stringify(decision.action) ?? 'nothing'}`);
   if (typeof decision.rationale !== 'string' || decision.rationale.length === 0) problems.push('rationale must be a non-empty string');
   return problems;
 }

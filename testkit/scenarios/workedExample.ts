@@ -9,11 +9,27 @@ import { TopologyTestDriver } from '../driver.js';
 import { fakeModel, type FakeModel } from '../fakeModel.js';
 import { applyDecision, Decision, standInDecision, type Dispute } from './disputes.js';
 import { runRetryTopicBaseline } from './retryTopicBaseline.js';
-import { defaultWorkedExampleSettings, workedExampleEvents, workedExampleFixture, workedExampleLowerBoundMs, variantCommit, type WorkedExampleSettings, type WorkedExampleVariant } from './workedExampleSettings.js';
+import {
+  defaultWorkedExampleSettings,
+  workedExampleEvents,
+  workedExampleFixture,
+  workedExampleLowerBoundMs,
+  variantCommit,
+  type WorkedExampleSettings,
+  type WorkedExampleVariant,
+} from './workedExampleSettings.js';
 import type { VariantResult } from './variantResult.js';
 import { keysByPartition, pausesAfterRateLimits, recordingModel, type TimelineMark, type WorkedExampleTimeline } from './workedExampleTimeline.js';
 
-export { defaultWorkedExampleSettings, parseWorkedExampleSettings, workedExampleEvents, workedExampleFixture, workedExampleLowerBoundMs, workedExampleQuery, workedExampleVariants } from './workedExampleSettings.js';
+export {
+  defaultWorkedExampleSettings,
+  parseWorkedExampleSettings,
+  workedExampleEvents,
+  workedExampleFixture,
+  workedExampleLowerBoundMs,
+  workedExampleQuery,
+  workedExampleVariants,
+} from './workedExampleSettings.js';
 export type { WorkedExampleSettings, WorkedExampleVariant } from './workedExampleSettings.js';
 export type { VariantResult } from './variantResult.js';
 
@@ -39,7 +55,10 @@ export async function runWorkedExampleTimeline(settings: WorkedExampleSettings):
   return runRecorded(settings, {});
 }
 
-async function runRecorded(s: WorkedExampleSettings, options: Omit<WorkedExampleOptions, 'settings'>): Promise<{ result: VariantResult; timeline: WorkedExampleTimeline }> {
+async function runRecorded(
+  s: WorkedExampleSettings,
+  options: Omit<WorkedExampleOptions, 'settings'>,
+): Promise<{ result: VariantResult; timeline: WorkedExampleTimeline }> {
   const events = workedExampleEvents(s);
   const recorded = recordingModel(disputesModel(s));
   const model = recorded.model;
@@ -72,13 +91,23 @@ async function runRecorded(s: WorkedExampleSettings, options: Omit<WorkedExample
     options.onIdle?.(driver.status());
     const marks: TimelineMark[] = [
       ...driver.history().map((h): TimelineMark => ({
-        kind: 'outcome', partition: h.partition, offset: h.offset, key: h.key ?? '', atMs: h.atMs, outcome: h.outcome,
+        kind: 'outcome',
+        partition: h.partition,
+        offset: h.offset,
+        key: h.key ?? '',
+        atMs: h.atMs,
+        outcome: h.outcome,
         ...(h.attempt !== undefined ? { attempt: h.attempt } : {}),
         ...(h.replayed ? { replayed: true } : {}),
       })),
       ...driver.redeliveries().map((r): TimelineMark => ({ kind: 'redelivery', partition: r.partition, offset: r.offset, key: r.key ?? '', atMs: r.atMs })),
-      ...driver.commits().filter((c) => c.topic === workedExampleFixture.topic).map((c): TimelineMark => ({ kind: 'commit', partition: c.partition, offset: c.offset, atMs: c.atMs })),
-      ...(crashes && driver.metrics().crashes > 0 ? [{ kind: 'crash', atMs: s.crashAtMs } as const, { kind: 'restart', atMs: s.crashAtMs + s.restartAfterMs } as const] : []),
+      ...driver
+        .commits()
+        .filter((c) => c.topic === workedExampleFixture.topic)
+        .map((c): TimelineMark => ({ kind: 'commit', partition: c.partition, offset: c.offset, atMs: c.atMs })),
+      ...(crashes && driver.metrics().crashes > 0
+        ? [{ kind: 'crash', atMs: s.crashAtMs } as const, { kind: 'restart', atMs: s.crashAtMs + s.restartAfterMs } as const]
+        : []),
     ];
     return { result: measure(s, driver, model), timeline: timeline(marks) };
   } finally {

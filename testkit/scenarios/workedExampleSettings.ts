@@ -154,7 +154,13 @@ export interface WorkedExampleEvent {
 /** True when the settings' events are the fixture's. */
 function onFixture(s: WorkedExampleSettings): boolean {
   const d = defaultWorkedExampleSettings();
-  return s.partitions === d.partitions && s.eventsPerPartition === d.eventsPerPartition && s.keysPerPartition === d.keysPerPartition && s.poisonEvents === d.poisonEvents && s.seed === 0;
+  return (
+    s.partitions === d.partitions &&
+    s.eventsPerPartition === d.eventsPerPartition &&
+    s.keysPerPartition === d.keysPerPartition &&
+    s.poisonEvents === d.poisonEvents &&
+    s.seed === 0
+  );
 }
 
 /** The events of a run: the fixture's at the defaults, else drawn from the seed. */
@@ -188,7 +194,9 @@ function fixtureLayout(): Layout {
 
 function drawnLayout(s: WorkedExampleSettings): Layout {
   const random = new SeededRandom(s.seed).derive('events');
-  const keys = Array.from({ length: s.partitions }, (_, p) => Array.from({ length: s.eventsPerPartition }, () => `acct-${p}-${random.int(1, s.keysPerPartition)}`));
+  const keys = Array.from({ length: s.partitions }, (_, p) =>
+    Array.from({ length: s.eventsPerPartition }, () => `acct-${p}-${random.int(1, s.keysPerPartition)}`),
+  );
   const positions = keys.flatMap((partitionKeys, p) => partitionKeys.map((_, o) => `${p}/${o}`));
   const poison = new Set<string>();
   const wanted = Math.min(s.poisonEvents, positions.length);

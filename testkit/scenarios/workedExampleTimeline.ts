@@ -46,7 +46,16 @@ export function recordingModel<T, D>(model: FakeModel<T, D>): { model: FakeModel
       stats: () => model.stats(),
       lastCall: (effectId) => model.lastCall(effectId),
       decide: async (event, ctx) => {
-        const call: CallMark = { kind: 'call', partition: ctx.record.partition, offset: ctx.record.offset, key: ctx.key ?? '', startMs: ctx.clock.now(), endMs: undefined, result: 'lost', attempt: ctx.attempt };
+        const call: CallMark = {
+          kind: 'call',
+          partition: ctx.record.partition,
+          offset: ctx.record.offset,
+          key: ctx.key ?? '',
+          startMs: ctx.clock.now(),
+          endMs: undefined,
+          result: 'lost',
+          attempt: ctx.attempt,
+        };
         calls.push(call);
         try {
           const decision = await model.decide(event, ctx);

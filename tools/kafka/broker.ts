@@ -128,7 +128,10 @@ function tail(file: string, count: number): string {
   if (!existsSync(file)) return "";
   const text = readFileSync(file, "utf8").slice(-65536);
   const mark = text.lastIndexOf(START_MARK);
-  const lines = text.slice(mark < 0 ? 0 : mark).trimEnd().split("\n");
+  const lines = text
+    .slice(mark < 0 ? 0 : mark)
+    .trimEnd()
+    .split("\n");
   return lines.slice(-count).join("\n");
 }
 
@@ -161,12 +164,7 @@ function chooseRecord(dir: string, options: BrokerOptions, version: string, log:
   const running = stored ? layoutOf(dir, stored).some((node) => nodePid(node) !== undefined) : false;
   if (stored && running) return stored;
   const wanted = { nodes: options.nodes ?? 1, port: options.port ?? DEFAULT_PORT, kafkaVersion: version };
-  if (
-    stored &&
-    stored.nodes === wanted.nodes &&
-    stored.port === wanted.port &&
-    stored.kafkaVersion === wanted.kafkaVersion
-  ) {
+  if (stored && stored.nodes === wanted.nodes && stored.port === wanted.port && stored.kafkaVersion === wanted.kafkaVersion) {
     return stored;
   }
   if (existsSync(dir)) {
@@ -207,16 +205,7 @@ function jvmArgs(cluster: Cluster, node: NodeLayout): string[] {
 async function formatStorage(cluster: Cluster, node: NodeLayout): Promise<void> {
   if (existsSync(join(node.dataDir, "meta.properties"))) return;
   const standalone = cluster.nodes.length === 1 ? ["--standalone"] : [];
-  const args = [
-    ...jvmArgs(cluster, node),
-    "kafka.tools.StorageTool",
-    "format",
-    ...standalone,
-    "-t",
-    cluster.record.clusterId,
-    "-c",
-    node.propertiesFile,
-  ];
+  const args = [...jvmArgs(cluster, node), "kafka.tools.StorageTool", "format", ...standalone, "-t", cluster.record.clusterId, "-c", node.propertiesFile];
   const result = await run(cluster.java, args, node.dir);
   if (result.code !== 0) {
     throw new BrokerError(`formatting the storage of Kafka node ${node.id} failed:\n${result.output.trim()}`);
@@ -298,12 +287,7 @@ async function stopNodes(nodes: readonly NodeLayout[], graceMs: number): Promise
  * when it does not answer in time, restarts them once. On failure stops
  * them again, so no half-started node is left behind (their logs stay).
  */
-async function startAndWait(
-  cluster: Cluster,
-  nodes: readonly NodeLayout[],
-  timeoutMs: number,
-  log: (line: string) => void,
-): Promise<void> {
+async function startAndWait(cluster: Cluster, nodes: readonly NodeLayout[], timeoutMs: number, log: (line: string) => void): Promise<void> {
   for (let attempt = 1; ; attempt += 1) {
     startNodes(cluster, nodes);
     try {
@@ -426,10 +410,7 @@ export async function status(options: Pick<BrokerOptions, "dir"> = {}): Promise<
  *
  * @throws BrokerError when the cluster has no node `nodeId`
  */
-export async function killNode(
-  nodeId: number,
-  options: DownOptions & { signal?: NodeJS.Signals } = {},
-): Promise<void> {
+export async function killNode(nodeId: number, options: DownOptions & { signal?: NodeJS.Signals } = {}): Promise<void> {
   const dir = clusterDir(options);
   const record = readRecord(dir);
   const node = record ? layoutOf(dir, record).find((candidate) => candidate.id === nodeId) : undefined;
@@ -448,9 +429,7 @@ function printStatus(report: ClusterStatus): void {
   console.log(`Kafka ${report.kafkaVersion ?? "?"}, ${report.nodes.length} node(s) in ${shown(report.dir)}`);
   for (const node of report.nodes) {
     const state = node.running ? `running (pid ${node.pid})${node.answering ? "" : ", not answering"}` : "stopped";
-    console.log(
-      `  node ${node.id}: ${state}  PLAINTEXT 127.0.0.1:${node.port}  controller 127.0.0.1:${node.controllerPort}`,
-    );
+    console.log(`  node ${node.id}: ${state}  PLAINTEXT 127.0.0.1:${node.port}  controller 127.0.0.1:${node.controllerPort}`);
   }
   if (report.running) console.log(`bootstrap servers: ${report.bootstrapServers}`);
 }

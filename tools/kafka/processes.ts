@@ -81,12 +81,7 @@ async function waitForExit(pid: number, marker: string, ms: number): Promise<boo
  * SIGKILL after `graceMs`. Removes the pid file. Does nothing when it is not
  * running.
  */
-export async function stopProcess(
-  pidFile: string,
-  marker: string,
-  graceMs: number,
-  signal: NodeJS.Signals = "SIGTERM",
-): Promise<void> {
+export async function stopProcess(pidFile: string, marker: string, graceMs: number, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
   const pid = runningPid(pidFile, marker);
   if (pid !== undefined) {
     process.kill(pid, signal);

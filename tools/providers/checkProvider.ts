@@ -41,11 +41,7 @@ interface Refusal {
  * True when no call started while a refusal's delay ran: from when the adapter threw the 429
  * (just before the engine heard it) for the delay the adapter threw, each refusal paired with its event's.
  */
-function waitedOutEveryRefusal(
-  refusedAt: readonly OutcomeEvent[],
-  refusals: readonly Refusal[],
-  calls: ReadonlyArray<{ atMs: number }>,
-): boolean {
+function waitedOutEveryRefusal(refusedAt: readonly OutcomeEvent[], refusals: readonly Refusal[], calls: ReadonlyArray<{ atMs: number }>): boolean {
   const byEvent = new Map<string, Refusal[]>();
   for (const r of refusals) byEvent.set(r.effectId, [...(byEvent.get(r.effectId) ?? []), r]);
   // The engine reads its clock between hearing the 429 (heardAtMs) and reporting it (o.atMs), and the

@@ -35,7 +35,10 @@ export interface SdkAdapter {
 
 const require = createRequire(import.meta.url);
 const versionOf = (name: string) => (require(`${name}/package.json`) as { version: string }).version;
-const promised = (decide: DecideFn<StandInEvent, unknown>): Decide => (event, ctx) => Promise.resolve(decide(event, ctx));
+const promised =
+  (decide: DecideFn<StandInEvent, unknown>): Decide =>
+  (event, ctx) =>
+    Promise.resolve(decide(event, ctx));
 const messages = (event: StandInEvent) => [{ role: 'user' as const, content: JSON.stringify(event) }];
 const retries = (n: number | undefined) => (n === undefined ? {} : { maxRetries: n });
 
@@ -44,20 +47,28 @@ export const sdkAdapters: readonly SdkAdapter[] = [
     provider: 'openai',
     api: 'openai',
     packages: { openai: (require('openai/version') as { VERSION: string }).VERSION },
-    make: (baseUrl, options, n) => promised(openaiDecide(new OpenAI({ apiKey: 'stand-in', baseURL: baseUrl, ...retries(n) }), { ...options, model: 'gpt-stand-in', messages })),
+    make: (baseUrl, options, n) =>
+      promised(openaiDecide(new OpenAI({ apiKey: 'stand-in', baseURL: baseUrl, ...retries(n) }), { ...options, model: 'gpt-stand-in', messages })),
   },
   {
     provider: 'anthropic',
     api: 'anthropic',
     packages: { '@anthropic-ai/sdk': (require('@anthropic-ai/sdk/version') as { VERSION: string }).VERSION },
     make: (baseUrl, options, n) =>
-      promised(anthropicDecide(new Anthropic({ apiKey: 'stand-in', baseURL: baseUrl.replace(/\/v1$/, ''), ...retries(n) }), { ...options, model: 'claude-stand-in', messages })),
+      promised(
+        anthropicDecide(new Anthropic({ apiKey: 'stand-in', baseURL: baseUrl.replace(/\/v1$/, ''), ...retries(n) }), {
+          ...options,
+          model: 'claude-stand-in',
+          messages,
+        }),
+      ),
   },
   {
     provider: 'ai-sdk',
     api: 'openai',
     packages: { ai: versionOf('ai'), '@ai-sdk/openai': versionOf('@ai-sdk/openai') },
     // The AI SDK's retries are per call (default 2), so the adapter's maxRetries: 0 is all there is.
-    make: (baseUrl, options) => promised(aiSdkDecide({ ...options, model: createOpenAI({ apiKey: 'stand-in', baseURL: baseUrl }).chat('gpt-stand-in'), messages })),
+    make: (baseUrl, options) =>
+      promised(aiSdkDecide({ ...options, model: createOpenAI({ apiKey: 'stand-in', baseURL: baseUrl }).chat('gpt-stand-in'), messages })),
   },
 ];

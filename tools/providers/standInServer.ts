@@ -90,7 +90,10 @@ export async function startStandInServer(options: StandInOptions): Promise<Stand
     const request: StandInRequest = { api: api, atMs: nowMs, body, prompt: promptOf(body) };
     requests.push(request);
     const scripted = options.reply?.(request, requests.length - 1);
-    const text = scripted?.status === 200 && scripted.text !== undefined ? scripted.text : JSON.stringify((scripted?.status === 200 && scripted.decision) || options.decide(request.prompt));
+    const text =
+      scripted?.status === 200 && scripted.text !== undefined
+        ? scripted.text
+        : JSON.stringify((scripted?.status === 200 && scripted.decision) || options.decide(request.prompt));
     const usage = tokensOf(request.prompt, text);
     const { reply, budgets } = scripted ? { reply: scripted, budgets: undefined } : budgetReply(api, nowMs, usage.input + usage.output);
     // A scripted refusal carries only the headers the script gives it (and a request id).
@@ -107,7 +110,8 @@ export async function startStandInServer(options: StandInOptions): Promise<Stand
   };
 
   const server = createServer((req, res) => {
-    const api: StandInApi | undefined = req.method !== 'POST' ? undefined : req.url === '/v1/chat/completions' ? 'openai' : req.url === '/v1/messages' ? 'anthropic' : undefined;
+    const api: StandInApi | undefined =
+      req.method !== 'POST' ? undefined : req.url === '/v1/chat/completions' ? 'openai' : req.url === '/v1/messages' ? 'anthropic' : undefined;
     let raw = '';
     req.on('data', (chunk: Buffer) => (raw += chunk.toString()));
     req.on('end', () => {
@@ -125,10 +129,11 @@ export async function startStandInServer(options: StandInOptions): Promise<Stand
     baseUrl: `http://127.0.0.1:${port}/v1`,
     requests,
     refusals,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -137,7 +142,10 @@ function promptOf(body: Record<string, unknown>): string {
   const last = [...messages].reverse().find((m) => m.role === 'user');
   if (!last) return '';
   if (typeof last.content === 'string') return last.content;
-  return (last.content as Array<{ type: string; text?: string }>).filter((p) => p.type === 'text').map((p) => p.text).join('');
+  return (last.content as Array<{ type: string; text?: string }>)
+    .filter((p) => p.type === 'text')
+    .map((p) => p.text)
+    .join('');
 }
 
 function success(api: StandInApi, body: Record<string, unknown>, text: string, usage: { input: number; output: number }): unknown {

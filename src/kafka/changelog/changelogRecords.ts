@@ -43,7 +43,9 @@ export function checkedChangelogTopic(group: string, store: string): string {
   let fix: string;
   if (!legal(store) || !legal(group)) {
     why = 'holds characters Kafka does not allow in a topic name (only a-z, A-Z, 0-9, ., _ and -)';
-    fix = legal(store) ? `use a consumer group name of those characters only` : `rename the operator '${operator}' (its name names the store), e.g. with { name: '${operator.replace(/[^a-zA-Z0-9._-]+/g, '-')}' }`;
+    fix = legal(store)
+      ? `use a consumer group name of those characters only`
+      : `rename the operator '${operator}' (its name names the store), e.g. with { name: '${operator.replace(/[^a-zA-Z0-9._-]+/g, '-')}' }`;
   } else {
     why = `is ${topic.length} characters long (Kafka allows 249)`;
     fix = `give the operator '${operator}' a shorter name, or use a shorter consumer group name`;

@@ -136,7 +136,9 @@ export class ChangelogStore implements Store {
     if (gapped === undefined) return undefined;
     // Caused by the failure: one that resets the partition (exactly-once) resets this write's event too.
     const cause = this.diverged.get(gapped)!;
-    return new Error(`state of ${gapped} not written: an earlier changelog write of ${gapped} failed (${cause.message}), so it restarts from its changelog`, { cause });
+    return new Error(`state of ${gapped} not written: an earlier changelog write of ${gapped} failed (${cause.message}), so it restarts from its changelog`, {
+      cause,
+    });
   }
 
   /** Appends the changelog records of a batch already written locally; a failure leaves its partitions diverged. */
@@ -146,7 +148,9 @@ export class ChangelogStore implements Store {
     } catch (error) {
       const tps = new Map(ops.map((op) => stateKeys.partitionOf(op.key)).map((tp) => [partitionId(tp), tp]));
       const partitions = [...tps.keys()];
-      const failed = new Error(`state of ${partitions.join(', ')} was written locally but its changelog write failed: ${(error as Error).message}`, { cause: error });
+      const failed = new Error(`state of ${partitions.join(', ')} was written locally but its changelog write failed: ${(error as Error).message}`, {
+        cause: error,
+      });
       for (const id of partitions) if (!this.diverged.has(id)) this.diverged.set(id, failed);
       // A checkpoint written before this late batch would claim a completeness the changelog lacks.
       await this.options.local.batch([...tps.values()].map(checkpoints.del)).catch(() => undefined);
@@ -180,7 +184,14 @@ export class ChangelogStore implements Store {
       to: ends[i]!.end,
     }));
     const records = await source.read(ranges, (messages) => local.batch(messages.map(fromChangelogRecord)));
-    const report: RestoreReport = { ...tp, mode: usable ? 'checkpoint' : 'full', ...(reason ? { reason } : {}), wiped, records, tookMs: Date.now() - startedAt };
+    const report: RestoreReport = {
+      ...tp,
+      mode: usable ? 'checkpoint' : 'full',
+      ...(reason ? { reason } : {}),
+      wiped,
+      records,
+      tookMs: Date.now() - startedAt,
+    };
     this.logger.info(report, `restored the state of ${partitionId(tp)} from its changelog (${report.mode})`);
     this.options.onRestored?.(report);
   }

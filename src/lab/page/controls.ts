@@ -1,8 +1,29 @@
-import { numericSettingRanges, variantCommit, workedExampleVariants, type WorkedExampleSettings, type WorkedExampleVariant } from '../../../testkit/scenarios/workedExampleSettings.js';
+import {
+  numericSettingRanges,
+  variantCommit,
+  workedExampleVariants,
+  type WorkedExampleSettings,
+  type WorkedExampleVariant,
+} from '../../../testkit/scenarios/workedExampleSettings.js';
 import { escapeXml } from './glyphs.js';
 
 // The order the controls appear in: the fixture, the model, the step, the commit and the crash.
-const order = ['partitions', 'eventsPerPartition', 'keysPerPartition', 'poisonEvents', 'maxInFlight', 'callsPerWindow', 'windowMs', 'latencyMs', 'attempts', 'retryDelayMs', 'commit', 'crashAtMs', 'restartAfterMs', 'seed'] as const;
+const order = [
+  'partitions',
+  'eventsPerPartition',
+  'keysPerPartition',
+  'poisonEvents',
+  'maxInFlight',
+  'callsPerWindow',
+  'windowMs',
+  'latencyMs',
+  'attempts',
+  'retryDelayMs',
+  'commit',
+  'crashAtMs',
+  'restartAfterMs',
+  'seed',
+] as const;
 
 /** A control for every setting, showing `settings`; the variant first. */
 export function controlsHtml(settings: WorkedExampleSettings): string {

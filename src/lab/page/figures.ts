@@ -24,7 +24,8 @@ const meaning: Readonly<Record<keyof VariantResult, string>> = {
  */
 export function figuresHtml(result: VariantResult): string {
   const rows = Object.entries(result).map(
-    ([field, value]) => `<tr><th title="${field}">${escapeXml(meaning[field as keyof VariantResult] ?? field)}</th><td data-figure="${field}">${escapeXml(String(value))}</td></tr>`,
+    ([field, value]) =>
+      `<tr><th title="${field}">${escapeXml(meaning[field as keyof VariantResult] ?? field)}</th><td data-figure="${field}">${escapeXml(String(value))}</td></tr>`,
   );
   return `<h2>Figures</h2><table>${rows.join('')}</table>`;
 }

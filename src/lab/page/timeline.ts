@@ -22,7 +22,12 @@ export function timelineHtml(timeline: WorkedExampleTimeline): string {
     const y = rows.partitionY[p]!;
     parts.push(`<text x="4" y="${y + 14}" font-weight="600" font-size="12">partition ${p}</text>`);
     parts.push(`<line x1="${LEFT}" x2="${LEFT + PLOT_WIDTH}" y1="${y + PARTITION_ROW - 1}" y2="${y + PARTITION_ROW - 1}" stroke="#c9ced8"/>`);
-    keys.forEach((key, k) => parts.push(`<text x="14" y="${rows.keyY(p, key) + 4}" font-size="11" fill="#4a5160">${escapeXml(key)}</text>`, k % 2 ? '' : `<rect x="${LEFT}" y="${rows.keyY(p, key) - KEY_ROW / 2}" width="${PLOT_WIDTH}" height="${KEY_ROW}" fill="#000" fill-opacity="0.025"/>`));
+    keys.forEach((key, k) =>
+      parts.push(
+        `<text x="14" y="${rows.keyY(p, key) + 4}" font-size="11" fill="#4a5160">${escapeXml(key)}</text>`,
+        k % 2 ? '' : `<rect x="${LEFT}" y="${rows.keyY(p, key) - KEY_ROW / 2}" width="${PLOT_WIDTH}" height="${KEY_ROW}" fill="#000" fill-opacity="0.025"/>`,
+      ),
+    );
   }
   // Outcomes at the same moment of one key (a park and the events it holds) side by side, not on top of each other.
   const atSameSpot = new Map<string, number>();
@@ -74,7 +79,10 @@ function windowBands(windowMs: number, spanMs: number, height: number, x: (ms: n
   for (let w = 0; w < windows; w++) {
     const x0 = x(w * windowMs);
     if (w % 2 === 0) out.push(`<rect x="${x0}" y="${AXIS_HEIGHT - 6}" width="${x((w + 1) * windowMs) - x0}" height="${height - AXIS_HEIGHT}" fill="#e9eef7"/>`);
-    if (w % labelEvery === 0) out.push(`<text x="${x0}" y="16" font-size="11" text-anchor="middle" fill="#4a5160">${formatSeconds(w * windowMs)}</text><line x1="${x0}" x2="${x0}" y1="20" y2="${AXIS_HEIGHT - 6}" stroke="#8a93a3"/>`);
+    if (w % labelEvery === 0)
+      out.push(
+        `<text x="${x0}" y="16" font-size="11" text-anchor="middle" fill="#4a5160">${formatSeconds(w * windowMs)}</text><line x1="${x0}" x2="${x0}" y1="20" y2="${AXIS_HEIGHT - 6}" stroke="#8a93a3"/>`,
+      );
   }
   out.push(`<text x="${x(spanMs)}" y="16" font-size="11" text-anchor="middle" fill="#4a5160">${formatSeconds(spanMs)}</text>`);
   return out.join('');
@@ -107,19 +115,40 @@ function drawMark(mark: TimelineMark, x: (ms: number) => number, rows: Rows, los
       const kind: GlyphKind = mark.result === 'rate-limited' ? 'rate-limited' : mark.result === 'lost' ? 'lost-call' : 'call';
       const title = `partition ${mark.partition}, ${mark.key}, offset ${mark.offset}, attempt ${mark.attempt}: ${mark.result === 'rate-limited' ? '429' : mark.result === 'lost' ? 'call lost to the crash' : 'model call'} ${formatSeconds(mark.startMs)}–${formatSeconds(endMs)}`;
       const width = Math.max(mark.result === 'rate-limited' ? 2 : 1, x(endMs) - x(mark.startMs));
-      const label = kind === 'call' && width > 16 ? `<text x="${x(mark.startMs) + 3}" y="${y + 3.5}" font-size="9" fill="#fff" pointer-events="none">#${mark.offset}</text>` : '';
+      const label =
+        kind === 'call' && width > 16
+          ? `<text x="${x(mark.startMs) + 3}" y="${y + 3.5}" font-size="9" fill="#fff" pointer-events="none">#${mark.offset}</text>`
+          : '';
       return glyph(kind, x(mark.startMs), y, width, title) + label;
     }
     case 'pause':
-      return glyph('pause', x(mark.startMs), rows.keyY(mark.partition, mark.key), x(mark.endMs) - x(mark.startMs), `partition ${mark.partition}, ${mark.key}, offset ${mark.offset}: waiting after a 429 for its next call ${formatSeconds(mark.startMs)}–${formatSeconds(mark.endMs)}`);
+      return glyph(
+        'pause',
+        x(mark.startMs),
+        rows.keyY(mark.partition, mark.key),
+        x(mark.endMs) - x(mark.startMs),
+        `partition ${mark.partition}, ${mark.key}, offset ${mark.offset}: waiting after a 429 for its next call ${formatSeconds(mark.startMs)}–${formatSeconds(mark.endMs)}`,
+      );
     case 'outcome': {
       const kind = outcomeGlyph(mark.outcome, mark.replayed === true);
       if (!kind) return '';
       const attempt = mark.attempt !== undefined ? `, attempt ${mark.attempt}` : '';
-      return glyph(kind, x(mark.atMs), rows.keyY(mark.partition, mark.key), 0, `partition ${mark.partition}, ${mark.key}, offset ${mark.offset}: ${mark.outcome}${mark.replayed ? ' (replay)' : ''}${attempt} at ${formatSeconds(mark.atMs)}`);
+      return glyph(
+        kind,
+        x(mark.atMs),
+        rows.keyY(mark.partition, mark.key),
+        0,
+        `partition ${mark.partition}, ${mark.key}, offset ${mark.offset}: ${mark.outcome}${mark.replayed ? ' (replay)' : ''}${attempt} at ${formatSeconds(mark.atMs)}`,
+      );
     }
     case 'redelivery':
-      return glyph('redelivery', x(mark.atMs), rows.keyY(mark.partition, mark.key), 0, `partition ${mark.partition}, ${mark.key}, offset ${mark.offset}: redelivered at ${formatSeconds(mark.atMs)}`);
+      return glyph(
+        'redelivery',
+        x(mark.atMs),
+        rows.keyY(mark.partition, mark.key),
+        0,
+        `partition ${mark.partition}, ${mark.key}, offset ${mark.offset}: redelivered at ${formatSeconds(mark.atMs)}`,
+      );
     case 'commit': {
       const y = rows.partitionY[mark.partition]! + PARTITION_ROW / 2;
       const label = labelled ? `<text x="${x(mark.atMs) + 4}" y="${y + 4}" font-size="9" fill="#1f6f43">${mark.offset}</text>` : '';

@@ -39,7 +39,10 @@ test('a .ts module that Node.js loads as CommonJS (no "type": "module" above it)
   const dir = mkdtempSync(join(tmpdir(), 'orderly-cli-'));
   try {
     const dsl = pathToFileURL(join(root, 'dist/src/index.js')).href;
-    writeFileSync(join(dir, 'loans.ts'), `import { stream } from '${dsl}';\nconst topic: string = 'loan-applications';\nexport default stream(topic).to('loan-verdicts').build();\n`);
+    writeFileSync(
+      join(dir, 'loans.ts'),
+      `import { stream } from '${dsl}';\nconst topic: string = 'loan-applications';\nexport default stream(topic).to('loan-verdicts').build();\n`,
+    );
     const loaded = loadTopology(join(dir, 'loans.ts'));
     expect(loaded.status, loaded.stderr).toBe(0);
     expect(loaded.stdout).toContain('Source: loan-applications-source (topics: [loan-applications]');

@@ -9,7 +9,12 @@ describe('orderly describe', () => {
   it('--json prints the disputes example once, its ORDERLY_* values as unknowns with file:line', { timeout: CLI_TIMEOUT_MS }, async () => {
     const result = await orderlyCli(['describe', 'examples/disputes/topology.ts', '--json']);
     expect(result.code).toBe(0);
-    const rows = JSON.parse(result.stdout) as Array<{ file: string; name: string; description: string; unknowns: Array<{ marker: string; env: string; file: string; line: number }> }>;
+    const rows = JSON.parse(result.stdout) as Array<{
+      file: string;
+      name: string;
+      description: string;
+      unknowns: Array<{ marker: string; env: string; file: string; line: number }>;
+    }>;
     expect(rows).toHaveLength(1);
     expect(rows[0]!.unknowns.map((u) => `${u.env} ${u.file}`)).toEqual([
       'ORDERLY_TOPIC_PREFIX examples/disputes/topology.ts',

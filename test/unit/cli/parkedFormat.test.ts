@@ -6,11 +6,27 @@ import type { ParkedKeyView } from '../../../src/kafka/parkedChangelog.js';
 function event(offset: number, reason: 'POISON' | 'HELD', value: string | Buffer | null): ParkedEvent {
   const bytes = typeof value === 'string' ? Buffer.from(value) : value;
   return {
-    event: { effectId: `disputes/1/${offset}`, lane: 'acct-02', key: 'acct-02', topic: 'disputes', partition: 1, offset, timestampMs: 0, headers: {}, valueBase64: bytes && bytes.toString('base64') },
+    event: {
+      effectId: `disputes/1/${offset}`,
+      lane: 'acct-02',
+      key: 'acct-02',
+      topic: 'disputes',
+      partition: 1,
+      offset,
+      timestampMs: 0,
+      headers: {},
+      valueBase64: bytes && bytes.toString('base64'),
+    },
     reason,
     step: 'decide',
     attempts: reason === 'POISON' ? 2 : 0,
-    errors: reason === 'POISON' ? [{ attempt: 1, atMs: 0, error: 'first' }, { attempt: 2, atMs: 1_000, error: 'decision failed its schema' }] : [],
+    errors:
+      reason === 'POISON'
+        ? [
+            { attempt: 1, atMs: 0, error: 'first' },
+            { attempt: 2, atMs: 1_000, error: 'decision failed its schema' },
+          ]
+        : [],
     parkedAtMs: 60_000,
   };
 }

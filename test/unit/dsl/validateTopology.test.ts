@@ -60,9 +60,7 @@ describe('a valid topology', () => {
 
 describe('refusals at build time', () => {
   it('refuses an agentStep with no keyedSerial upstream, naming the step and the fix', () => {
-    const error = refusal(() =>
-      stream<Dispute>('disputes').agentStep('decide', decide, { schema: Decision }).park({ attempts: 3 }).applyOnce(effects).build(),
-    );
+    const error = refusal(() => stream<Dispute>('disputes').agentStep('decide', decide, { schema: Decision }).park({ attempts: 3 }).applyOnce(effects).build());
     expect(error.operator).toBe('decide');
     expect(error.message).toContain("agentStep 'decide'");
     expect(error.message).toContain('needs keyedSerial() upstream');
@@ -70,9 +68,7 @@ describe('refusals at build time', () => {
   });
 
   it('refuses a keyedSerial that comes after the agentStep', () => {
-    const error = refusal(() =>
-      stream<Dispute>('disputes').agentStep('decide', decide).park({ attempts: 3 }).keyedSerial().applyOnce(effects).build(),
-    );
+    const error = refusal(() => stream<Dispute>('disputes').agentStep('decide', decide).park({ attempts: 3 }).keyedSerial().applyOnce(effects).build());
     expect(error.message).toContain("agentStep 'decide' needs keyedSerial() upstream");
   });
 
@@ -128,7 +124,10 @@ describe('refusals at build time', () => {
 
   it('refuses a park with no attempts at all', () => {
     const error = refusal(() =>
-      stream<Dispute>('disputes').keyedSerial().agentStep('decide', decide).park({} as unknown as { attempts: number }),
+      stream<Dispute>('disputes')
+        .keyedSerial()
+        .agentStep('decide', decide)
+        .park({} as unknown as { attempts: number }),
     );
     expect(error.message).toContain("park after 'decide': attempts must be a whole number of at least 1");
   });
@@ -186,7 +185,9 @@ describe('refusals at build time', () => {
 
   it('refuses a declared limit of 0 calls', () => {
     const error = refusal(() =>
-      stream<Dispute>('disputes').keyedSerial().agentStep('decide', decide, { limit: { calls: 0, windowMs: 1000 } }),
+      stream<Dispute>('disputes')
+        .keyedSerial()
+        .agentStep('decide', decide, { limit: { calls: 0, windowMs: 1000 } }),
     );
     expect(error.operator).toBe("agentStep 'decide'");
     expect(error.message).toBe("agentStep 'decide': limit.calls must be a whole number of at least 1, got 0");
@@ -208,13 +209,7 @@ describe('refusals at build time', () => {
 
   it('refuses a second agent step without its own park, naming it', () => {
     const error = refusal(() =>
-      stream<Dispute>('disputes')
-        .keyedSerial()
-        .agentStep('first', decide)
-        .park({ attempts: 1 })
-        .agentStep('second', decide)
-        .applyOnce(effects)
-        .build(),
+      stream<Dispute>('disputes').keyedSerial().agentStep('first', decide).park({ attempts: 1 }).agentStep('second', decide).applyOnce(effects).build(),
     );
     expect(error.operator).toBe('second');
     expect(error.message).toBe(
@@ -250,7 +245,11 @@ describe('refusals at build time', () => {
   });
 
   it.each([
-    ['keyedSerial', () => stream<Dispute>('disputes').keyedSerial().keyedSerial().build(), "keyedSerial 'disputes-keyed-serial': a topology has at most one keyedSerial in this version; remove one of the 2"],
+    [
+      'keyedSerial',
+      () => stream<Dispute>('disputes').keyedSerial().keyedSerial().build(),
+      "keyedSerial 'disputes-keyed-serial': a topology has at most one keyedSerial in this version; remove one of the 2",
+    ],
     [
       'park',
       () => stream<Dispute>('disputes').keyedSerial().agentStep('decide', decide).park({ attempts: 3 }).park({ attempts: 2 }).applyOnce(effects).build(),
@@ -261,7 +260,11 @@ describe('refusals at build time', () => {
       () => stream<Dispute>('disputes').keyedSerial().agentStep('decide', decide).park({ attempts: 3 }).applyOnce(effects).applyOnce(effects).build(),
       "applyOnce 'dispute-effects': a topology has at most one applyOnce in this version; remove one of the 2",
     ],
-    ['to', () => stream<Dispute>('disputes').to('copies').to('copies').build(), "to 'copies-sink': the topology already writes its outputs to 'copies' (copies-sink); remove one of the two to('copies')"],
+    [
+      'to',
+      () => stream<Dispute>('disputes').to('copies').to('copies').build(),
+      "to 'copies-sink': the topology already writes its outputs to 'copies' (copies-sink); remove one of the two to('copies')",
+    ],
   ])('refuses a duplicate %s with "remove one", not "rename"', (_kind, build, message) => {
     const error = refusal(build);
     expect(error.message).toBe(message);
@@ -320,7 +323,11 @@ describe('refusals of topics that would loop or mix', () => {
   });
 
   it('accepts a topic set that all differ', () => {
-    expect(chain('disputes', { dlq: 'bad-disputes', park: 'parked-disputes', out: 'decisions' }).outputTopics).toEqual(['decisions', 'parked-disputes', 'bad-disputes']);
+    expect(chain('disputes', { dlq: 'bad-disputes', park: 'parked-disputes', out: 'decisions' }).outputTopics).toEqual([
+      'decisions',
+      'parked-disputes',
+      'bad-disputes',
+    ]);
   });
 
   it('refuses a bad topic name', () => {
@@ -330,7 +337,11 @@ describe('refusals of topics that would loop or mix', () => {
   });
 
   it('refuses a decide that is not a function', () => {
-    const error = refusal(() => stream<Dispute>('disputes').keyedSerial().agentStep('decide', 'model' as never));
+    const error = refusal(() =>
+      stream<Dispute>('disputes')
+        .keyedSerial()
+        .agentStep('decide', 'model' as never),
+    );
     expect(error.message).toBe("agentStep 'decide': decide must be a function, got string");
   });
 });
@@ -354,12 +365,16 @@ describe('respond()', () => {
 
   it('refuses a respond() with no agentStep before it', () => {
     const error = refusal(() => stream<Dispute>('disputes').respond('answers').build());
-    expect(error.message).toBe("respond 'answers-respond': no agentStep before it, so there is no job to answer; put .respond(topic) after .agentStep(...).park(...).applyOnce(...)");
+    expect(error.message).toBe(
+      "respond 'answers-respond': no agentStep before it, so there is no job to answer; put .respond(topic) after .agentStep(...).park(...).applyOnce(...)",
+    );
   });
 
   it('refuses a status topic that is also another topic of the topology', () => {
     const error = refusal(() => chain().to('out').respond('answers', { statusTopic: 'out' }).build());
-    expect(error.message).toBe("respond 'answers-respond': its status topic 'out' is also the output topic of to 'out-sink': readers could not tell the records apart; give another respond(topic, { statusTopic: '...' })");
+    expect(error.message).toBe(
+      "respond 'answers-respond': its status topic 'out' is also the output topic of to 'out-sink': readers could not tell the records apart; give another respond(topic, { statusTopic: '...' })",
+    );
   });
 
   it('refuses two respond()', () => {

@@ -57,7 +57,10 @@ describe('AttemptsIndexedStore', () => {
     const key = stateKeys.attempts('decide', p0, 1);
     await store.batch([{ type: 'put', key, value: record }]);
     expect(store.get(key)).toEqual(record);
-    await store.batch([{ type: 'del', key }, { type: 'put', key: 'table/ledger/x', value: 1 }]);
+    await store.batch([
+      { type: 'del', key },
+      { type: 'put', key: 'table/ledger/x', value: 1 },
+    ]);
     inner.reads.length = 0;
     expect(store.get(key)).toBeUndefined();
     expect(inner.reads).toEqual([]);
@@ -93,7 +96,10 @@ describe('AttemptsIndexedStore', () => {
     // Partition 1 is not loaded: read from the store.
     expect(store.attemptsOf(attemptsStoreOf('decide'), p1, 2)).toEqual(record);
     expect(inner.reads).toEqual([stateKeys.attempts('decide', p0, 7), stateKeys.attempts('decide', p1, 2)]);
-    await store.batch([{ type: 'put', key: stateKeys.attempts('decide', p0, 9), value: record }, { type: 'del', key: stateKeys.attempts('decide', p0, 7) }]);
+    await store.batch([
+      { type: 'put', key: stateKeys.attempts('decide', p0, 9), value: record },
+      { type: 'del', key: stateKeys.attempts('decide', p0, 7) },
+    ]);
     expect(store.attemptsOf(attemptsStoreOf('decide'), p0, 9)).toEqual(record);
     inner.reads.length = 0;
     expect(store.attemptsOf(attemptsStoreOf('decide'), p0, 7)).toBeUndefined();

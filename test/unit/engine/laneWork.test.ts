@@ -15,10 +15,14 @@ const flush = async () => {
 const tp = { topic: 'events', partition: 0 };
 
 /** One key: p0 is poison (parked after its one attempt), p1 is held behind it. */
-const records: LogRecord[] = [
-  { id: 'p0', bad: true },
-  { id: 'p1' },
-].map((ev: Ev, offset) => ({ ...tp, offset, key: 'k', value: new TextEncoder().encode(JSON.stringify(ev)), timestampMs: 0, headers: {} }));
+const records: LogRecord[] = [{ id: 'p0', bad: true }, { id: 'p1' }].map((ev: Ev, offset) => ({
+  ...tp,
+  offset,
+  key: 'k',
+  value: new TextEncoder().encode(JSON.stringify(ev)),
+  timestampMs: 0,
+  headers: {},
+}));
 
 /** An engine instance over `store` and a log driven by hand, delivering every record; returns what it produced to the parking topic. */
 async function deliverAll(store: Store, atomic: boolean): Promise<string[]> {

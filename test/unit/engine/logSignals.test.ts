@@ -37,7 +37,14 @@ async function setup(commit: CommitPolicy = 'each') {
     observer: { fatal: (error) => fatal.push(error) },
   });
   await engine.start();
-  const record = (offset: number, ev: Ev): LogRecord => ({ ...tp, offset, key: ev.id, value: new TextEncoder().encode(JSON.stringify(ev)), timestampMs: 0, headers: {} });
+  const record = (offset: number, ev: Ev): LogRecord => ({
+    ...tp,
+    offset,
+    key: ev.id,
+    value: new TextEncoder().encode(JSON.stringify(ev)),
+    timestampMs: 0,
+    headers: {},
+  });
   return { clock, engine, listener: listener(), aborted, fatal, commits, record };
 }
 

@@ -224,7 +224,7 @@ describe('RateGate learning a budget from 429s', () => {
     expect(gate.learnedLimit).toEqual({ calls: 5, windowMs: 10_000 });
   });
 
-  it('learns the length from two window ends, and counts only the refused call\'s own window when quiet windows came between', () => {
+  it("learns the length from two window ends, and counts only the refused call's own window when quiet windows came between", () => {
     const { clock, gate } = setup();
     // A first 429 at 5 s: a window ends at 10 s.
     clock.advanceTo(5_000);

@@ -29,7 +29,9 @@ describe('parseBootstrap', () => {
     'refuses %j at once, naming the entry and the form',
     (bootstrap) => {
       expect(() => parseBootstrap(bootstrap)).toThrow(BootstrapError);
-      expect(() => parseBootstrap(bootstrap)).toThrow(/is not host:port \(a port from 1 to 65535\); give host:port\[,host:port\.\.\.\], e\.g\. 127\.0\.0\.1:9092/);
+      expect(() => parseBootstrap(bootstrap)).toThrow(
+        /is not host:port \(a port from 1 to 65535\); give host:port\[,host:port\.\.\.\], e\.g\. 127\.0\.0\.1:9092/,
+      );
     },
   );
 

@@ -26,7 +26,14 @@ class OnePartitionLog implements Log {
     await listener.assigned([tp]);
   }
   deliver(values: readonly string[]): void {
-    const records: LogRecord[] = values.map((v, offset) => ({ ...tp, offset, key: `k${offset}`, value: new TextEncoder().encode(JSON.stringify({ id: v })), timestampMs: 0, headers: {} }));
+    const records: LogRecord[] = values.map((v, offset) => ({
+      ...tp,
+      offset,
+      key: `k${offset}`,
+      value: new TextEncoder().encode(JSON.stringify({ id: v })),
+      timestampMs: 0,
+      headers: {},
+    }));
     this.listener.records(records);
   }
   pause(): void {}
@@ -46,8 +53,7 @@ class OnePartitionLog implements Log {
 /** A changelog producer whose acknowledgements wait for the test. */
 class HeldAcks {
   readonly pending: Array<{ records: readonly OutRecord[]; ack: () => void; fail: (e: Error) => void }> = [];
-  produce = (records: readonly OutRecord[]): Promise<void> =>
-    new Promise((ack, fail) => this.pending.push({ records, ack, fail }));
+  produce = (records: readonly OutRecord[]): Promise<void> => new Promise((ack, fail) => this.pending.push({ records, ack, fail }));
   ackAll(): void {
     for (const p of this.pending.splice(0)) p.ack();
   }
@@ -72,7 +78,15 @@ async function setUp() {
     logger: pino({ level: 'silent' }),
   });
   const fatal: Error[] = [];
-  const engine = new Engine({ topology, log, store, clock: new VirtualClock().view('engine'), random: new SeededRandom(1), commit: 'each', observer: { fatal: (e) => fatal.push(e) } });
+  const engine = new Engine({
+    topology,
+    log,
+    store,
+    clock: new VirtualClock().view('engine'),
+    random: new SeededRandom(1),
+    commit: 'each',
+    observer: { fatal: (e) => fatal.push(e) },
+  });
   await engine.start();
   return { log, acks, local, fatal };
 }

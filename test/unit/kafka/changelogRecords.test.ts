@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { ChangelogNameError, checkedChangelogTopic, encodeWrite, fromChangelogRecord, toChangelogRecord } from '../../../src/kafka/changelog/changelogRecords.js';
+import {
+  ChangelogNameError,
+  checkedChangelogTopic,
+  encodeWrite,
+  fromChangelogRecord,
+  toChangelogRecord,
+} from '../../../src/kafka/changelog/changelogRecords.js';
 import { stateKeys } from '../../../src/state/stateKeys.js';
 import { StoredFormatError } from '../../../src/state/storedFormat.js';
 
@@ -38,7 +44,10 @@ describe('changelog records', () => {
     expect(record).toMatchObject({ topic: 'grp-fx-changelog', partition: 2, key, headers: { 'orderly-format': '2' } });
     expect(text(record.value)).toBe(JSON.stringify(value));
     const del = { type: 'del', key } as const;
-    expect(encodeWrite('grp', del)).toEqual({ local: del, record: { topic: 'grp-fx-changelog', partition: 2, key, value: null, headers: { 'orderly-format': '2' } } });
+    expect(encodeWrite('grp', del)).toEqual({
+      local: del,
+      record: { topic: 'grp-fx-changelog', partition: 2, key, value: null, headers: { 'orderly-format': '2' } },
+    });
     // Another group, the same store: its own topic.
     expect(encodeWrite('other', del).record.topic).toBe('other-fx-changelog');
   });
@@ -50,7 +59,9 @@ describe('changelog records', () => {
     expect(fromChangelogRecord({ key, value, headers: { 'orderly-format': '1' } })).toEqual({ type: 'put', key, value: { outputs: [], appliedAtMs: 1 } });
     const newer = () => fromChangelogRecord({ key, value, headers: { 'orderly-format': '3' } });
     expect(newer).toThrow(StoredFormatError);
-    expect(newer).toThrow(/^store 'fx': the changelog record 'effect\/fx\/disputes\/2\/disputes\/2\/4' is in stored format 3, and this orderly reads formats 1 to 2; .*upgrade orderly/);
+    expect(newer).toThrow(
+      /^store 'fx': the changelog record 'effect\/fx\/disputes\/2\/disputes\/2\/4' is in stored format 3, and this orderly reads formats 1 to 2; .*upgrade orderly/,
+    );
     expect(() => fromChangelogRecord({ key, value: null, headers: { 'orderly-format': '3' } })).toThrow(StoredFormatError);
     expect(() => fromChangelogRecord({ key, value, headers: { 'orderly-format': 'two' } })).toThrow("its header orderly-format is 'two', not a format version");
   });
@@ -68,6 +79,8 @@ describe('changelog records', () => {
     );
     expect(() => checkedChangelogTopic('grp', 'decide/v2-attempts')).toThrow("rename the operator 'decide/v2'");
     expect(() => checkedChangelogTopic('my group', 'fx')).toThrow('; use a consumer group name of those characters only');
-    expect(() => checkedChangelogTopic('g'.repeat(240), 'fx')).toThrow("is 253 characters long (Kafka allows 249); give the operator 'fx' a shorter name, or use a shorter consumer group name");
+    expect(() => checkedChangelogTopic('g'.repeat(240), 'fx')).toThrow(
+      "is 253 characters long (Kafka allows 249); give the operator 'fx' a shorter name, or use a shorter consumer group name",
+    );
   });
 });

@@ -43,7 +43,10 @@ class MemoryChangelog implements ChangelogSource {
     return { low: 0, end: this.partition(tp).length };
   }
 
-  async read(ranges: ReadonlyArray<TopicPartition & { from: number; to: number }>, apply: (m: ReadonlyArray<{ key: string | null; value: Uint8Array | null }>) => Promise<void>) {
+  async read(
+    ranges: ReadonlyArray<TopicPartition & { from: number; to: number }>,
+    apply: (m: ReadonlyArray<{ key: string | null; value: Uint8Array | null }>) => Promise<void>,
+  ) {
     let n = 0;
     for (const r of ranges) {
       const slice = this.partition(r).slice(r.from, r.to);
@@ -126,7 +129,12 @@ describe('ChangelogStore', () => {
   it('refuses a key that is not a state key before writing anything', async () => {
     const changelog = new MemoryChangelog();
     const { store } = await worker(changelog);
-    await expect(store.batch([{ type: 'put', key: effect(p0, 'e1'), value: 1 }, { type: 'put', key: 'loose', value: 2 }])).rejects.toThrow("'loose' is not an orderly state key");
+    await expect(
+      store.batch([
+        { type: 'put', key: effect(p0, 'e1'), value: 1 },
+        { type: 'put', key: 'loose', value: 2 },
+      ]),
+    ).rejects.toThrow("'loose' is not an orderly state key");
     expect(store.get(effect(p0, 'e1'))).toBeUndefined();
   });
 

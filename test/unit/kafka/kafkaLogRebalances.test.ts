@@ -54,7 +54,11 @@ async function rig(options: { assigned?: () => Promise<void>; disconnected?: boo
       if (options.disconnected) throw new Error('KafkaConsumer is disconnected');
       calls.push(`assign ${ids(a)}`);
     },
-    committed: (tps: TopicPartition[], _t: number, cb: (e: unknown, o: unknown[]) => void) => cb(undefined, tps.map((t) => ({ ...t, offset: 0 }))),
+    committed: (tps: TopicPartition[], _t: number, cb: (e: unknown, o: unknown[]) => void) =>
+      cb(
+        undefined,
+        tps.map((t) => ({ ...t, offset: 0 })),
+      ),
     seek: (_tpo: unknown, _t: number, cb: (e: unknown) => void) => cb(undefined),
   };
   const listener: LogListener = {
@@ -68,7 +72,13 @@ async function rig(options: { assigned?: () => Promise<void>; disconnected?: boo
     failed: (error) => void calls.push(`failed ${error.message}`),
   };
   const log = new KafkaLog({ settings: { bootstrap: '127.0.0.1:9', group: 'g' }, logger, exactlyOnce: { transactionalId: 't', timeoutMs: 10_000 } as never });
-  const transactions = await Transactions.begin(producer, () => consumer as never, logger, { callTimeoutMs: 1_000, maxOpenMs: 60_000 }, () => undefined);
+  const transactions = await Transactions.begin(
+    producer,
+    () => consumer as never,
+    logger,
+    { callTimeoutMs: 1_000, maxOpenMs: 60_000 },
+    () => undefined,
+  );
   calls.length = 0;
   const inner = log as unknown as Record<string, unknown>;
   Object.assign(inner, { consumer, producer, transactions, listener });
@@ -85,7 +95,7 @@ async function rig(options: { assigned?: () => Promise<void>; disconnected?: boo
     abortFromProduce: () => resetAfterAbort.call(log, new Error('the transaction was aborted under a write')),
     settled: async () => {
       // Each step may queue the next: wait until the chain stops growing.
-      for (let last; last !== inner.rebalances; ) {
+      for (let last; last !== inner.rebalances;) {
         last = inner.rebalances;
         await last;
       }
@@ -123,7 +133,10 @@ describe('KafkaLog, exactly-once: partitions lost without a revocation', () => {
     restoring.resolve();
     await settled();
     const secondAbort = calls.lastIndexOf('abort');
-    expect(calls.filter((c) => c === 'abort'), calls.join(' | ')).toHaveLength(2);
+    expect(
+      calls.filter((c) => c === 'abort'),
+      calls.join(' | '),
+    ).toHaveLength(2);
     expect(calls.slice(calls.indexOf('assigned orders/0,orders/1') + 1, secondAbort + 1), calls.join(' | ')).toEqual(['lost orders/0,orders/1', 'abort']);
   });
 

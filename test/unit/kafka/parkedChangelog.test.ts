@@ -15,7 +15,17 @@ function record(partition: number, offset: number, key: string, value: unknown |
 
 function parkedEvent(partition: number, offset: number, key: string, reason: 'POISON' | 'HELD'): ParkedEvent {
   return {
-    event: { effectId: `${scope.topic}/${partition}/${offset}`, lane: key, key, topic: scope.topic, partition, offset, timestampMs: 1, headers: {}, valueBase64: Buffer.from(`{"n":${offset}}`).toString('base64') },
+    event: {
+      effectId: `${scope.topic}/${partition}/${offset}`,
+      lane: key,
+      key,
+      topic: scope.topic,
+      partition,
+      offset,
+      timestampMs: 1,
+      headers: {},
+      valueBase64: Buffer.from(`{"n":${offset}}`).toString('base64'),
+    },
     reason,
     step: 'decide',
     attempts: reason === 'POISON' ? 3 : 0,
@@ -69,7 +79,12 @@ describe('the park changelog, folded', () => {
 
   it('lists the keys of every partition, by partition then key, and one partition alone', () => {
     const fold = new ChangelogFold();
-    for (const [p, key, offset] of [[1, 'b', 4], [0, 'z', 2], [1, 'a', 9], [10, 'a', 1]] as const) {
+    for (const [p, key, offset] of [
+      [1, 'b', 4],
+      [0, 'z', 2],
+      [1, 'a', 9],
+      [10, 'a', 1],
+    ] as const) {
       fold.apply([
         record(p, offset, held(p, key, 0), parkedEvent(p, offset, key, 'POISON')),
         record(p, offset + 100, parked(p, key), { lane: key, key, status: 'parked', headSeq: 0, nextSeq: 1, parkedAtMs: 7 }),
@@ -132,6 +147,8 @@ describe('the park changelog, folded', () => {
   it('refuses a record without a key and a value that is not JSON, naming where it stands', () => {
     const fold = new ChangelogFold();
     expect(() => fold.apply([{ topic: 't', partition: 0, offset: 5, key: null, value: null }])).toThrow(/t\/0@5 has no key/);
-    expect(() => fold.apply([{ topic: 't', partition: 1, offset: 6, key: 'k', value: encoder.encode('{oops') }])).toThrow(/t\/1@6: its value is not UTF-8 JSON/);
+    expect(() => fold.apply([{ topic: 't', partition: 1, offset: 6, key: 'k', value: encoder.encode('{oops') }])).toThrow(
+      /t\/1@6: its value is not UTF-8 JSON/,
+    );
   });
 });

@@ -74,12 +74,22 @@ describe('control records on <group>-resolutions', () => {
     ['retry', 'got string'],
   ])('refuses a request whose resolution is not exactly one of decision, retry, discard: %j', (resolution, problem) => {
     const bytes = new TextEncoder().encode(JSON.stringify({ ...request, resolution }));
-    expect(() => parseControlRecord(bytes)).toThrow(`resolution r-1: a resolution must be exactly one of { decision: ... }, { retry: true } and { discard: true }; ${problem}`);
+    expect(() => parseControlRecord(bytes)).toThrow(
+      `resolution r-1: a resolution must be exactly one of { decision: ... }, { retry: true } and { discard: true }; ${problem}`,
+    );
   });
 });
 
 describe('what the CLI reads of a key after sending a resolution', () => {
-  const view = (over: Partial<ParkedKeyView>): ParkedKeyView => ({ ...state, topic: 'disputes', partition: 1, head: head('disputes/1/12'), held: [], missing: 0, ...over });
+  const view = (over: Partial<ParkedKeyView>): ParkedKeyView => ({
+    ...state,
+    topic: 'disputes',
+    partition: 1,
+    head: head('disputes/1/12'),
+    held: [],
+    missing: 0,
+    ...over,
+  });
 
   it('is released once the changelog no longer has the key', () => {
     expect(progressOf(target, undefined)).toBe('released');

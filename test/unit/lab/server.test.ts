@@ -34,6 +34,8 @@ describe('the lab server', () => {
 
   it('says how to build the page when it is not built', async () => {
     dir = await mkdtemp(join(tmpdir(), 'orderly-lab-'));
-    await expect(serveLab({ port: 0, host: '127.0.0.1', dir })).rejects.toThrow(`orderly lab: the page is not built (no index.html in ${dir}); run \`npm run build\` in the checkout`);
+    await expect(serveLab({ port: 0, host: '127.0.0.1', dir })).rejects.toThrow(
+      `orderly lab: the page is not built (no index.html in ${dir}); run \`npm run build\` in the checkout`,
+    );
   });
 });

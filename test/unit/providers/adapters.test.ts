@@ -56,7 +56,10 @@ describe.each(adapterCases)('the $provider adapter', (adapter) => {
     const calls: ProviderCall[] = [];
     const decide = adapter.make(baseUrl, { now: () => NOW, rateLimitedDelayMs: 777, onCall: (call) => calls.push(call) }, 3);
 
-    const error = await decide({ id: 'e-3' }, decideContext()).then(() => undefined, (e: unknown) => e);
+    const error = await decide({ id: 'e-3' }, decideContext()).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
 
     expect(error).toBeInstanceOf(RateLimited);
     expect((error as RateLimited).retryAfterMs).toBe(delayMs);
@@ -65,7 +68,9 @@ describe.each(adapterCases)('the $provider adapter', (adapter) => {
   });
 
   it(`waits out an overload (${adapter.overloadStatus}), fails the attempt, and holds other calls until its delay has passed`, async () => {
-    const { baseUrl, requests } = await start({ reply: (_r, index) => (index === 0 ? { status: adapter.overloadStatus, headers: { 'retry-after-ms': '300' } } : undefined) });
+    const { baseUrl, requests } = await start({
+      reply: (_r, index) => (index === 0 ? { status: adapter.overloadStatus, headers: { 'retry-after-ms': '300' } } : undefined),
+    });
     let second: Promise<unknown> | undefined;
     const decide = adapter.make(baseUrl, {
       onCall: (call) => {
@@ -75,7 +80,10 @@ describe.each(adapterCases)('the $provider adapter', (adapter) => {
     });
     const startedMs = Date.now();
 
-    const error = await decide({ id: 'e-4' }, decideContext()).then(() => undefined, (e: unknown) => e);
+    const error = await decide({ id: 'e-4' }, decideContext()).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
 
     expect(error).toBeInstanceOf(ProviderOverloaded);
     expect(error).not.toBeInstanceOf(RateLimited);
@@ -88,7 +96,12 @@ describe.each(adapterCases)('the $provider adapter', (adapter) => {
 
   it.each([400, 500] as const)('leaves a %i as a failed attempt with the SDK error, in one request', async (status) => {
     const { baseUrl, requests } = await start({ reply: () => ({ status }) });
-    const error = await adapter.make(baseUrl, {})({ id: 'e-6' }, decideContext()).then(() => undefined, (e: unknown) => e);
+    const error = await adapter
+      .make(baseUrl, {})({ id: 'e-6' }, decideContext())
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(error).toBeInstanceOf(Error);
     expect(error).not.toBeInstanceOf(RateLimited);
     expect(error).not.toBeInstanceOf(ProviderOverloaded);

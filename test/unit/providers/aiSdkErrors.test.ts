@@ -22,8 +22,15 @@ const throwing = (error: unknown) =>
 
 describe('the ai-sdk adapter and RetryError', () => {
   it('turns a RetryError whose last error is a 429 into RateLimited with its delay', async () => {
-    const error = new RetryError({ message: 'failed after 3 attempts', reason: 'maxRetriesExceeded', errors: [refusal(500, {}), refusal(429, { 'retry-after': '2' })] });
-    const thrown = await Promise.resolve(throwing(error)({ id: 'e-1' }, decideContext())).then(() => undefined, (e: unknown) => e);
+    const error = new RetryError({
+      message: 'failed after 3 attempts',
+      reason: 'maxRetriesExceeded',
+      errors: [refusal(500, {}), refusal(429, { 'retry-after': '2' })],
+    });
+    const thrown = await Promise.resolve(throwing(error)({ id: 'e-1' }, decideContext())).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(thrown).toBeInstanceOf(RateLimited);
     expect((thrown as RateLimited).retryAfterMs).toBe(2_000);
   });

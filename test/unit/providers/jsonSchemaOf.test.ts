@@ -16,6 +16,8 @@ describe('jsonSchemaOf', () => {
 
   it('refuses a Standard Schema that cannot convert itself, naming what to pass', () => {
     const validateOnly = { '~standard': { version: 1, vendor: 'hand-made', validate: (value: unknown) => ({ value }) } };
-    expect(() => jsonSchemaOf('ai-sdk', validateOnly as never)).toThrow(/ai-sdk: the schema given for the JSON mode \(vendor 'hand-made'\) cannot convert itself to JSON Schema; pass/);
+    expect(() => jsonSchemaOf('ai-sdk', validateOnly as never)).toThrow(
+      /ai-sdk: the schema given for the JSON mode \(vendor 'hand-made'\) cannot convert itself to JSON Schema; pass/,
+    );
   });
 });

@@ -26,7 +26,12 @@ describe('retryDelayOf', () => {
   });
 
   it('prefers the reset of the budget that reads 0, the latest of several', () => {
-    const openai = { 'x-ratelimit-reset-requests': '1s', 'x-ratelimit-remaining-requests': '4', 'x-ratelimit-reset-tokens': '30s', 'x-ratelimit-remaining-tokens': '0' };
+    const openai = {
+      'x-ratelimit-reset-requests': '1s',
+      'x-ratelimit-remaining-requests': '4',
+      'x-ratelimit-reset-tokens': '30s',
+      'x-ratelimit-remaining-tokens': '0',
+    };
     expect(delay(openai)).toEqual({ delayMs: 30_000, from: 'x-ratelimit-reset-tokens' });
     const anthropic = {
       'anthropic-ratelimit-requests-reset': '2026-12-01T13:00:09Z',
@@ -40,7 +45,10 @@ describe('retryDelayOf', () => {
   it('skips garbage and falls through to the next source, then to the default', () => {
     expect(delay({ 'retry-after-ms': 'soon', 'retry-after': '3' })).toEqual({ delayMs: 3_000, from: 'retry-after' });
     expect(delay({ 'retry-after': 'later', 'x-ratelimit-reset-requests': '2s' })).toEqual({ delayMs: 2_000, from: 'x-ratelimit-reset-requests' });
-    expect(delay({ 'retry-after': '-4', 'x-ratelimit-reset-requests': 'tomorrow', 'anthropic-ratelimit-requests-reset': '12' })).toEqual({ delayMs: DEFAULT_MS, from: 'default' });
+    expect(delay({ 'retry-after': '-4', 'x-ratelimit-reset-requests': 'tomorrow', 'anthropic-ratelimit-requests-reset': '12' })).toEqual({
+      delayMs: DEFAULT_MS,
+      from: 'default',
+    });
     expect(delay({})).toEqual({ delayMs: DEFAULT_MS, from: 'default' });
     expect(retryDelayOf(undefined, NOW, DEFAULT_MS)).toEqual({ delayMs: DEFAULT_MS, from: 'default' });
   });

@@ -15,7 +15,10 @@ async function runTo(clock: VirtualClock, toMs: number): Promise<void> {
 
 function track<T>(promise: Promise<T>): { done: () => boolean; value: Promise<T> } {
   let done = false;
-  void promise.then(() => (done = true), () => (done = true));
+  void promise.then(
+    () => (done = true),
+    () => (done = true),
+  );
   return { done: () => done, value: promise };
 }
 

@@ -74,11 +74,11 @@ describe('stateKeys: every key is <kind>/<store>/<topic>/<partition>/<rest>', ()
       stateKeys.heldIndex('hold', tp, 'e1'),
     ];
     // Partition 30 shares the digits of 3: the trailing '/' of each prefix keeps them apart.
-    const others = [{ topic: 'disputes', partition: 30 }, { topic: 'disputes', partition: 0 }, { topic: 'disputes2', partition: 3 }].flatMap((o) => [
-      stateKeys.effect('fx', o, 'e1'),
-      stateKeys.heldEvent('hold', o, 'k', 0),
-      stateKeys.attempts('decide', o, 1),
-    ]);
+    const others = [
+      { topic: 'disputes', partition: 30 },
+      { topic: 'disputes', partition: 0 },
+      { topic: 'disputes2', partition: 3 },
+    ].flatMap((o) => [stateKeys.effect('fx', o, 'e1'), stateKeys.heldEvent('hold', o, 'k', 0), stateKeys.attempts('decide', o, 1)]);
     const store = await openMemoryStore();
     await store.batch([...mine, ...others].map((key) => ({ type: 'put' as const, key, value: 1 })));
     const prefixes = stateKeys.partitionPrefixes(stores, tp);

@@ -15,7 +15,13 @@ async function transaction() {
   const overlay = new LandedOverlay(() => state);
   const log = new MemoryLog(1);
   const durable: StoreOp[][] = [];
-  const tx = new DriverTransaction(overlay, () => state, log, () => 0, (ops) => void durable.push([...ops]));
+  const tx = new DriverTransaction(
+    overlay,
+    () => state,
+    log,
+    () => 0,
+    (ops) => void durable.push([...ops]),
+  );
   return { state, overlay, log, durable, tx };
 }
 
@@ -64,8 +70,18 @@ describe('DriverTransaction', () => {
   it('its state writes become durable at the commit, in landing order; until then only the overlay holds them', async () => {
     const { state, overlay, durable, tx } = await transaction();
     await state.batch([{ type: 'put', key: 'a', value: 1 }]);
-    tx.hold(overlay.land([{ type: 'put', key: 'a', value: 2 }, { type: 'put', key: 'b', value: 1 }]));
-    tx.hold(overlay.land([{ type: 'put', key: 'a', value: 3 }, { type: 'del', key: 'b' }]));
+    tx.hold(
+      overlay.land([
+        { type: 'put', key: 'a', value: 2 },
+        { type: 'put', key: 'b', value: 1 },
+      ]),
+    );
+    tx.hold(
+      overlay.land([
+        { type: 'put', key: 'a', value: 3 },
+        { type: 'del', key: 'b' },
+      ]),
+    );
     expect(overlay.get('a')).toBe(3);
     expect(state.get('a')).toBe(1);
     expect(state.get('b')).toBeUndefined();

@@ -5,9 +5,15 @@ import { LandedOverlay } from '../../../testkit/landedOverlay.js';
 describe('LandedOverlay', () => {
   it('reads landed writes before the durable state, and the durable state once a batch is settled', async () => {
     const durable = await openMemoryStore();
-    await durable.batch([{ type: 'put', key: 'a', value: 1 }, { type: 'put', key: 'b', value: 1 }]);
+    await durable.batch([
+      { type: 'put', key: 'a', value: 1 },
+      { type: 'put', key: 'b', value: 1 },
+    ]);
     const overlay = new LandedOverlay(() => durable);
-    const first = overlay.land([{ type: 'put', key: 'a', value: 2 }, { type: 'del', key: 'b' }]);
+    const first = overlay.land([
+      { type: 'put', key: 'a', value: 2 },
+      { type: 'del', key: 'b' },
+    ]);
     const second = overlay.land([{ type: 'put', key: 'a', value: 3 }]);
     expect(overlay.get('a')).toBe(3);
     expect(overlay.get('b')).toBeUndefined();
@@ -24,10 +30,21 @@ describe('LandedOverlay', () => {
 
   it('scans the durable entries with the landed writes over them, in key order and up to a limit', async () => {
     const durable = await openMemoryStore();
-    await durable.batch([{ type: 'put', key: 'p/1', value: 'old' }, { type: 'put', key: 'p/3', value: 'gone' }, { type: 'put', key: 'q/1', value: 'other' }]);
+    await durable.batch([
+      { type: 'put', key: 'p/1', value: 'old' },
+      { type: 'put', key: 'p/3', value: 'gone' },
+      { type: 'put', key: 'q/1', value: 'other' },
+    ]);
     const overlay = new LandedOverlay(() => durable);
-    overlay.land([{ type: 'put', key: 'p/2', value: 'new' }, { type: 'del', key: 'p/3' }, { type: 'put', key: 'p/1', value: 'newer' }]);
-    expect(await overlay.entries('p/')).toEqual([['p/1', 'newer'], ['p/2', 'new']]);
+    overlay.land([
+      { type: 'put', key: 'p/2', value: 'new' },
+      { type: 'del', key: 'p/3' },
+      { type: 'put', key: 'p/1', value: 'newer' },
+    ]);
+    expect(await overlay.entries('p/')).toEqual([
+      ['p/1', 'newer'],
+      ['p/2', 'new'],
+    ]);
     expect(await overlay.entries('p/', { limit: 1 })).toEqual([['p/1', 'newer']]);
     await durable.close();
   });
@@ -39,7 +56,12 @@ describe('LandedOverlay', () => {
     overlay.land([{ type: 'put', key: 'a', value }]);
     value.n = 2;
     expect(overlay.get('a')).toEqual({ n: 1 });
-    expect(() => overlay.land([{ type: 'put', key: 'b', value: 1 }, { type: 'put', key: 'c', value: undefined }])).toThrow(/the value of 'c' cannot be null, undefined/);
+    expect(() =>
+      overlay.land([
+        { type: 'put', key: 'b', value: 1 },
+        { type: 'put', key: 'c', value: undefined },
+      ]),
+    ).toThrow(/the value of 'c' cannot be null, undefined/);
     expect(overlay.get('b')).toBeUndefined();
     await durable.close();
   });

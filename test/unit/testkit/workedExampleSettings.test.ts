@@ -16,7 +16,11 @@ describe('worked example settings', () => {
   it('at the defaults, are the fixture: its events, its lower bound, and a query of the variant alone', () => {
     const settings = defaultWorkedExampleSettings('crash-commit-each');
     expect(workedExampleEvents(settings).map((e) => e.key)).toEqual(workedExampleFixture.keys.flat());
-    expect(workedExampleEvents(settings).filter((e) => e.dispute.reason === 'unparseable').map((e) => [e.partition, e.offset])).toEqual([[1, 2]]);
+    expect(
+      workedExampleEvents(settings)
+        .filter((e) => e.dispute.reason === 'unparseable')
+        .map((e) => [e.partition, e.offset]),
+    ).toEqual([[1, 2]]);
     expect(workedExampleLowerBoundMs(settings)).toBe(34_000);
     expect(workedExampleQuery(settings).toString()).toBe('variant=crash-commit-each');
     expect(parseWorkedExampleSettings(new URLSearchParams('variant=crash-commit-each'))).toEqual(settings);
@@ -32,7 +36,9 @@ describe('worked example settings', () => {
 
   it('name the setting, the value and what is allowed when a value is wrong', () => {
     const parse = (query: string) => () => parseWorkedExampleSettings(new URLSearchParams(query));
-    expect(parse('variant=fast')).toThrow("worked example: no variant 'fast'; use one of retry-after, crash-interval-commit, crash-commit-each, immediate-retry, retry-topic, declared-limit");
+    expect(parse('variant=fast')).toThrow(
+      "worked example: no variant 'fast'; use one of retry-after, crash-interval-commit, crash-commit-each, immediate-retry, retry-topic, declared-limit",
+    );
     expect(parse('partitions=0')).toThrow("worked example: partitions must be a whole number from 1 to 8, got '0'");
     expect(parse('latencyMs=1.5')).toThrow("worked example: latencyMs must be a whole number from 0 to 60000, got '1.5'");
     expect(parse('commit=sometimes')).toThrow("worked example: commit must be 'each' or a whole number of ms from 1 to 600000, got 'sometimes'");

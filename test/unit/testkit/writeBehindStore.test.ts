@@ -42,7 +42,10 @@ describe('WriteBehindStore', () => {
     const { store, rows, batches, pending } = slowStore();
     const state = new WriteBehindStore(store);
     await state.batch([{ type: 'put', key: 'a', value: { n: 1 } }]);
-    await state.batch([{ type: 'put', key: 'a', value: { n: 2 } }, { type: 'put', key: 'b', value: true }]);
+    await state.batch([
+      { type: 'put', key: 'a', value: { n: 2 } },
+      { type: 'put', key: 'b', value: true },
+    ]);
     await state.batch([{ type: 'del', key: 'b' }]);
     expect(state.get('a')).toEqual({ n: 2 });
     expect(state.get('b')).toBeUndefined();
@@ -84,7 +87,12 @@ describe('WriteBehindStore', () => {
   it('refuses a batch with a null or undefined value whole, as LevelDB does', async () => {
     const { store, batches } = slowStore();
     const state = new WriteBehindStore(store);
-    await expect(state.batch([{ type: 'put', key: 'ok', value: 1 }, { type: 'put', key: 'bad', value: null }])).rejects.toThrow(/'bad' cannot be null/);
+    await expect(
+      state.batch([
+        { type: 'put', key: 'ok', value: 1 },
+        { type: 'put', key: 'bad', value: null },
+      ]),
+    ).rejects.toThrow(/'bad' cannot be null/);
     expect(state.get('ok')).toBeUndefined();
     expect(batches).toHaveLength(0);
   });
