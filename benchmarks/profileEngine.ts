@@ -2,7 +2,7 @@
  * The engine throughput benchmark alone, to profile it:
  *
  * ```sh
- * node --import tsx benchmarks/profileEngine.ts [--cpu FILE.cpuprofile] [--heap FILE.heapprofile]
+ * npm run build && node --import tsx benchmarks/profileEngine.ts [--cpu FILE.cpuprofile] [--heap FILE.heapprofile]
  * ```
  *
  * `--cpu` samples the main thread every 200 µs, `--heap` samples allocations (those collected

@@ -1,11 +1,16 @@
 import type { CrashSchedules, SchedulesByMode } from './crashSchedules.js';
 import type { EngineThroughput } from './engineThroughput.js';
+import type { LevelDbFloor } from './levelDbFloor.js';
 import type { Machine } from './machine.js';
 import type { WindowUtilization } from './windowUtilization.js';
 
 /** The headline figures of a run. */
 export interface Figures {
   readonly engineEventsPerSec: number;
+  /** The LevelDB work of the engine benchmark's events with no engine: one lookup and one batch per event. */
+  readonly levelDbFloorEventsPerSec: number;
+  /** `engineEventsPerSec` ÷ `levelDbFloorEventsPerSec`, both of this run: comparable across runs. */
+  readonly engineToFloor: number;
   readonly windowUtilization: number;
   readonly rateLimitedPerWindow: number;
   readonly declaredLimitRateLimited: number;
@@ -28,6 +33,7 @@ export interface BenchmarkReport extends Figures {
   readonly goals: Readonly<Record<string, Goal>>;
   readonly details: {
     readonly engine: EngineThroughput;
+    readonly floor: LevelDbFloor;
     readonly retryAfter: WindowUtilization;
     readonly declared: WindowUtilization;
     readonly crashes: CrashSchedules;
@@ -38,6 +44,7 @@ export interface BenchmarkReport extends Figures {
 export function goalsOf(figures: Figures, crashes: CrashSchedules): Record<string, Goal> {
   return {
     engineEventsPerSec: { goal: '>= 50000', met: figures.engineEventsPerSec >= 50_000 },
+    engineToFloor: { goal: '>= 0.8', met: figures.engineToFloor >= 0.8 },
     windowUtilization: { goal: '>= 0.98', met: figures.windowUtilization >= 0.98 },
     rateLimitedPerWindow: { goal: '<= 1', met: figures.rateLimitedPerWindow <= 1 },
     declaredLimitRateLimited: { goal: '0', met: figures.declaredLimitRateLimited === 0 },
@@ -53,6 +60,8 @@ export function formatTable(report: BenchmarkReport): string {
   const { machine: m, goals: g, details: d } = report;
   const rows: Array<[string, string, Goal | undefined]> = [
     ['engine events/s (LevelDB, wall clock)', int(report.engineEventsPerSec), g.engineEventsPerSec],
+    ['LevelDB floor events/s (no engine)', int(report.levelDbFloorEventsPerSec), undefined],
+    ['engine ÷ LevelDB floor', report.engineToFloor.toFixed(3), g.engineToFloor],
     ['window utilization (Retry-After only)', report.windowUtilization.toFixed(4), g.windowUtilization],
     ['429s per window (Retry-After only)', report.rateLimitedPerWindow.toFixed(2), g.rateLimitedPerWindow],
     ['429s with the limit declared', int(report.declaredLimitRateLimited), g.declaredLimitRateLimited],
@@ -75,6 +84,8 @@ export function formatTable(report: BenchmarkReport): string {
     `engine: ${int(d.engine.events)} events, ${d.engine.partitions} partitions, ${int(d.engine.keys)} keys, maxInFlight ${d.engine.maxInFlight}, ` +
       `${(d.engine.wallMs / 1_000).toFixed(1)} s wall, ${(d.engine.cpuMs / 1_000).toFixed(1)} s CPU (${int(d.engine.eventsPerCpuSec)} events per CPU second` +
       (d.engine.eventsPerMainThreadCpuSec ? `, ${int(d.engine.eventsPerMainThreadCpuSec)} per main-thread CPU second)` : ')'),
+    `LevelDB floor: ${int(d.floor.events)} events from ${d.floor.concurrency} concurrent writers, ${(d.floor.wallMs / 1_000).toFixed(1)} s wall, ` +
+      `${(d.floor.cpuMs / 1_000).toFixed(1)} s CPU (${int(d.floor.eventsPerCpuSec)} events per CPU second)`,
     `Retry-After only: ${windows(d.retryAfter)}`,
     `limit declared: ${windows(d.declared)}`,
     `crash schedules: ${int(d.crashes.schedules)} in ${(d.crashes.wallMs / 1_000).toFixed(1)} s (${int(d.crashes.crashed)} crashed, ` +

@@ -3,7 +3,8 @@
  * object. Progress goes to stderr. Every figure is measured on this run; see docs/benchmarks.md.
  */
 import { measureCrashSchedules } from './crashSchedules.js';
-import { measureEngineThroughput } from './engineThroughput.js';
+import { engineThroughputDefaults, measureEngineThroughput } from './engineThroughput.js';
+import { measureLevelDbFloor } from './levelDbFloor.js';
 import { describeMachine } from './machine.js';
 import { progressOnStderr } from './progress.js';
 import { formatTable, goalsOf, type BenchmarkReport } from './report.js';
@@ -14,12 +15,16 @@ async function main(argv: readonly string[]): Promise<void> {
   if (unknown.length > 0) throw new Error(`bench: unknown argument ${unknown.join(' ')}; the only option is --json`);
   const machine = describeMachine();
   const progress = progressOnStderr();
-  const engine = await measureEngineThroughput(progress);
+  const engine = await measureEngineThroughput(progress, engineThroughputDefaults);
+  // Right after the engine, on the same machine in the same minute: the ratio is what compares.
+  const floor = await measureLevelDbFloor(progress, engineThroughputDefaults);
   const retryAfter = await measureWindowUtilization(progress, false);
   const declared = await measureWindowUtilization(progress, true);
   const crashes = await measureCrashSchedules(progress);
   const figures = {
     engineEventsPerSec: engine.eventsPerSec,
+    levelDbFloorEventsPerSec: floor.eventsPerSec,
+    engineToFloor: round(engine.eventsPerSec / floor.eventsPerSec, 3),
     windowUtilization: round(retryAfter.windowUtilization, 4),
     rateLimitedPerWindow: round(retryAfter.rateLimitedPerWindow, 2),
     declaredLimitRateLimited: declared.rateLimited,
@@ -32,7 +37,7 @@ async function main(argv: readonly string[]): Promise<void> {
     machine,
     ...figures,
     goals: goalsOf(figures, crashes),
-    details: { engine, retryAfter, declared, crashes },
+    details: { engine, floor, retryAfter, declared, crashes },
   };
   process.stdout.write(argv.includes('--json') ? `${JSON.stringify(report, null, 2)}\n` : formatTable(report));
   if (crashes.failure) process.exitCode = 1;

@@ -197,7 +197,7 @@ export class DriverObservations {
         this.counts.modelCalls += 1;
         this.modelCalls.push({ instance, step: call.step, effectId: call.effectId, atMs: call.atMs, attempt: call.attempt });
         // Offset-derived effect ids are `topic/partition/offset`, as the attempts are noted, by the step's store.
-        const recorded = this.attemptsRecorded.get(`${attemptsStoreOf(call.step)}|${call.effectId}`) ?? 0;
+        const recorded = call.attempt > 1 ? (this.attemptsRecorded.get(`${attemptsStoreOf(call.step)}|${call.effectId}`) ?? 0) : 0;
         if (call.attempt > 1 && recorded < call.attempt - 1) {
           this.counts.unrecordedAttempts += 1;
           note(
@@ -252,12 +252,13 @@ export class DriverObservations {
 
   /** A batch is durable: note the effects it recorded, each with the table rows its event wrote. */
   written(ops: readonly StoreOp[], instance: number, atMs: number): void {
+    // Holds first: a replayed held event's effect in this batch comes after its release from the hold.
     for (const op of ops) {
-      if (!op.key.startsWith('parked/') && !op.key.startsWith('held/')) continue;
-      if (op.type === 'put') this.parkedState.set(op.key, op.value);
-      else this.parkedState.delete(op.key);
-    }
-    for (const op of ops) {
+      if (op.key.startsWith('parked/') || op.key.startsWith('held/')) {
+        if (op.type === 'put') this.parkedState.set(op.key, op.value);
+        else this.parkedState.delete(op.key);
+        continue;
+      }
       if (op.type !== 'del' || !op.key.startsWith('heldid/')) continue;
       const effectId = stateKeys.parse(op.key).rest;
       this.releasedFromHold.add(effectId);
@@ -268,16 +269,17 @@ export class DriverObservations {
     const prefix = this.effectPrefix;
     if (!prefix) return;
     // An event's ops are contiguous in a batch, its effect record last: its rows are the ones since the previous record.
-    let rows: Array<{ partition: number; row: string; value?: unknown }> = [];
+    let rows: Array<{ partition: number; row: { row: string; value?: unknown } }> = [];
     for (const op of ops) {
       if (this.tablePrefix && op.key.startsWith(this.tablePrefix)) {
-        const { partition, rest } = stateKeys.parse(op.key);
-        rows.push(op.type === 'put' ? { partition, row: rest, value: op.value } : { partition, row: rest });
+        const { partition, rest } = tableRowOf(op.key, this.tablePrefix.length);
+        rows.push({ partition, row: op.type === 'put' ? { row: rest, value: op.value } : { row: rest } });
         continue;
       }
       if (op.type !== 'put' || !op.key.startsWith(prefix)) continue;
       const record = op.value as EffectRecord;
-      const state = rows.filter((r) => r.partition === record.partition).map(({ row, ...r }) => ('value' in r ? { row, value: r.value } : { row }));
+      const state = [];
+      for (const r of rows) if (r.partition === record.partition) state.push(r.row);
       rows = [];
       if (record.discardedAtMs !== undefined) {
         this.discarded.add(record.effectId);
@@ -344,10 +346,12 @@ export class DriverObservations {
   }
 
   private noteEffect(effect: AppliedEffect): void {
-    const where = `offset ${effect.offset} of partition ${effect.partition} (key ${JSON.stringify(effect.key)})`;
     if (this.effectIds.has(effect.effectId)) {
       this.counts.doubleEffects += 1;
-      note(this.breaches.double, `effect ${effect.effectId} of ${where} was recorded again by engine ${effect.instance} at ${effect.recordedAtMs} ms`);
+      note(
+        this.breaches.double,
+        `effect ${effect.effectId} of ${whereOf(effect)} was recorded again by engine ${effect.instance} at ${effect.recordedAtMs} ms`,
+      );
     }
     this.effectIds.add(effect.effectId);
     this.effects.push(effect);
@@ -357,7 +361,7 @@ export class DriverObservations {
       this.counts.orderViolations += 1;
       note(
         this.breaches.order,
-        `${where} was applied by engine ${effect.instance} at ${effect.recordedAtMs} ms while offset ${first} of the same key had neither an effect nor an end`,
+        `${whereOf(effect)} was applied by engine ${effect.instance} at ${effect.recordedAtMs} ms while offset ${first} of the same key had neither an effect nor an end`,
       );
     }
     lane.settle(effect.offset);
@@ -366,6 +370,22 @@ export class DriverObservations {
   private lane(at: TopicPartition & { key: string | null; offset: number }): LaneOrder {
     return this.partition(at.partition).laneOf(at);
   }
+}
+
+/** Where an effect's event lies, in words: built only for a breach, as effects are many. */
+function whereOf(effect: AppliedEffect): string {
+  return `offset ${effect.offset} of partition ${effect.partition} (key ${JSON.stringify(effect.key)})`;
+}
+
+/**
+ * The partition and row of a table key, whose `table/<store>/` prefix is `prefixLength` long:
+ * `stateKeys.parse` without decoding the store and topic, which every effect's rows would pay for.
+ */
+function tableRowOf(key: string, prefixLength: number): { partition: number; rest: string } {
+  const topicEnd = key.indexOf('/', prefixLength);
+  const partitionEnd = topicEnd < 0 ? -1 : key.indexOf('/', topicEnd + 1);
+  if (partitionEnd < 0) return stateKeys.parse(key);
+  return { partition: Number(key.slice(topicEnd + 1, partitionEnd)), rest: key.slice(partitionEnd + 1) };
 }
 
 /** Keeps the first few breaches of a kind: enough to show, bounded however many there are. */

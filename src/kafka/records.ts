@@ -23,9 +23,23 @@ export function fromKafkaHeaders(headers: readonly MessageHeader[] | undefined):
   return result;
 }
 
+/**
+ * The header lists of frozen header objects, made once: every changelog record carries the same
+ * frozen format header, and the binding reads a Buffer value without converting a string.
+ */
+const frozenHeaderLists = new WeakMap<Headers, MessageHeader[]>();
+
 /** librdkafka's header list of the headers; undefined when there are none (one array fewer per record). */
 export function toKafkaHeaders(headers: Headers | undefined): MessageHeader[] | undefined {
   if (headers === undefined) return undefined;
+  if (Object.isFrozen(headers)) {
+    let list = frozenHeaderLists.get(headers);
+    if (list === undefined) {
+      list = Object.entries(headers).map(([name, value]) => ({ [name]: Buffer.from(value) }));
+      frozenHeaderLists.set(headers, list);
+    }
+    return list.length === 0 ? undefined : list;
+  }
   const list: MessageHeader[] = [];
   for (const name in headers) list.push({ [name]: headers[name]! });
   return list.length === 0 ? undefined : list;
