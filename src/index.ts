@@ -10,7 +10,7 @@ export type { EffectOptions } from './dsl/effect.js';
 export type { Effect, EffectContext, StateTable } from './graph/effect.js';
 export { json, string } from './graph/serde.js';
 export type { Serde } from './graph/serde.js';
-export type { CallLimit, DecideContext, DecideFn, Decided, Disposition, RateLimit, RecordMeta, EffectIdContext } from './graph/nodes.js';
+export type { CallLimit, DecideContext, DecideFn, Decided, Disposition, DurableStepContext, RateLimit, RecordMeta, EffectIdContext } from './graph/nodes.js';
 export { Engine } from './engine/engine.js';
 export type { EngineOptions, CommitPolicy, ParkedKeyInfo, StopOptions } from './engine/engine.js';
 export { Outcome, finishedOutcomes } from './engine/outcomes.js';

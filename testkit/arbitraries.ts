@@ -100,6 +100,8 @@ export function crashScenarioArbitrary(bounds: CrashScenarioBounds = {}): fc.Arb
         mode: fc.constantFrom(...driverModes),
         // One agent step, or two chained, each with its own park.
         steps: fc.constantFrom(1 as const, 2 as const),
+        // Half the schedules run durable steps in 'decide' (1, 2 or 3), half none.
+        runSteps: fc.constantFrom(0 as const, 0 as const, 0 as const, 1 as const, 2 as const, 3 as const),
         seed: fc.integer(),
       }),
     )

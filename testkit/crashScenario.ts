@@ -3,7 +3,8 @@ import { stream } from '../src/dsl/stream.js';
 import type { CommitPolicy } from '../src/engine/engine.js';
 import { applyFault, resolveAllParked, type ScenarioCrash } from './faultSchedule.js';
 import { isRateLimited, RateLimited } from '../src/dsl/rateLimited.js';
-import type { DecideFn } from '../src/graph/nodes.js';
+import type { DecideContext, DecideFn, DurableStepContext } from '../src/graph/nodes.js';
+import { sleep } from '../src/ports/clock.js';
 import { stateKeys } from '../src/state/stateKeys.js';
 import { attemptsStoreOf } from '../src/graph/stores.js';
 import type { StoreOp } from '../src/ports/store.js';
@@ -44,6 +45,12 @@ export interface CrashScenario {
    * @defaultValue 1
    */
   readonly steps?: 1 | 2;
+  /**
+   * Durable steps (`ctx.step`) the 'decide' step's run takes after the model answered, each calling
+   * a fake tool that reports its runs to the driver: none is run again once its journal entry is
+   * durable. @defaultValue 0
+   */
+  readonly runSteps?: 0 | 1 | 2 | 3;
   /** Which production path the ports take (see DriverOptions.mode). @defaultValue 'plain' */
   readonly mode?: DriverMode;
   readonly seed: number;
@@ -61,6 +68,8 @@ export interface ScenarioRun {
   readonly model: FakeModel<ScenarioValue, ScenarioDecisionValue>;
   /** What the state showed against the effects recorded, checked after every crash and at the end. */
   readonly stateViolations: readonly InvariantViolation[];
+  /** How often the fake tool of the durable steps ran, by `<effect id> <step>`. */
+  readonly toolRuns: ReadonlyMap<string, number>;
 }
 
 /**
@@ -73,7 +82,8 @@ export interface ScenarioRun {
  * - `syncAnswerSkipsAttempts`: the attempts record of a step answered synchronously is never written;
  * - `unfencedProducer` (exactly-once): a worker fenced out of its group still commits its transactions (see DriverOptions.faults);
  * - `changelogGaps` (staged): writes after one Kafka refused are still acknowledged, a gap in the changelog (see DriverOptions.faults);
- * - `resetKeepsLocalState` (exactly-once): the reset after an aborted transaction keeps the landed writes it threw away (see DriverOptions.faults).
+ * - `resetKeepsLocalState` (exactly-once): the reset after an aborted transaction keeps the landed writes it threw away (see DriverOptions.faults);
+ * - `skipRunJournal`: reads of run journals find nothing, as an engine that skipped the journal lookup of `ctx.step` would (see DriverOptions.faults).
  */
 export interface ScenarioFaults {
   readonly commitAheadBy?: number;
@@ -85,12 +95,15 @@ export interface ScenarioFaults {
   readonly unfencedProducer?: boolean;
   readonly changelogGaps?: boolean;
   readonly resetKeepsLocalState?: boolean;
+  readonly skipRunJournal?: boolean;
 }
 
 /** The share of the model's answers, and of the effect's, that come synchronously. */
 const SYNC_SHARE = 0.5;
 /** The share of effect calls that fail once (then succeed), with two attempts or more. */
 const EFFECT_FAILURE_SHARE = 0.15;
+/** The share of the durable steps' tool calls that fail once per event, with two attempts or more. */
+const TOOL_FAILURE_SHARE = 0.1;
 
 type ScenarioValue = { n: number; poison: boolean };
 type ScenarioDecisionValue = { ok: true; n: number };
@@ -115,7 +128,9 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
     seed: scenario.seed,
     syncShare: SYNC_SHARE,
   });
-  const decide = options.ignoreRetryAfter ? deafToRetryAfter(model.decide) : model.decide;
+  let driver: TopologyTestDriver | undefined;
+  const tool = scenarioTool(scenario, () => driver!);
+  const decide = withDurableSteps(scenario.runSteps ?? 0, options.ignoreRetryAfter ? deafToRetryAfter(model.decide) : model.decide, tool.call);
   const fx = scenarioEffect(scenario);
   const keyed = stream<ScenarioValue>('in').keyedSerial({ maxInFlight: scenario.maxInFlight });
   const classified =
@@ -139,9 +154,10 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
     ...(options.unfencedProducer ? { unfencedProducer: true } : {}),
     ...(options.changelogGaps ? { changelogGaps: true } : {}),
     ...(options.resetKeepsLocalState ? { resetKeepsLocalState: true } : {}),
+    ...(options.skipRunJournal ? { skipRunJournal: true } : {}),
     ...(options.syncAnswerSkipsAttempts ? { dropWrite: (op: StoreOp) => isAttemptsAfterSyncAnswer(op, model) } : {}),
   };
-  const driver = new TopologyTestDriver(topology, {
+  driver = new TopologyTestDriver(topology, {
     partitions: scenario.partitions,
     seed: scenario.seed,
     commit: scenario.commit,
@@ -168,7 +184,7 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
     caller: 'runCrashScenario',
   });
   await checkState();
-  return { scenario, driver, placed, beforeResolutions, model, stateViolations };
+  return { scenario, driver, placed, beforeResolutions, model, stateViolations, toolRuns: tool.runs };
 }
 
 type EffectInput = { event: ScenarioValue; decision: ScenarioDecisionValue };
@@ -223,6 +239,62 @@ function scenarioEffect(scenario: CrashScenario) {
     };
     return sync ? apply() : Promise.resolve().then(apply);
   });
+}
+
+type ToolResult = { effectId: string; step: string };
+
+/**
+ * The outside system the durable steps call: it answers at once or after a random latency,
+ * fails once per event now and then (when the park allows a second attempt), counts its runs by
+ * event and step, and tells the driver of each run as it begins.
+ */
+function scenarioTool(scenario: CrashScenario, driverOf: () => TopologyTestDriver) {
+  const random = new SeededRandom(scenario.seed).derive('tool');
+  const failedOnce = new Set<string>();
+  const runs = new Map<string, number>();
+  const call = (ctx: DecideContext, step: DurableStepContext): ToolResult | Promise<ToolResult> => {
+    const id = `${step.effectId} ${step.step}`;
+    runs.set(id, (runs.get(id) ?? 0) + 1);
+    driverOf().stepRan(ctx, 'decide', step.step);
+    const sync = random.next() < SYNC_SHARE;
+    const latencyMs = Math.floor(random.next() * 3_000);
+    const fail = scenario.attempts > 1 && !failedOnce.has(step.effectId) && random.next() < TOOL_FAILURE_SHARE;
+    const answer = (): ToolResult => {
+      if (fail) {
+        failedOnce.add(step.effectId);
+        throw new Error(`the tool is down for ${id} (a fault of the scenario, once per event)`);
+      }
+      return { effectId: step.effectId, step: step.step };
+    };
+    return sync ? answer() : sleep(ctx.clock, latencyMs, step.signal).then(answer);
+  };
+  return { call, runs };
+}
+
+/**
+ * The 'decide' step with `count` durable steps after the model's answer, each checking that it got
+ * its own result back (a journaled one too): a wrong one fails the attempt, and the event is lost
+ * or parked, which the invariants report.
+ */
+function withDurableSteps(
+  count: number,
+  decide: DecideFn<ScenarioValue, ScenarioDecisionValue>,
+  tool: (ctx: DecideContext, step: DurableStepContext) => ToolResult | Promise<ToolResult>,
+): DecideFn<ScenarioValue, ScenarioDecisionValue> {
+  if (count === 0) return decide;
+  const steps = async (decision: ScenarioDecisionValue, ctx: DecideContext): Promise<ScenarioDecisionValue> => {
+    for (let i = 1; i <= count; i++) {
+      const name = `tool-${i}`;
+      const result = await ctx.step(name, (step) => tool(ctx, step));
+      if (result.effectId !== ctx.effectId || result.step !== name)
+        throw new Error(`durable step '${name}' of ${ctx.effectId} returned ${JSON.stringify(result)}, not its own result`);
+    }
+    return decision;
+  };
+  return (event, ctx) => {
+    const answer = decide(event, ctx);
+    return isThenable(answer) ? Promise.resolve(answer).then((decision) => steps(decision, ctx)) : steps(answer, ctx);
+  };
 }
 
 /** An attempts record of an event whose last answer from the model came synchronously. */

@@ -478,6 +478,16 @@ export class TopologyTestDriver {
     return this.state.entries<T>(prefix);
   }
 
+  /**
+   * Tells the driver that a durable step's function began to run: a test's stand-in for the
+   * outside system calls it from inside the step, with the decide's context. A run that begins
+   * after the step's journal entry was durable is a breach ({@link DriverMetrics.stepsRunAgain}).
+   */
+  stepRan(ctx: { readonly instance?: string; readonly effectId: string }, agentStep: string, step: string): void {
+    const instance = ctx.instance?.startsWith('engine-') ? Number(ctx.instance.slice('engine-'.length)) : this.generation;
+    this.observations.stepRan(instance, agentStep, ctx.effectId, step, this.clock.now());
+  }
+
   /** Effect ids of the parked events discarded by a resolution. */
   discarded(): ReadonlySet<string> {
     return this.observations.discarded;

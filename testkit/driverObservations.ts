@@ -1,4 +1,4 @@
-import { attemptsStoreOf } from '../src/graph/stores.js';
+import { attemptsStoreOf, runsStoreOf } from '../src/graph/stores.js';
 import type { Topology } from '../src/dsl/topology.js';
 import type { EffectRecord } from '../src/engine/outputs.js';
 import { finishedOutcomes, Outcome, type EngineObserver, type OutcomeEvent } from '../src/engine/outcomes.js';
@@ -83,6 +83,8 @@ export interface DriverBreaches {
   /** A commit accepted that asked for less than the committed offset. */
   readonly commitBackwards: readonly string[];
   readonly unrecordedAttempt: readonly string[];
+  /** A durable step that ran after its journal entry was durable. */
+  readonly stepRunAgain: readonly string[];
 }
 
 /** What the driver counted across every engine instance of a run. */
@@ -108,6 +110,12 @@ export interface DriverMetrics {
   readonly commitsPastUnfinished: number;
   /** Calls of a step's attempt n > 1 made before attempt n - 1 was recorded (written and acknowledged): a crash would forget it. */
   readonly unrecordedAttempts: number;
+  /**
+   * Runs of a durable step (`ctx.step`) that began after its journal entry was durable, as a test's
+   * stand-in for the outside system reports them ({@link TopologyTestDriver.stepRan}); runs by an
+   * instance fenced out of its group are not counted.
+   */
+  readonly stepsRunAgain: number;
   readonly outcomes: Readonly<Record<Outcome, number>>;
 }
 
@@ -136,6 +144,7 @@ export class DriverObservations {
     commitPastUnfinished: [],
     commitBackwards: [],
     unrecordedAttempt: [],
+    stepRunAgain: [],
   };
   private seq = 0;
   /** Parked and held events by effect id, from their outcomes: what a deleted hold names. */
@@ -160,11 +169,14 @@ export class DriverObservations {
     partitionResets: 0,
     commitsPastUnfinished: 0,
     unrecordedAttempts: 0,
+    stepsRunAgain: 0,
   };
   /** Instances fenced out of the group (see TopologyTestDriver.fence). */
   private readonly fenced = new Set<number>();
   /** The most attempts ever acknowledged for an event, by `store|topic/partition/offset` (each step and the effect keep their own). */
   private readonly attemptsRecorded = new Map<string, number>();
+  /** Durable steps whose journal entry was durable once, by `store|effectId|name`. */
+  private readonly journaledSteps = new Set<string>();
   private readonly effectPrefix: string | undefined;
   private readonly tablePrefix: string | undefined;
 
@@ -250,8 +262,27 @@ export class DriverObservations {
     this.resolutions.push({ ...resolution, atMs, seq: this.seq++ });
   }
 
+  /**
+   * A durable step began to run (its outside system said so): counted when its journal entry was
+   * durable already, unless the instance was fenced out of its group (a zombie runs on until it
+   * hears so, as on Kafka).
+   */
+  stepRan(instance: number, agentStep: string, effectId: string, step: string, atMs: number): void {
+    if (this.fenced.has(instance) || !this.journaledSteps.has(`${runsStoreOf(agentStep)}|${effectId}|${step}`)) return;
+    this.counts.stepsRunAgain += 1;
+    note(
+      this.breaches.stepRunAgain,
+      `engine ${instance} ran durable step '${step}' of agentStep '${agentStep}' for ${effectId} at ${atMs} ms, after its journal entry was durable`,
+    );
+  }
+
   /** A batch is durable: note the effects it recorded, each with the table rows its event wrote. */
   written(ops: readonly StoreOp[], instance: number, atMs: number): void {
+    for (const op of ops) {
+      if (op.type !== 'put' || !op.key.startsWith('run/')) continue;
+      const { store, rest } = stateKeys.parse(op.key);
+      this.journaledSteps.add(`${store}|${rest.slice(0, rest.lastIndexOf('/'))}|${(op.value as { name: string }).name}`);
+    }
     // Holds first: a replayed held event's effect in this batch comes after its release from the hold.
     for (const op of ops) {
       if (op.key.startsWith('parked/') || op.key.startsWith('held/')) {

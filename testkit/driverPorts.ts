@@ -15,6 +15,8 @@ export interface StoreFaults {
   readonly durableAtLanding?: boolean;
   /** Writes the store leaves out of a batch, as an engine that skipped them would. */
   readonly dropWrite?: (op: StoreOp) => boolean;
+  /** Reads of run journals (`run/...`) find nothing, as an engine that skipped the journal lookup of `ctx.step` would. */
+  readonly skipRunJournal?: boolean;
 }
 
 /** How one engine instance's store reaches the driver's state. */
@@ -56,6 +58,7 @@ export class GatedStore implements Store {
   }
 
   get<T>(key: string): T | undefined {
+    if (this.options.faults?.skipRunJournal && key.startsWith('run/')) return undefined;
     return (this.options.overlay ?? this.options.state()).get<T>(key);
   }
 

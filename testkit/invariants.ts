@@ -34,6 +34,7 @@ export function assertCrashScenario(run: ScenarioRun): void {
 }
 
 function checkSafety({ driver }: ScenarioRun): InvariantViolation[] {
+  const breaches = driver.observedBreaches();
   const m = driver.metrics();
   const found: InvariantViolation[] = [];
   if (m.orderViolations > 0)
@@ -43,6 +44,11 @@ function checkSafety({ driver }: ScenarioRun): InvariantViolation[] {
   if (m.unrecordedAttempts > 0)
     found.push({ invariant: 'attempt-unrecorded', detail: `${m.unrecordedAttempts} calls of a step's next attempt before the last one was recorded` });
   if (m.commitsPastUnfinished > 0) found.push({ invariant: 'commit-past-unfinished', detail: `${m.commitsPastUnfinished} commits passed an unfinished event` });
+  if (m.stepsRunAgain > 0)
+    found.push({
+      invariant: 'step-run-again',
+      detail: `${m.stepsRunAgain} runs of a durable step after its journal entry was durable: ${breaches.stepRunAgain.join('; ')}`,
+    });
   return found;
 }
 

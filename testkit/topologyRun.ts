@@ -33,8 +33,8 @@ export type TopologyBuilder = (decide: StepDecide) => Topology;
  * (the user's own, per step) and how it behaves. Each step gets its own fake model (own budget).
  */
 export interface ModelStandIn {
-  /** The decision for an event at a step: what a well-behaved model would answer. */
-  decide(event: unknown, ctx: DecideContext & { readonly step: string }): unknown;
+  /** The decision for an event at a step (its name in `ctx.agentStep`): what a well-behaved model would answer. */
+  decide(event: unknown, ctx: DecideContext & { readonly agentStep: string }): unknown;
   /** Events whose answer never validates (poison): the model answers `poisonDecision` for them. */
   poison?(event: unknown, step: string): boolean;
   /** @defaultValue `{ unparseable: true }` */
@@ -121,7 +121,7 @@ export async function runTopology<T>(input: TopologyRunInput<T>, settings: RunSe
         ...(limit ? { limit } : {}),
         ...(stand.poison ? { poison: (event) => stand.poison!(event, step) } : {}),
         ...(stand.poisonDecision !== undefined ? { poisonDecision: stand.poisonDecision } : {}),
-        decide: (event, ctx) => stand.decide(event, { ...ctx, step }),
+        decide: (event, ctx) => stand.decide(event, { ...ctx, agentStep: step }),
         seed: input.seed ^ hash(step),
         syncShare: stand.syncShare ?? 0.5,
         failureShare: input.model.failureShare,

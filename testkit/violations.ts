@@ -12,6 +12,7 @@ export interface InvariantViolation {
     | 'commit-stuck'
     | 'retry-after-ignored'
     | 'attempt-unrecorded'
+    | 'step-run-again'
     | 'state-mismatch'
     | 'output-out-of-order'
     | 'commit-backwards'

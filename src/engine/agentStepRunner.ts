@@ -4,6 +4,7 @@ import type { AgentStepNode, DecideContext, ParkNode } from '../graph/nodes.js';
 import { abortable } from '../ports/clock.js';
 import { isThenable, withAttempts, type Attempter, type Try, type Tried } from './attemptLoop.js';
 import type { AttemptError } from './attemptsRecords.js';
+import { DurableSteps } from './durableSteps.js';
 import { timedCall, type TimedCall } from './callTimeout.js';
 import type { EngineContext } from './engineContext.js';
 import type { Admission, RateGate } from './rateGate.js';
@@ -66,7 +67,8 @@ function callOnce(
   ctx.metrics.modelCall();
   ctx.observer.modelCall?.({ step: step.name, effectId: event.effectId, atMs, attempt });
   const timed = timedCall(ctx.clock, signal, step.timeoutMs, `agentStep '${step.name}'`);
-  const call: Call = { ctx, step, gate, event, attempt, admission, signal, timed, startedAtMs: atMs };
+  const steps = new DurableSteps(ctx, step, event, timed.signal);
+  const call: Call = { ctx, step, gate, event, attempt, admission, signal, timed, steps, startedAtMs: atMs };
   let answer: unknown;
   try {
     const decideCtx: DecideContext = {
@@ -81,6 +83,7 @@ function callOnce(
       ...(ctx.instance !== undefined ? { instance: ctx.instance } : {}),
       status: ctx.jobs.publisher(step, event, attempt, timed.signal),
       reportTokens: ignoreTokens,
+      step: steps.step,
     };
     // Under the step's token limit the call first waits for room in its token budget.
     answer = tokens ? tokens.call(step.decide, unit.value, decideCtx) : step.decide(unit.value, decideCtx);
@@ -96,6 +99,7 @@ function callOnce(
       callEnded(call, 'aborted');
       throw signal.reason;
     }
+    if (steps.failure !== undefined) return stepsFailed(call, steps.failure);
     callEnded(call, 'answered');
     return validateDecision(step, answer);
   }
@@ -114,6 +118,8 @@ interface Call {
   readonly signal: AbortSignal;
   /** The call's own signal and timeout. */
   readonly timed: TimedCall;
+  /** Its durable steps (`ctx.step`). */
+  readonly steps: DurableSteps;
   /** Clock port time the call started. */
   readonly startedAtMs: number;
 }
@@ -139,8 +145,22 @@ async function answerOf(call: Call, answer: PromiseLike<unknown>): Promise<CallO
     call.timed.end();
   }
   call.gate.answered(call.admission);
+  if (call.steps.broken !== undefined) return stepsBroken(call);
+  if (call.steps.failure !== undefined) return stepsFailed(call, call.steps.failure);
   callEnded(call, 'answered');
   return validateDecision(call.step, raw);
+}
+
+/** A call one of whose journal writes failed: the engine's failure, thrown as its other writes' are (a reset partition, a store that failed). */
+function stepsBroken(call: Call): never {
+  callEnded(call, 'failed');
+  throw call.steps.broken;
+}
+
+/** A call whose durable steps disagreed with the run journal: a failed attempt, whatever decide answered. */
+function stepsFailed(call: Call, error: string): CallOutcome {
+  callEnded(call, 'failed');
+  return { kind: 'failed', error };
 }
 
 /** A decide that threw, rejected or timed out: given up, refused (a 429: no attempt counted) or failed. */
@@ -153,12 +173,14 @@ function callFailed(call: Call, error: unknown): CallOutcome {
     return { kind: 'refused' };
   }
   gate.answered(admission);
+  if (call.steps.broken !== undefined && !signal.aborted) return stepsBroken(call);
   // Given up, not failed: no attempt is counted, the event stays unfinished.
   if (signal.aborted) {
     callEnded(call, 'aborted');
     throw signal.reason;
   }
   callEnded(call, 'failed');
+  if (call.steps.failure !== undefined) return { kind: 'failed', error: call.steps.failure };
   // Past its timeout: a failed attempt, whatever the call does later.
   if (timed.timedOut()) return { kind: 'failed', error: messageOf(timed.signal.reason) };
   return { kind: 'failed', error: `agentStep '${step.name}' threw: ${messageOf(error)}` };

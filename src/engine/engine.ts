@@ -17,6 +17,7 @@ import { PartitionTasks } from './partitionTasks.js';
 import { PartitionTask } from './partitionTask.js';
 import { eventEndFor } from './eventEnd.js';
 import { RateGate } from './rateGate.js';
+import { RunJournals } from './runJournals.js';
 import { StateWriter } from './stateWriter.js';
 
 /** When the finished prefix is committed. */
@@ -83,6 +84,7 @@ export class Engine {
       random: options.random,
       store,
       attempts: new AttemptsRecords(store),
+      runs: new RunJournals(store, topology.agentSteps),
       log: options.log,
       writer,
       gates: new Map(topology.agentSteps.map((step) => [step.name, new RateGate(clock, callLimitOf(step.limit))])),
@@ -91,6 +93,7 @@ export class Engine {
       observer,
       metrics,
       ...(options.instance !== undefined ? { instance: options.instance } : {}),
+      commitNow: () => this.commit(),
       report: (outcome, event, details) => {
         metrics.outcome(outcome);
         if (!observer.outcome) return;

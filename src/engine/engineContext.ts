@@ -9,6 +9,7 @@ import type { EngineObserver, Outcome, OutcomeDetails } from './outcomes.js';
 import type { EngineEvent } from './events.js';
 import type { EventEnd } from './eventEnd.js';
 import type { RateGate } from './rateGate.js';
+import type { RunJournals } from './runJournals.js';
 import type { StateWriter } from './stateWriter.js';
 import type { StatusUpdates } from './statusUpdates.js';
 import type { TokenPacing } from './tokenPacing.js';
@@ -21,6 +22,8 @@ export interface EngineContext {
   readonly store: Store;
   /** Every read, write and delete of an attempts record. */
   readonly attempts: AttemptsRecords;
+  /** Every read, write and delete of a run journal (the durable steps of `ctx.step`). */
+  readonly runs: RunJournals;
   readonly log: Log;
   readonly writer: StateWriter;
   /** Each agent step's rate gate, by step name, shared by all partitions. */
@@ -35,6 +38,11 @@ export interface EngineContext {
   readonly jobs: StatusUpdates;
   /** The engine instance's name, told to its agent steps (EngineOptions.instance). */
   readonly instance?: string;
+  /**
+   * Commits every partition's finished prefix now (coalesced with a commit under way); on a
+   * transactional log this commits the open transaction, making its state writes durable.
+   */
+  commitNow(): Promise<void>;
   /** Counts an outcome and tells the observer, stamped with the clock's time. */
   report(outcome: Outcome, event: Omit<EngineEvent, 'value'>, details?: OutcomeDetails): void;
 }

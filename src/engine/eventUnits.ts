@@ -103,7 +103,7 @@ export class EventUnits {
     const advance = () => parked.advance(lane, head);
     if (resolution && 'discard' in resolution) {
       signal.throwIfAborted();
-      await this.ctx.writer.write([...advance(), discardRecordOp(this.ctx, head.event)]);
+      await this.ctx.writer.write([...advance(), discardRecordOp(this.ctx, head.event), ...this.ctx.runs.clear(head.event)]);
       this.ctx.report(Outcome.DISCARDED, head.event, { replayed: true });
       return parked.get(lane) ? 'more' : 'released';
     }

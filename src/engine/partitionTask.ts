@@ -87,9 +87,10 @@ export class PartitionTask {
     this.units = new EventUnits(ctx, tp, this.parked, this.horizon);
   }
 
-  /** Loads the partition's attempts records and parked keys, and resumes the replays a crash interrupted. */
+  /** Loads the partition's attempts records, run journals and parked keys, and resumes the replays a crash interrupted. */
   async restore(): Promise<void> {
     for (const owner of attemptsOwners(this.ctx.topology)) await this.ctx.attempts.load(owner, this.tp);
+    await this.ctx.runs.load(this.tp);
     await this.horizon?.load();
     if (this.parked) {
       const entries = await this.ctx.store.entries<ParkedKeyState>(this.parked.prefix);

@@ -44,6 +44,40 @@ export interface DecideContext {
    * count instead of the expected one; without one it does nothing.
    */
   readonly reportTokens: (tokens: number) => void;
+  /**
+   * Runs `fn` as a durable step of this event's run at this agent step, and returns its result.
+   * The result is journaled (in the step's `<step>-runs` store) and durable before `ctx.step`
+   * returns. When the event is tried again (a failed attempt, a 429, a crash and redelivery, the
+   * replay of its resolved parked key), a step found in the journal at its position returns its
+   * journaled result without running `fn`: the run resumes at the first step not completed. A
+   * finished event runs no step again (it is a DUPLICATE before any step).
+   *
+   * Steps are matched by position: the nth `ctx.step` of a call is the run's nth. One whose name
+   * differs from the journal's at its position (the code changed under a run) throws and fails
+   * the attempt, even if decide catches the error. The result must be JSON data (strings, finite
+   * numbers, booleans, null, arrays and plain objects of them) or `undefined`; anything else
+   * throws at the step. What `ctx.step` returns is the result as JSON reads it back, on the first
+   * run as on a resumed one.
+   *
+   * `fn` is given the event's effect id and the step's name: pass `${effectId}/${step}` to the
+   * outside system as its idempotency key, since a crash between the outside call and its
+   * journal write runs the step again, once. See docs/durable-steps.md.
+   *
+   * @example
+   * const account = await ctx.step('lookup-account', () => crm.account(refund.accountId));
+   * const opened = await ctx.step('open-case', ({ effectId, step }) => cases.open({ idempotencyKey: `${effectId}/${step}` }));
+   */
+  readonly step: <R>(name: string, fn: (step: DurableStepContext) => R | Promise<R>) => Promise<R>;
+}
+
+/** What the function of a durable step is told (see {@link DecideContext.step}). */
+export interface DurableStepContext {
+  /** The event's effect id: with `step`, the outside call's idempotency key (`${effectId}/${step}`). */
+  readonly effectId: string;
+  /** The durable step's name, as given to `ctx.step`. */
+  readonly step: string;
+  /** The call's signal ({@link DecideContext.signal}): pass it to `fetch`. */
+  readonly signal: AbortSignal;
 }
 
 /** An agent step's decision, joined to the event it decided. */

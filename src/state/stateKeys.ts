@@ -11,13 +11,14 @@ import type { TopicPartition } from '../ports/log.js';
 // is the last segment and may hold '/' (an effect id is `topic/partition/offset`).
 
 /** The kinds of key, each held by one kind of store. */
-export type KeyKind = 'effect' | 'horizon' | 'table' | 'attempts' | 'parked' | 'held' | 'heldid';
+export type KeyKind = 'effect' | 'horizon' | 'table' | 'attempts' | 'parked' | 'held' | 'heldid' | 'run';
 
 const kindsOfStore: Record<StoreKind, readonly KeyKind[]> = {
   // An effect's failed attempts live in its own store, beside its records (no topic of their own).
   effects: ['effect', 'horizon', 'table', 'attempts'],
   attempts: ['attempts'],
   park: ['parked', 'held', 'heldid'],
+  runs: ['run'],
 };
 
 const enc = encodeURIComponent;
@@ -34,7 +35,7 @@ export interface ParsedKey {
   readonly rest: string;
 }
 
-const kinds: ReadonlySet<string> = new Set<KeyKind>(['effect', 'horizon', 'table', 'attempts', 'parked', 'held', 'heldid']);
+const kinds: ReadonlySet<string> = new Set<KeyKind>(['effect', 'horizon', 'table', 'attempts', 'parked', 'held', 'heldid', 'run']);
 
 /** Takes a state key apart; throws, naming the key, if it is not one of orderly's. */
 function parse(key: string): ParsedKey {
@@ -94,6 +95,10 @@ export const stateKeys = {
   attempts: (step: string, tp: TopicPartition, offset: number) => `${scope('attempts', attemptsStoreOf(step), tp)}${pad(offset)}`,
   /** Failed attempts of one event in a store: a step's `<step>-attempts`, or an effect's own store. */
   attemptsIn: (store: string, tp: TopicPartition, offset: number) => `${scope('attempts', store, tp)}${pad(offset)}`,
+  /** One completed durable step of an event's run at an agent step (in the step's `<step>-runs` store), by effect id and position from 0. */
+  runStep: (store: string, tp: TopicPartition, effectId: string, position: number) => `${scope('run', store, tp)}${effectId}/${pad(position)}`,
+  /** Run journals of one partition of a runs store. */
+  runPartitionPrefix: (store: string, tp: TopicPartition) => scope('run', store, tp),
   /** A parked key of a partition. */
   parkedKey: (park: string, tp: TopicPartition, lane: string) => `${scope('parked', park, tp)}${enc(lane)}`,
   parkedKeyPrefix: (park: string, tp: TopicPartition) => scope('parked', park, tp),

@@ -139,3 +139,17 @@ test(
   },
   timeout,
 );
+
+test(
+  'canary: an engine that skips the run journal (ctx.step runs every step again on every try) is caught',
+  async () => {
+    const result = await caught({ skipRunJournal: true });
+    expect(result.failed).toBe(true);
+    expect((result.counterexample?.[0].runSteps ?? 0) > 0).toBe(true);
+    expect(String(result.errorInstance)).toMatch(
+      /^Error: step-run-again: \d+ runs of a durable step after its journal entry was durable: engine \d+ ran durable step 'tool-\d'/,
+    );
+    console.log(`canary skipRunJournal caught after ${result.numRuns} schedules`);
+  },
+  timeout,
+);

@@ -24,6 +24,9 @@ const byMode: Record<DriverMode, number> = { plain: 0, staged: 0, exactlyOnce: 0
 let withResets = 0;
 // Schedules of a two-step topology (classify, then decide) per production path.
 const twoStepsByMode: Record<DriverMode, number> = { plain: 0, staged: 0, exactlyOnce: 0 };
+// Schedules whose 'decide' ran durable steps (ctx.step) per production path, and of those with 2 or 3 steps.
+const runsByMode: Record<DriverMode, number> = { plain: 0, staged: 0, exactlyOnce: 0 };
+let multiStepRuns = 0;
 
 async function runAndCheck(scenario: CrashScenario, stateDir?: string): Promise<void> {
   const run = await runCrashScenario(scenario, stateDir ? { stateDir } : {});
@@ -32,6 +35,8 @@ async function runAndCheck(scenario: CrashScenario, stateDir?: string): Promise<
     byMode[scenario.mode ?? 'plain'] += 1;
     if (run.driver.metrics().partitionResets > 0) withResets += 1;
     if (scenario.steps === 2) twoStepsByMode[scenario.mode ?? 'plain'] += 1;
+    if ((scenario.runSteps ?? 0) > 0) runsByMode[scenario.mode ?? 'plain'] += 1;
+    if ((scenario.runSteps ?? 0) > 1) multiStepRuns += 1;
   } finally {
     await run.driver.close();
   }
@@ -65,6 +70,12 @@ test('every production path ran: schedules checked per mode', () => {
   for (const mode of driverModes) expect(byMode[mode], mode).toBeGreaterThan(0);
   console.log(`of which a two-step topology: plain ${twoStepsByMode.plain}, staged ${twoStepsByMode.staged}, exactly-once ${twoStepsByMode.exactlyOnce}`);
   for (const mode of driverModes) expect(twoStepsByMode[mode], `two steps, ${mode}`).toBeGreaterThan(0);
+  console.log(
+    `of which durable runs (ctx.step 1 to 3 times): plain ${runsByMode.plain}, staged ${runsByMode.staged}, exactly-once ${runsByMode.exactlyOnce}; with 2 or 3 steps: ${multiStepRuns}`,
+  );
+  for (const mode of driverModes) expect(runsByMode[mode], `durable runs, ${mode}`).toBeGreaterThan(0);
+  // A fifth of the schedules at least (2,000 of the default 10,000) run several durable steps.
+  expect(multiStepRuns, 'schedules with 2 or 3 durable steps').toBeGreaterThanOrEqual(schedules / 5);
 });
 
 test('the same seed replays the same history', async () => {

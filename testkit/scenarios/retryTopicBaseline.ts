@@ -104,6 +104,8 @@ class RetryTopicWorker {
           status: () => Promise.resolve(),
           reportTokens: () => undefined,
           signal: NEVER_ABORTED,
+          // The baseline journals nothing: a step runs each time.
+          step: (name, fn) => Promise.resolve(fn({ effectId: `${f.topic}/${event.partition}/${event.offset}`, step: name, signal: NEVER_ABORTED })),
         });
       } catch (error) {
         if (!isRateLimited(error)) throw error;

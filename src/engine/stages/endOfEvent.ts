@@ -7,7 +7,8 @@ import { Outcome } from '../outcomes.js';
 import { effectRecordOp } from './effectLookup.js';
 
 /**
- * Stage: the end of an event from the log. Its effect is recorded with its state in one batch,
+ * Stage: the end of an event from the log. Its effect is recorded with its state in one batch
+ * (with the deletes of its run journals, which end with it),
  * written and sent as the engine's end does (plain, staged or transactional). Returns `durable`
  * when the end has landed and is not durable yet; the outcome is reported once it is.
  */
@@ -21,6 +22,7 @@ export async function endEvent(
 ): Promise<Landed | undefined> {
   // The last moment to give up: past it the effect is recorded, so the event runs to its end.
   signal.throwIfAborted();
+  for (const op of ctx.runs.clear(event)) ops.push(op);
   if (outcome === Outcome.APPLIED) ops.push(effectRecordOp(ctx, event, outputs));
   const landed = await ctx.end.end(ops, outputs);
   if (!landed) {
@@ -41,6 +43,7 @@ export async function endReplayed(
   signal: AbortSignal,
 ): Promise<void> {
   signal.throwIfAborted();
+  for (const op of ctx.runs.clear(event)) ops.push(op);
   if (outcome === Outcome.APPLIED) ops.push(effectRecordOp(ctx, event, outputs));
   await ctx.end.endReplay(ops, outputs, advance);
   ctx.report(outcome, event, { replayed: true });

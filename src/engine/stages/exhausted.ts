@@ -15,7 +15,7 @@ type Parked = Stopped & { kind: 'parked' };
 /**
  * Stage: an event from the log whose attempts ran out at a step (or whose user function threw)
  * ends as that step's park() disposes: parked with its key held, dead-lettered, skipped, or the
- * engine stops. Its attempts records go with it.
+ * engine stops. Its attempts records go with it, and its run journals unless it is parked.
  */
 export async function exhausted(ctx: EngineContext, parked: ParkedKeys | undefined, unit: EventInFlight, stopped: Parked): Promise<void> {
   const { event } = unit;
@@ -40,18 +40,18 @@ export async function exhausted(ctx: EngineContext, parked: ParkedKeys | undefin
           deadLetterRecord(ctx.topology.source.deadLetterTopic, event, last?.error ?? 'attempts ran out', attempts.errors),
           ...ctx.jobs.response(event, { state: 'failed', reason: `dead-lettered: ${last?.error ?? 'attempts ran out'}` }),
         ]);
-        await ctx.writer.write(attemptsDeletes(ctx, event));
+        await ctx.writer.write(endDeletes(ctx, event));
       });
       ctx.report(Outcome.DEAD_LETTERED, event, details);
       return;
     case 'skip': {
       const response = ctx.jobs.response(event, { state: 'failed', reason: `skipped: ${last?.error ?? 'attempts ran out'}` });
-      if (response.length === 0) await ctx.writer.write(attemptsDeletes(ctx, event));
+      if (response.length === 0) await ctx.writer.write(endDeletes(ctx, event));
       else {
         // The response goes out first, like a dead letter: a crash before the write runs the attempts again.
         await ctx.end.atomically(async () => {
           await ctx.log.produce(response);
-          await ctx.writer.write(attemptsDeletes(ctx, event));
+          await ctx.writer.write(endDeletes(ctx, event));
         });
       }
       ctx.report(Outcome.SKIPPED, event, details);
@@ -77,6 +77,14 @@ export async function repark(ctx: EngineContext, parked: ParkedKeys, lane: strin
 /** The event's end: none of its attempts records may outlive it. */
 export function attemptsDeletes(ctx: EngineContext, event: { topic: string; partition: number; offset: number }): StoreOp[] {
   return ctx.attempts.clear(attemptsOwners(ctx.topology), event);
+}
+
+/**
+ * The deletes of an event that ends here without an effect (dead-lettered, skipped): its attempts
+ * records and its run journals. A parked event keeps its journals: its replay resumes them.
+ */
+function endDeletes(ctx: EngineContext, event: EngineEvent): StoreOp[] {
+  return [...attemptsDeletes(ctx, event), ...ctx.runs.clear(event)];
 }
 
 /** The response of a parked or held event, when the topology has `.respond()`. */

@@ -37,7 +37,7 @@ export function changelogTopic(group: string, store: string): string {
 export function checkedChangelogTopic(group: string, store: string): string {
   const topic = changelogTopic(group, store);
   if (LEGAL_TOPIC.test(topic)) return topic;
-  const operator = store.replace(/-attempts$/, '');
+  const operator = store.replace(/-(attempts|runs)$/, '');
   const legal = (part: string): boolean => /^[a-zA-Z0-9._-]*$/.test(part);
   let why: string;
   let fix: string;

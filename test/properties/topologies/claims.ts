@@ -54,8 +54,8 @@ export function claimsTopology(classify: DecideFn<Claim, unknown>, assess: Decid
  * pays glass and water claims up to 1,000.00 ('disputed' gets an answer its schema refuses: parked
  * at assess, after classify decided).
  */
-export function claimsStandIn(value: Claim | Classified, ctx: DecideContext & { readonly step: string }): unknown {
-  if (ctx.step === 'classify') {
+export function claimsStandIn(value: Claim | Classified, ctx: DecideContext & { readonly agentStep: string }): unknown {
+  if (ctx.agentStep === 'classify') {
     const claim = value as Claim;
     if (claim.text === 'garbled') return { category: 'unknown' };
     return { category: claim.text.includes('window') ? 'glass' : claim.text.includes('stolen') ? 'theft' : 'water' };

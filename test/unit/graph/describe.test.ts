@@ -37,7 +37,7 @@ describe('Topology.describe()', () => {
           Processor: disputes-keyed-serial (stores: [], maxInFlight: 3)
             --> decide
             <-- positive-amounts
-          Processor: decide (stores: [decide-attempts], limit: 60 calls per 60000 ms)
+          Processor: decide (stores: [decide-attempts, decide-runs], limit: 60 calls per 60000 ms)
             --> decide-park
             <-- disputes-keyed-serial
           Processor: decide-park (stores: [decide-park], attempts: 3, retryDelayMs: 1000, topic: disputes.parked)
@@ -62,7 +62,7 @@ describe('Topology.describe()', () => {
       .describe();
     expect(text).toContain('Source: orders-source (topics: [orders], dead letters: orders-bad)');
     expect(text).toContain('Processor: per-order (stores: [], maxInFlight: 1)');
-    expect(text).toContain('Processor: classify (stores: [classify-attempts])\n');
+    expect(text).toContain('Processor: classify (stores: [classify-attempts, classify-runs])\n');
     expect(text).toContain('Processor: hold (stores: [hold], attempts: 1, retryDelayMs: 0, topic: orders-held)');
     expect(text.endsWith('      <-- hold\n')).toBe(true);
   });
@@ -75,7 +75,7 @@ describe('Topology.describe()', () => {
       .applyOnce(effect('apply', (v: unknown) => v, { timeoutMs: 5_000 }))
       .build()
       .describe();
-    expect(text).toContain('Processor: classify (stores: [classify-attempts], timeoutMs: 30000)\n');
+    expect(text).toContain('Processor: classify (stores: [classify-attempts, classify-runs], timeoutMs: 30000)\n');
     expect(text).toContain('Processor: classify-park (stores: [classify-park], attempts: 2, retryDelayMs: 1000, topic: orders.parked, onExhausted: dlq)\n');
     expect(text).toContain('Processor: apply (stores: [apply], timeoutMs: 5000)\n');
   });
@@ -101,7 +101,7 @@ describe('Topology.toMermaid()', () => {
   });
 
   it('draws every store as a cylinder', () => {
-    for (const store of ['decide-attempts', 'decide-park', 'dispute-effects']) expect(mermaid).toContain(`[("${store}")]`);
+    for (const store of ['decide-attempts', 'decide-runs', 'decide-park', 'dispute-effects']) expect(mermaid).toContain(`[("${store}")]`);
   });
 
   it('draws every topic as a stadium: source, dead letters, parking and sink', () => {

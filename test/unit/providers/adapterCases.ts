@@ -40,5 +40,6 @@ export function decideContext(signal: AbortSignal = new AbortController().signal
     signal,
     status: () => Promise.resolve(),
     reportTokens: () => undefined,
+    step: (name, fn) => Promise.resolve(fn({ effectId: 'requests/0/0', step: name, signal })),
   };
 }

@@ -12,6 +12,7 @@ describe('stateKeys: every key is <kind>/<store>/<topic>/<partition>/<rest>', ()
     expect(stateKeys.parkedKey('hold', tp, 'acct 7')).toBe('parked/hold/disputes/3/acct%207');
     expect(stateKeys.heldEvent('hold', tp, 'acct 7', 2)).toBe('held/hold/disputes/3/acct%207/0000000000000002');
     expect(stateKeys.heldIndex('hold', tp, 'disputes/3/17')).toBe('heldid/hold/disputes/3/disputes/3/17');
+    expect(stateKeys.runStep('decide-runs', tp, 'disputes/3/17', 1)).toBe('run/decide-runs/disputes/3/disputes/3/17/0000000000000001');
   });
 
   it('encodes store names, topics and lanes, so that a / in them never shifts a segment', () => {
@@ -61,6 +62,7 @@ describe('stateKeys: every key is <kind>/<store>/<topic>/<partition>/<rest>', ()
       { name: 'decide-attempts', kind: 'attempts' },
       { name: 'hold', kind: 'park' },
       { name: 'fx', kind: 'effects' },
+      { name: 'decide-runs', kind: 'runs' },
     ] as const;
     const mine = [
       stateKeys.effect('fx', tp, 'e1'),
@@ -72,6 +74,7 @@ describe('stateKeys: every key is <kind>/<store>/<topic>/<partition>/<rest>', ()
       stateKeys.parkedKey('hold', tp, 'k'),
       stateKeys.heldEvent('hold', tp, 'k', 0),
       stateKeys.heldIndex('hold', tp, 'e1'),
+      stateKeys.runStep('decide-runs', tp, 'disputes/3/1', 0),
     ];
     // Partition 30 shares the digits of 3: the trailing '/' of each prefix keeps them apart.
     const others = [
@@ -82,7 +85,7 @@ describe('stateKeys: every key is <kind>/<store>/<topic>/<partition>/<rest>', ()
     const store = await openMemoryStore();
     await store.batch([...mine, ...others].map((key) => ({ type: 'put' as const, key, value: 1 })));
     const prefixes = stateKeys.partitionPrefixes(stores, tp);
-    expect(prefixes).toHaveLength(8);
+    expect(prefixes).toHaveLength(9);
     const found = (await Promise.all(prefixes.map((p) => store.entries(p)))).flat().map(([k]) => k);
     expect(found.sort()).toEqual([...mine].sort());
     await store.close();
