@@ -35,9 +35,10 @@ export function writeSnippet(name: string, code: string): string {
   return file;
 }
 
-/** The type errors of one module, in strict mode, as messages. */
-export function typeProblems(file: string): string[] {
-  const program = ts.createProgram([file], {
+/** The type errors of one module, in strict mode, as messages; with several, of each in one program (one type-check), prefixed by its name. */
+export function typeProblems(file: string, ...more: string[]): string[] {
+  const files = [file, ...more];
+  const program = ts.createProgram(files, {
     strict: true,
     noEmit: true,
     target: ts.ScriptTarget.ES2022,
@@ -48,9 +49,9 @@ export function typeProblems(file: string): string[] {
   });
   return ts
     .getPreEmitDiagnostics(program)
-    .filter((d) => d.file?.fileName === file)
+    .filter((d) => d.file !== undefined && files.includes(d.file.fileName))
     .map(
       (d) =>
-        `${d.file && d.start !== undefined ? `line ${d.file.getLineAndCharacterOfPosition(d.start).line + 1}: ` : ''}${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`,
+        `${more.length > 0 ? `${d.file!.fileName}: ` : ''}${d.file && d.start !== undefined ? `line ${d.file.getLineAndCharacterOfPosition(d.start).line + 1}: ` : ''}${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`,
     );
 }
