@@ -155,6 +155,26 @@ describe('ctx.step: durable steps', () => {
     expect(await journals(driver)).toEqual([]);
   });
 
+  for (const onExhausted of ['dlq', 'skip'] as const) {
+    it(`an event whose attempts ran out under onExhausted '${onExhausted}' leaves no journal; a parked one keeps it`, async () => {
+      const tool = countingTool();
+      driver = new TopologyTestDriver(
+        decisionTopology(
+          async (_event, ctx): Promise<Decision> => {
+            await ctx.step('lookup-account', (s) => tool.call(ctx, s));
+            return { action: 'maybe' } as unknown as Decision;
+          },
+          { attempts: 2, onExhausted },
+        ),
+      );
+      driver.createInputTopic<Ev>('events').pipeInput('a', { id: 'a1' });
+      await driver.runUntilIdle();
+      expect(outcomesAt(driver, 0, 0)).toEqual(['RETRY', onExhausted === 'dlq' ? 'DEAD_LETTERED' : 'SKIPPED']);
+      expect(tool.runs()).toEqual({ 'events/0/0 lookup-account': 1 });
+      expect(await journals(driver)).toEqual([]);
+    });
+  }
+
   it('a step whose name differs from the journal at its position fails the attempt, naming both names and the fix, even if decide catches the error', async () => {
     const errors: string[] = [];
     driver = new TopologyTestDriver(
