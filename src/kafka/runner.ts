@@ -285,6 +285,13 @@ function loggingObserver(logger: Logger, onFatal: (error: Error) => void, rateLi
     modelCallEnded(call) {
       rateLimits.warnings.callEnded(call);
     },
+    circuit(change) {
+      if (change.state === 'open') logger.warn(change, `fallback '${change.fallback}' decides for agentStep '${change.step}': its circuit opened`);
+      else logger.info(change, `fallback circuit of agentStep '${change.step}' ${change.state}`);
+    },
+    shadowDisagreed(disagreement) {
+      logger.info(disagreement, `shadow disagreed on key ${JSON.stringify(disagreement.key)}`);
+    },
     committed(commit) {
       logger.debug(commit, 'committed');
     },
