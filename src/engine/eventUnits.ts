@@ -126,7 +126,16 @@ export class EventUnits {
       await repark(this.ctx, parked, lane, head, unit, stopped);
       return 'parked-again';
     }
-    await endReplayed(this.ctx, event, stopped ? Outcome.FILTERED : this.through, unit.ops, unit.outputs, advance, signal, stopped ? undefined : decidedDetails(unit));
+    await endReplayed(
+      this.ctx,
+      event,
+      stopped ? Outcome.FILTERED : this.through,
+      unit.ops,
+      unit.outputs,
+      advance,
+      signal,
+      stopped ? undefined : decidedDetails(unit),
+    );
     return parked.get(lane) ? 'more' : 'released';
   }
 

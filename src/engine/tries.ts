@@ -6,9 +6,7 @@ import type { AttemptsRecord } from './attemptsRecords.js';
  * wrong), rather than throwing or timing out.
  */
 export type Try<T> =
-  | { readonly kind: 'done'; readonly value: T }
-  | { readonly kind: 'refused' }
-  | { readonly kind: 'failed'; readonly error: string; readonly answered?: true };
+  { readonly kind: 'done'; readonly value: T } | { readonly kind: 'refused' } | { readonly kind: 'failed'; readonly error: string; readonly answered?: true };
 
 /**
  * What the attempts came to. `attemptsStored`: an earlier attempt failed, so its record is in the

@@ -207,15 +207,5 @@ export interface FallbackNode {
 }
 
 export type ProcessorNode =
-  | FilterNode
-  | MapValuesNode
-  | KeyedSerialNode
-  | RouteNode
-  | AgentStepNode
-  | ParkNode
-  | ShadowNode
-  | FallbackNode
-  | ApplyOnceNode
-  | SinkNode
-  | RespondNode;
+  FilterNode | MapValuesNode | KeyedSerialNode | RouteNode | AgentStepNode | ParkNode | ShadowNode | FallbackNode | ApplyOnceNode | SinkNode | RespondNode;
 export type GraphNode = SourceNode | ProcessorNode;

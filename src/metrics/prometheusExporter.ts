@@ -118,10 +118,11 @@ export class PrometheusExporter {
       "Events whose shadowed agent step decided otherwise than the handler whose decision was applied (a crash's re-run counts again).",
       ['step'],
     );
-    this.circuitState = gauge('orderly_circuit_state', "A fallback's circuit for its agent step: 1 for the state it is in (closed, open, half-open), 0 for the others.", [
-      'step',
-      'state',
-    ]);
+    this.circuitState = gauge(
+      'orderly_circuit_state',
+      "A fallback's circuit for its agent step: 1 for the state it is in (closed, open, half-open), 0 for the others.",
+      ['step', 'state'],
+    );
     // Every outcome shows, at 0 until it happens, so that rate() and absent() work from the first scrape.
     for (const outcome of Object.values(Outcome)) this.events.inc({ ...this.labels, outcome }, 0);
   }

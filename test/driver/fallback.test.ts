@@ -47,7 +47,13 @@ function topology(model: Model, attempts = 3) {
     .agentStep('decide', decide, { schema: Decision })
     .park({ attempts, retryDelayMs: 1_000 })
     .fallback('rules', (): Decision => ({ action: 'reject' }), { afterMs: 2_000, halfOpenAfterMs: 3_000 })
-    .applyOnce(effect('fx', (v: { event: Ev; decision: Decision }, ctx: EffectContext): Applied => ({ id: v.event.id, action: v.decision.action, decidedBy: ctx.decidedBy })))
+    .applyOnce(
+      effect('fx', (v: { event: Ev; decision: Decision }, ctx: EffectContext): Applied => ({
+        id: v.event.id,
+        action: v.decision.action,
+        decidedBy: ctx.decidedBy,
+      })),
+    )
     .to('out')
     .build();
   return { built, calls };
@@ -87,7 +93,12 @@ describe('fallback', () => {
       { id: 'e1', action: 'refund', decidedBy: { decide: 'agent' } },
       { id: 'f1', action: 'refund', decidedBy: { decide: 'agent' } },
     ]);
-    expect(driver.history().filter((h) => h.outcome === 'APPLIED').map((h) => [h.offset, h.atMs])).toEqual([
+    expect(
+      driver
+        .history()
+        .filter((h) => h.outcome === 'APPLIED')
+        .map((h) => [h.offset, h.atMs]),
+    ).toEqual([
       [0, 2_000],
       [1, 2_000],
       [2, 2_500],
@@ -116,7 +127,7 @@ describe('fallback', () => {
     expect(driver.createOutputTopic<Applied>('out').readValuesToList()).toEqual([{ id: 'a1', action: 'reject', decidedBy: { decide: 'fallback' } }]);
   });
 
-  it("parks an event whose attempts run out while the circuit is closed: a poison event is not an outage", async () => {
+  it('parks an event whose attempts run out while the circuit is closed: a poison event is not an outage', async () => {
     const { built, calls } = topology({ downUntilMs: 0, down: 'fails' }, 2);
     driver = new TopologyTestDriver(built);
     const input = driver.createInputTopic<Ev>('events');

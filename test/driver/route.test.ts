@@ -95,7 +95,9 @@ describe('route', () => {
       ['POISON', 'decide', 1],
       ['HELD', 'decide', 0],
     ]);
-    expect(parked[0]!.body.errors[0]!.error).toMatch(/^route 'routine' threw: its decision for agentStep 'decide' was refused: agentStep 'decide': decision failed its schema: action: /);
+    expect(parked[0]!.body.errors[0]!.error).toMatch(
+      /^route 'routine' threw: its decision for agentStep 'decide' was refused: agentStep 'decide': decision failed its schema: action: /,
+    );
 
     // A person's decision replays the key: marked as a person's, then the held event goes to the agent.
     await driver.resolve(0, 'a', { decision: { action: 'reject' } });

@@ -36,7 +36,13 @@ function topology() {
     .agentStep('decide', agent, { schema: Decision })
     .park({ attempts: 2, retryDelayMs: 100 })
     .shadow('legacy', handler)
-    .applyOnce(effect('fx', (v: { event: Ev; decision: Decision }, ctx: EffectContext): Applied => ({ id: v.event.id, action: v.decision.action, decidedBy: ctx.decidedBy })))
+    .applyOnce(
+      effect('fx', (v: { event: Ev; decision: Decision }, ctx: EffectContext): Applied => ({
+        id: v.event.id,
+        action: v.decision.action,
+        decidedBy: ctx.decidedBy,
+      })),
+    )
     .to('out')
     .build();
   return { built, calls };

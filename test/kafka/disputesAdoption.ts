@@ -16,7 +16,9 @@ export function routine(dispute: Dispute): Decision | undefined {
 /** The old rules the agent is to replace: fraud escalated, 80 or less refunded, the rest rejected. */
 export function legacy(dispute: Dispute): Decision {
   if (dispute.reason === 'fraud') return { action: 'escalate', rationale: 'the old rules escalate fraud' };
-  return dispute.amount <= 80 ? { action: 'refund', rationale: 'the old rules refund 80 or less' } : { action: 'reject', rationale: 'the old rules reject the rest' };
+  return dispute.amount <= 80
+    ? { action: 'refund', rationale: 'the old rules refund 80 or less' }
+    : { action: 'reject', rationale: 'the old rules reject the rest' };
 }
 
 const record = effect('dispute-decisions', ({ event, decision }: Decided<Dispute, Decision>, { state, decidedBy }) => {

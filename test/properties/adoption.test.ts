@@ -62,10 +62,9 @@ function noAgentDecisionApplied(run: TopologyRun<Refund>): string[] {
     .map((r) => `refund ${r.row}: the agent's decision was applied under a shadow`);
 }
 
-const events = keyedEvents(
-  fc.record({ refundId: fc.uuid(), cents: fc.integer({ min: 0, max: 8_000 }), note: fc.constantFrom('', '', '', 'garbled') }),
-  { keys: 4 },
-);
+const events = keyedEvents(fc.record({ refundId: fc.uuid(), cents: fc.integer({ min: 0, max: 8_000 }), note: fc.constantFrom('', '', '', 'garbled') }), {
+  keys: 4,
+});
 /** A model that refuses past 2 calls per 5 s and fails a third of its calls: enough to open a 3 s circuit. */
 const model = {
   decide: (value: unknown) => agent(value as Refund),
@@ -77,7 +76,8 @@ const model = {
 const resolutions = { decision: () => ({ refund: false, by: 'person' }), retry: true };
 
 const withFallback = topologyProperty<Refund>({
-  topology: (decide) => routed(decide('decide')).fallback('no-refund', fallbackHandler, { afterMs: 3_000, halfOpenAfterMs: 2_000 }).applyOnce(record).to('verdicts').build(),
+  topology: (decide) =>
+    routed(decide('decide')).fallback('no-refund', fallbackHandler, { afterMs: 3_000, halfOpenAfterMs: 2_000 }).applyOnce(record).to('verdicts').build(),
   events,
   model,
   resolutions,
@@ -93,7 +93,10 @@ const withShadow = topologyProperty<Refund>({
 });
 
 /** Runs the property and counts what its runs met: a property that never opened a circuit checks little. */
-async function holds(property: TopologyProperty<Refund>, meets: Readonly<Record<string, (run: TopologyRun<Refund>) => boolean>>): Promise<Record<string, number>> {
+async function holds(
+  property: TopologyProperty<Refund>,
+  meets: Readonly<Record<string, (run: TopologyRun<Refund>) => boolean>>,
+): Promise<Record<string, number>> {
   const tally: Record<string, number> = Object.fromEntries(Object.keys(meets).map((k) => [k, 0]));
   await fc.assert(
     fc.asyncProperty(property.arbitrary, async (input) => {

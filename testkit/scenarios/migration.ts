@@ -57,7 +57,8 @@ export interface MigrationOptions {
 
 /** The rule that decides routine disputes in `rules-first`: an undelivered item of 50 or less is refunded. */
 export function routineDecision(dispute: Dispute): Decision | undefined {
-  if (dispute.reason === 'not-received' && dispute.amount <= 50) return { action: 'refund', rationale: `not received, amount ${dispute.amount}: refunded by rule` };
+  if (dispute.reason === 'not-received' && dispute.amount <= 50)
+    return { action: 'refund', rationale: `not received, amount ${dispute.amount}: refunded by rule` };
   return undefined;
 }
 

@@ -72,7 +72,15 @@ function callEffect(ctx: EngineContext, node: ApplyOnceNode, unit: EventInFlight
   const call = timedCall(ctx.clock, signal, timeoutMs, `applyOnce '${node.name}'`);
   let applied: unknown;
   try {
-    applied = node.effect.apply(unit.value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table, decisions, decidedBy, signal: call.signal });
+    applied = node.effect.apply(unit.value, {
+      key: event.key,
+      effectId: event.effectId,
+      record: metaOf(event),
+      state: table,
+      decisions,
+      decidedBy,
+      signal: call.signal,
+    });
   } catch (error) {
     call.end();
     throw error;

@@ -26,7 +26,8 @@ export const fallbackProcessor: ProcessorFactory<FallbackNode> = (node, ctx, par
   const step = ctx.topology.agentSteps.find((s) => s.name === node.step)!;
   const breaker = breakerOf(ctx, node);
   const byHandler = (guarded: GuardedStep, unit: EventInFlight): Processed | Promise<Processed> => {
-    const taken = (ruled: Ruled): Processed => (ruled.kind === 'decided' ? guarded.take(unit, ruled.value, 'fallback') : ruled.kind === 'undecided' ? undefined : ruled);
+    const taken = (ruled: Ruled): Processed =>
+      ruled.kind === 'decided' ? guarded.take(unit, ruled.value, 'fallback') : ruled.kind === 'undecided' ? undefined : ruled;
     const ruled = callRule(ctx, node, step, parking, unit, unit.value);
     return isThenable(ruled) ? ruled.then(taken) : taken(ruled);
   };

@@ -56,7 +56,8 @@ export const shadowProcessor: ProcessorFactory<ShadowNode> = (node, ctx, parking
         atMs,
       }),
     );
-    if (agrees === false) ctx.observer.shadowDisagreed?.({ step: node.step, shadow: node.name, key: event.key, effectId: event.effectId, atMs, agent, applied: ruled.value });
+    if (agrees === false)
+      ctx.observer.shadowDisagreed?.({ step: node.step, shadow: node.name, key: event.key, effectId: event.effectId, atMs, agent, applied: ruled.value });
     unit.decisions = { ...unit.decisions, [node.step]: ruled.value };
     unit.decidedBy = { ...unit.decidedBy, [node.step]: 'rule' };
     unit.value = { event: input, decision: ruled.value };

@@ -390,7 +390,13 @@ describe('route, shadow and fallback', () => {
   const handler = () => ({ action: 'reject' as const });
 
   it('builds route, shadow and fallback chains, with the shadow topic among the outputs and every operator in describe()', () => {
-    const shadowed = keyed().route('small', rule).agentStep('decide', decide, { schema: Decision }).park({ attempts: 3 }).shadow('legacy', handler).applyOnce(effects).build();
+    const shadowed = keyed()
+      .route('small', rule)
+      .agentStep('decide', decide, { schema: Decision })
+      .park({ attempts: 3 })
+      .shadow('legacy', handler)
+      .applyOnce(effects)
+      .build();
     expect(shadowed.nodes.map((n) => `${n.kind}:${n.name}`)).toEqual([
       'source:disputes-source',
       'keyedSerial:disputes-keyed-serial',
@@ -407,7 +413,15 @@ describe('route, shadow and fallback', () => {
   });
 
   it('refuses a route with no agentStep right after it', () => {
-    const error = refusal(() => keyed().route('small', rule).filter(() => true).agentStep('decide', decide).park({ attempts: 3 }).applyOnce(effects).build());
+    const error = refusal(() =>
+      keyed()
+        .route('small', rule)
+        .filter(() => true)
+        .agentStep('decide', decide)
+        .park({ attempts: 3 })
+        .applyOnce(effects)
+        .build(),
+    );
     expect(error.message).toBe(
       "route 'small': it must come right before the agentStep it decides for, but is followed by filter 'filter-1'; put .route(name, rule) right before .agentStep(name, decide)",
     );
@@ -418,7 +432,13 @@ describe('route, shadow and fallback', () => {
     expect(refusal(() => keyed().shadow('legacy', handler as never)).message).toBe(
       "shadow 'legacy': no agentStep before it, so there is no agent step it runs in shadow; put .shadow() right after .agentStep(name, decide).park({ attempts })",
     );
-    expect(refusal(() => stepped().applyOnce(effects).fallback('rules', handler as never, { afterMs: 1_000 })).message).toBe(
+    expect(
+      refusal(() =>
+        stepped()
+          .applyOnce(effects)
+          .fallback('rules', handler as never, { afterMs: 1_000 }),
+      ).message,
+    ).toBe(
       "fallback 'rules': it must come right after the park() of agentStep 'decide', but follows applyOnce 'dispute-effects'; put .fallback() right after .agentStep(...).park(...)",
     );
   });
@@ -431,7 +451,9 @@ describe('route, shadow and fallback', () => {
   });
 
   it('refuses a fallback without afterMs, and a shadow topic that is the source', () => {
-    expect(refusal(() => stepped().fallback('rules', handler, {} as never)).message).toBe("fallback 'rules': afterMs must be a whole number of at least 1, got undefined");
+    expect(refusal(() => stepped().fallback('rules', handler, {} as never)).message).toBe(
+      "fallback 'rules': afterMs must be a whole number of at least 1, got undefined",
+    );
     const error = refusal(() => stepped().shadow('legacy', handler, { topic: 'disputes' }).applyOnce(effects).build());
     expect(error.message).toMatch(/^shadow 'legacy': its shadow topic is the source topic 'disputes'/);
   });
