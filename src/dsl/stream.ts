@@ -79,6 +79,7 @@ export interface ToOptions<T> extends NameOption {
   value?: Serde<T>;
 }
 
+/** Options of {@link StreamBuilder.shadow}. */
 export interface ShadowOptions<D = unknown> {
   /**
    * Whether the agent's decision agrees with the applied one (the handler's); a disagreement is
@@ -89,6 +90,7 @@ export interface ShadowOptions<D = unknown> {
   topic?: string;
 }
 
+/** Options of {@link StreamBuilder.fallback}. */
 export interface FallbackOptions {
   /**
    * How long the agent step's calls must have failed (thrown, timed out) or been refused (429),

@@ -160,8 +160,11 @@ export interface RespondNode {
 
 /** What a rule or a handler (of a route, a shadow or a fallback) is told besides the event. */
 export interface RuleContext {
+  /** The event's key. */
   readonly key: string | null;
+  /** The event's effect id, as the effect will get it. */
   readonly effectId: string;
+  /** Where the event's record is in the log. */
   readonly record: RecordMeta;
   /** The decisions of the agent steps before this one, by step name. */
   readonly decisions: Readonly<Record<string, unknown>>;
