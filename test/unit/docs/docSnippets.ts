@@ -24,20 +24,21 @@ export function tsBlocks(file: string, from?: string, until?: string): string[] 
   return blocks;
 }
 
-/** Writes `code` as a module under .cache/doc-snippets, with `orderly` and `orderly/testkit` pointing at this repository's source. */
+/** Writes `code` as a module under .cache/doc-snippets, with `orderly`, `orderly/testkit` and `orderly/metrics` pointing at this repository's source. */
 export function writeSnippet(name: string, code: string): string {
   mkdirSync(snippetsDir, { recursive: true });
   const file = join(snippetsDir, `${name}.ts`);
   const pointed = code
     .replaceAll("from 'orderly/testkit'", `from '${join(root, 'testkit', 'index.js')}'`)
+    .replaceAll("from 'orderly/metrics'", `from '${join(root, 'src', 'metrics', 'index.js')}'`)
     .replaceAll("from 'orderly'", `from '${join(root, 'src', 'index.js')}'`);
   writeFileSync(file, pointed);
   return file;
 }
 
-/** The type errors of one module, in strict mode, as messages. */
-export function typeProblems(file: string): string[] {
-  const program = ts.createProgram([file], {
+/** The type errors of some modules (checked together: one may import another), in strict mode, as messages. */
+export function typeProblems(...files: string[]): string[] {
+  const program = ts.createProgram(files, {
     strict: true,
     noEmit: true,
     target: ts.ScriptTarget.ES2022,
@@ -48,9 +49,9 @@ export function typeProblems(file: string): string[] {
   });
   return ts
     .getPreEmitDiagnostics(program)
-    .filter((d) => d.file?.fileName === file)
+    .filter((d) => d.file !== undefined && files.includes(d.file.fileName))
     .map(
       (d) =>
-        `${d.file && d.start !== undefined ? `line ${d.file.getLineAndCharacterOfPosition(d.start).line + 1}: ` : ''}${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`,
+        `${files.length > 1 ? `${d.file!.fileName.split('/').at(-1)} ` : ''}${d.file && d.start !== undefined ? `line ${d.file.getLineAndCharacterOfPosition(d.start).line + 1}: ` : ''}${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`,
     );
 }
