@@ -61,8 +61,8 @@ describe("orderly run: onExhausted 'skip' and timeouts on Kafka", () => {
     expect(await worker.stop()).toBe(0);
     const counted = worker.lines.find((l) => l.msg === 'worker stopped')?.metrics as { outcomes: Record<string, number>; modelCalls: number } | undefined;
     expect(counted?.outcomes).toMatchObject({ SKIPPED: 1, APPLIED: good.length });
-    // One call per good dispute, one more for the hung call and two more for the poison; none again for the hung effect.
-    expect(counted?.modelCalls).toBe(good.length + 1 + 2 + 0);
+    // One call per good dispute, one more for the hung call, three for the poison, and none again for the hung effect (its decision is kept).
+    expect(counted?.modelCalls).toBe(good.length + 1 + 3);
     const offsets = await committedOffsets(bootstrap, group, `${prefix}disputes`, 2);
     expect(offsets.reduce((sum: number, o) => sum + (o ?? 0), 0)).toBe(inputs.length);
   });
