@@ -45,6 +45,7 @@ describe("orderly run: onExhausted 'fail' on Kafka", () => {
       `^agentStep 'decide': decision failed its schema: .*, on ${topic.replace(/\./g, '\\.')}/0@8 \\(key "${poison.account}"\\), after 3 attempt\\(s\\); the park\\(\\) says onExhausted: 'fail'.*choose onExhausted 'park', 'dlq' or 'skip'$`,
     );
     expect(fatalMessage(first)).toMatch(stoppedOn);
+    expect(first.errors).toContain(`orderly run: stopped by a fatal error: ${fatalMessage(first)}\n`);
     expect(
       first
         .outcomes()

@@ -138,6 +138,11 @@ export class Worker {
     await this.exited;
   }
 
+  /** What the worker wrote on stderr so far. */
+  get errors(): string {
+    return this.stderr;
+  }
+
   /** The last log lines and stderr, for failure messages. */
   tail(count = 25): string {
     const lines = this.lines.slice(-count).map((l) => JSON.stringify(l));
