@@ -17,6 +17,7 @@ import { AssignmentWait } from './assignmentWait.js';
 import { CommitWaiter, isRefusedByRebalance, isRetriableCommitError } from './commitWaiter.js';
 import { consumerConfig, type KafkaSettings, type TransactionSettings } from '../kafkaConfig.js';
 import { logClientTo } from './kafkaLogger.js';
+import { transition, type Ownership } from './partitionOwnership.js';
 import { toLogRecord } from './records.js';
 import { TransactionAbortedError, Transactions } from './transactions.js';
 
@@ -34,16 +35,9 @@ interface Consumer extends rdkafka.KafkaConsumer {
   setDefaultIsTimeoutOnlyForFirstMessage(value: boolean): void;
 }
 
-/**
- * Where this consumer stands with a partition. `assigning`: the engine restores it, no record is
- * delivered yet; `owned`: records flow; `revoking`: the engine finishes and commits it, new
- * records are dropped (the next owner reads them from the committed offset); `lost`: taken away
- * without a revocation (this worker was fenced), so its offsets can no longer be committed.
- */
-type Ownership = 'assigning' | 'owned' | 'revoking' | 'lost';
-
 interface PartitionState {
   readonly tp: TopicPartition;
+  /** Where this consumer stands with the partition; changed only by {@link moveTo}, which checks the move. */
   ownership: Ownership;
   /** What the engine asked for; applied to librdkafka while the partition is owned. */
   paused: boolean;
@@ -305,7 +299,11 @@ export class KafkaLog implements Log {
         const states = [...this.partitions.values()].filter((p) => p.ownership === 'owned');
         const tps = states.map((p) => p.tp);
         // New tasks start unpaused; what the dropped ones asked for no longer holds.
-        for (const state of states) Object.assign(state, { ownership: 'assigning', paused: false, position: undefined });
+        for (const state of states) {
+          moveTo(state, 'assigning', 'reset after an aborted transaction');
+          state.paused = false;
+          delete state.position;
+        }
         const consumer = this.requireConsumer('reset');
         if (tps.length > 0) consumer.pause(tps);
         // Their work in flight ends (or is given up) first; what it produced goes with the abort.
@@ -316,7 +314,7 @@ export class KafkaLog implements Log {
         if (tps.length === 0 || !this.listener || this.closing || this.fatal) return;
         await this.rewind(consumer, tps);
         await this.listener.assigned(tps);
-        for (const state of states) if (state.ownership === 'assigning') state.ownership = 'owned';
+        ownRestored(states, 'restored again after a reset');
         const resume = states.filter((p) => p.ownership === 'owned' && !p.paused).map((p) => p.tp);
         if (resume.length > 0) consumer.resume(resume);
         this.logger.info({ partitions: tps.map(partitionId) }, 'partitions reset after an aborted transaction');
@@ -424,7 +422,7 @@ export class KafkaLog implements Log {
         const states = tps.map((tp): PartitionState => ({ tp, ownership: 'assigning', paused: false }));
         for (const state of states) this.partitions.set(partitionId(state.tp), state);
         if (this.listener && tps.length > 0) await this.listener.assigned(tps);
-        for (const state of states) if (state.ownership === 'assigning') state.ownership = 'owned';
+        ownRestored(states, 'restored by the engine');
         if (cooperative) consumer.incrementalAssign(assignment);
         else consumer.assign(assignment);
       });
@@ -432,7 +430,11 @@ export class KafkaLog implements Log {
       const lost = consumer.assignmentLost();
       // At once, not in turn: from now on no record of these partitions reaches the engine.
       const states = tps.flatMap((tp) => this.partitions.get(partitionId(tp)) ?? []);
-      for (const state of states) state.ownership = lost ? 'lost' : 'revoking';
+      for (const state of states) {
+        const to = lost ? 'lost' : 'revoking';
+        // A partition named again in the same kind of callback changes nothing.
+        if (state.ownership !== to) moveTo(state, to, lost ? 'lost in a rebalance (this worker was fenced)' : 'revoked by the group');
+      }
       // Exactly-once: the open transaction holds writes of the lost partitions, which another
       // worker now owns: it is thrown away, and the partitions still owned are reset with it.
       if (lost && this.transactions && states.length > 0)
@@ -520,4 +522,14 @@ export class KafkaLog implements Log {
     if (!this.producer) throw new Error('KafkaLog: produce before subscribe()');
     return this.producer;
   }
+}
+
+/** Moves a partition's ownership, checked against the allowed moves (throws naming the partition, both states and the cause). */
+function moveTo(state: PartitionState, to: Ownership, cause: string): void {
+  state.ownership = transition(state.tp, state.ownership, to, cause);
+}
+
+/** The partitions the engine has restored are owned now, unless a rebalance revoked or lost them meanwhile. */
+function ownRestored(states: readonly PartitionState[], cause: string): void {
+  for (const state of states) if (state.ownership === 'assigning') moveTo(state, 'owned', cause);
 }
