@@ -2,14 +2,17 @@
 // 9afca58: it writes version-1 state, docs/state.md) to this code. Two workers of the old code
 // (built from this clone's git history by commitBuild.ts) share a group; each in turn is stopped
 // and started again with this code on its own state directory, as a rolling deploy does:
-// old A + old B -> stop B, new B -> stop A, new A. In between, the new B stops once for a while
+// old A + old B -> stop B, new B -> kill A, new A. In between, the new B stops once for a while
 // (a restart, or one instance rolled back), so that partitions move every way while both
 // versions run: old -> new, new -> old, new -> new. Disputes are written all along, enough to
 // keep every partition busy, so each move happens with work in flight; each step waits until
-// the partitions it moved are running on their new owner, as a deploy waits for readiness.
+// the partitions it moved are running on their new owner, as a deploy waits for readiness. The
+// old A is killed (kill -9) rather than stopped, having committed nothing on a timer, so that the
+// new workers meet many events it applied and did not commit: they must find those effects in the
+// state the old code wrote, or apply them twice.
 // What is checked (robustness.ts): every dispute applied once and in per-account order, nothing
 // lost, over the output, the outcome lines of all five processes and both state directories;
-// each new worker restored partitions; the effects' changelog holds records of both formats (no
+// each new worker restored partitions; new workers found effects of the killed old A applied; the effects' changelog holds records of both formats (no
 // version header, as 9afca58 writes them, and orderly-format: 2).
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -34,9 +37,9 @@ const bootstrap = inject('kafkaBootstrap');
 const workers: Worker[] = [];
 let oldBuild: string;
 
-beforeAll(() => {
-  oldBuild = buildOfCommit(OLD_COMMIT);
-}, 120_000);
+beforeAll(async () => {
+  oldBuild = await buildOfCommit(OLD_COMMIT);
+});
 afterEach(async () => {
   await Promise.all(workers.splice(0).map((w) => w.kill()));
 });
@@ -79,8 +82,8 @@ describe('a rolling upgrade from the code before stored-format versions, on Kafk
     // One call at a time per partition, 250 ms each: about 24 disputes a second, whoever runs them.
     const env = { ORDERLY_MODEL_LATENCY_MS: '250', ORDERLY_MAX_IN_FLIGHT: '1' };
     const all: Worker[] = [];
-    const start = (dir: 'a' | 'b', build: 'old' | 'new') => {
-      const worker = new Worker({ bootstrap, group, stateDir: dirs[dir], topicPrefix: prefix, env, ...(build === 'old' ? { root: oldBuild } : {}) });
+    const start = (dir: 'a' | 'b', build: 'old' | 'new', args: readonly string[] = []) => {
+      const worker = new Worker({ bootstrap, group, stateDir: dirs[dir], topicPrefix: prefix, env, args, ...(build === 'old' ? { root: oldBuild } : {}) });
       workers.push(worker);
       all.push(worker);
       return worker;
@@ -107,7 +110,11 @@ describe('a rolling upgrade from the code before stored-format versions, on Kafk
     };
     const applied = (w: Worker) => w.outcomes('APPLIED').length;
 
-    const oldA = start('a', 'old');
+    // The old A commits only when a partition leaves it: when it is killed, every effect it applied
+    // since on the partitions it holds is uncommitted, and comes back to new workers. (Commits fall on
+    // the boundaries of their interval since the epoch: with the longest a timer allows, 2^31 - 1 ms,
+    // the next one is days away, where an hour would fall inside a run at each full hour.)
+    const oldA = start('a', 'old', ['--commit-every-ms', String(2 ** 31 - 1)]);
     const oldB = start('b', 'old');
     await feedUntil(oldB, 'effects applied by both old workers', () => applied(oldA) > 0 && applied(oldB) > 0);
 
@@ -123,11 +130,14 @@ describe('a rolling upgrade from the code before stored-format versions, on Kafk
     expect(await newB.stop(), 'new B stops cleanly').toBe(0);
     await feedUntil(oldA, "old A running new B's partitions", runsEachOf(oldA, newBs));
 
-    // B back (old -> new); then A upgraded: its partitions go to the new B (old -> new), and some of them to the new A (new -> new).
+    // B back (old -> new); then A upgraded, killed as a deploy kills a worker whose stop outlasts its
+    // grace: after its session expires its partitions go to the new B (old -> new), which finds the
+    // effects the old A applied and did not commit in their version-1 changelog records, and some of
+    // them go on to the new A (new -> new), which opens the killed worker's directory.
     const newB2 = start('b', 'new');
     await feedUntil(newB2, '10 effects applied by new B, started again', () => applied(newB2) >= 10);
     const oldAs = owned(oldA);
-    expect(await oldA.stop(), 'old A stops cleanly').toBe(0);
+    await oldA.kill();
     await feedUntil(newB2, "new B running old A's partitions", runsEachOf(newB2, oldAs));
     const newA = start('a', 'new');
     await feedUntil(newA, '10 effects applied by new A', () => applied(newA) >= 10);
@@ -140,12 +150,16 @@ describe('a rolling upgrade from the code before stored-format versions, on Kafk
     expect(await newB2.stop(), 'new B stops cleanly').toBe(0);
     console.log(`rolling upgrade: ${inputs.length} disputes; applied by old A, old B, new B, new B again, new A: ${all.map(applied).join(', ')}`);
 
-    for (const w of all) expect(rebalanceLines(w).lost, 'no partition lost: every move was a clean hand-over').toEqual([]);
+    for (const w of all) expect(rebalanceLines(w).lost, 'no partition lost by a worker that went on').toEqual([]);
     for (const w of [newB, newB2, newA]) {
       const restores = w.lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('restored the state of'));
       expect(restores.length, 'partitions restored by a new worker').toBeGreaterThan(0);
     }
     const summary = await expectEachInputAppliedOnceInOrder(inputs, output, all, [dirs.a, dirs.b]);
+    // The killed old A's uncommitted effects came back to new workers, which found them applied.
+    const byOldA = new Set(oldA.outcomes('APPLIED').map((l) => String(l.effectId)));
+    const foundApplied = [newB2, newA].flatMap((w) => w.outcomes('DUPLICATE')).filter((l) => byOldA.has(String(l.effectId)));
+    expect(foundApplied.length, "old A's effects redelivered to new workers and found applied").toBeGreaterThan(0);
     console.log(`rolling upgrade: ${summary.applied} applied, ${summary.duplicates} redelivered duplicates, ${summary.repeatedOutputs} repeated outputs`);
 
     // Both versions wrote the state that moved: records without a version (9afca58) and of version 2.
