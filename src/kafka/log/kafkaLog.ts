@@ -1,0 +1,535 @@
+import rdkafka, { type Assignment, type LibrdKafkaError, type Message, type TopicPartitionOffset } from '@confluentinc/kafka-javascript';
+import type { Logger } from 'pino';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  CommitRefusedError,
+  isCommitRefused,
+  PartitionResetError,
+  partitionId,
+  type CommitOffset,
+  type Log,
+  type LogListener,
+  type OutRecord,
+  type TopicPartition,
+} from '../../ports/log.js';
+import { AckedProducer } from './ackedProducer.js';
+import { AssignmentWait } from './assignmentWait.js';
+import { CommitWaiter, isRefusedByRebalance, isRetriableCommitError } from './commitWaiter.js';
+import { consumerConfig, type KafkaSettings, type TransactionSettings } from '../kafkaConfig.js';
+import { logClientTo } from './kafkaLogger.js';
+import { transition, type Ownership } from './partitionOwnership.js';
+import { toLogRecord } from './records.js';
+import { TransactionAbortedError, Transactions } from './transactions.js';
+
+const ERR_ASSIGN_PARTITIONS = -175;
+const OFFSET_BEGINNING = -2;
+const OFFSET_END = -1;
+const ERR_REVOKE_PARTITIONS = -174;
+
+/** The consumer methods orderly uses that the library's typings leave out. */
+interface Consumer extends rdkafka.KafkaConsumer {
+  incrementalAssign(assignments: Assignment[]): void;
+  incrementalUnassign(assignments: Assignment[]): void;
+  assignmentLost(): boolean;
+  rebalanceProtocol(): 'COOPERATIVE' | 'EAGER' | 'NONE';
+  setDefaultIsTimeoutOnlyForFirstMessage(value: boolean): void;
+}
+
+interface PartitionState {
+  readonly tp: TopicPartition;
+  /** Where this consumer stands with the partition; changed only by {@link moveTo}, which checks the move. */
+  ownership: Ownership;
+  /** What the engine asked for; applied to librdkafka while the partition is owned. */
+  paused: boolean;
+  /**
+   * Exactly-once: an offset of this partition that may always be committed again (the last one
+   * committed, or the first delivered since assignment), so that every transaction carries offsets.
+   */
+  position?: number;
+}
+
+export interface KafkaLogOptions {
+  readonly settings: KafkaSettings;
+  readonly logger: Logger;
+  /** Most records one poll returns. @defaultValue 500 */
+  readonly maxPollRecords?: number;
+  /** How long one poll waits for its first record. @defaultValue 100 */
+  readonly pollTimeoutMs?: number;
+  /** How long a commit is retried on a retriable error (coordinator moving, rebalance in progress). @defaultValue 60000 */
+  readonly commitRetryMs?: number;
+  /**
+   * Exactly-once: outputs, changelog records and input offsets in one transaction per commit
+   * (see {@link Transactions}). Unset: at-least-once.
+   */
+  readonly exactlyOnce?: TransactionSettings & {
+    /** The longest a transaction with records stays open while no offset moves. @defaultValue a third of `timeoutMs` */
+    readonly maxOpenMs?: number;
+  };
+}
+
+/**
+ * The Log port over @confluentinc/kafka-javascript (librdkafka).
+ *
+ * - The consume loop is its own: it polls librdkafka and hands each batch to the engine
+ *   synchronously, whatever the engine is doing, so a slow model never delays a poll and the
+ *   worker never passes `max.poll.interval.ms`.
+ * - Rebalances are incremental (cooperative-sticky, or KIP-848): the engine's `assigned` settles
+ *   before a partition is assigned in librdkafka (so no record comes before it), and its `revoked`
+ *   (finish, commit) settles before a partition is given up.
+ * - `commit` commits exactly the offsets the engine gives and settles when the broker has them.
+ * - `produce` settles when every record is acknowledged by all in-sync replicas (idempotent producer).
+ * - With `exactlyOnce`, records and offsets go in transactions (`commit` commits one) and the log
+ *   offers `atomic`; a failed transaction, or partitions lost without a revocation, is fatal: the
+ *   worker's local state holds what the transaction held, and must be rebuilt by a restart.
+ */
+export class KafkaLog implements Log {
+  private consumer: Consumer | undefined;
+  private producer: AckedProducer | undefined;
+  private transactions: Transactions | undefined;
+  /** Present with exactly-once only; see {@link Log.atomic}. */
+  readonly atomic?: <T>(work: () => Promise<T>) => Promise<T>;
+  private listener: LogListener | undefined;
+  private readonly partitions = new Map<string, PartitionState>();
+  private rebalances: Promise<void> = Promise.resolve();
+  private readonly commits = new CommitWaiter();
+  private loop: Promise<void> | undefined;
+  private closing = false;
+  /** Exactly-once: resets of the owned partitions after an aborted transaction, queued or under way. */
+  private resetting = 0;
+  /** Exactly-once: the lost partitions of a reset queued but not yet begun (later causes join it). */
+  private queuedReset: TopicPartition[] | undefined;
+  private fatal: Error | undefined;
+  private readonly logger: Logger;
+  /** Logs why no partition came yet, until the first assignment. */
+  private assignmentWait: AssignmentWait | undefined;
+
+  constructor(private readonly options: KafkaLogOptions) {
+    this.logger = options.logger;
+    if (options.exactlyOnce) this.atomic = (work) => this.requireTransactions().unit(work);
+  }
+
+  async subscribe(topics: readonly string[], listener: LogListener): Promise<void> {
+    if (this.consumer) throw new Error('KafkaLog: subscribe() was called twice; one KafkaLog serves one engine');
+    const { settings } = this.options;
+    this.listener = listener;
+    const eos = this.options.exactlyOnce;
+    this.producer = await AckedProducer.connect(settings, this.logger.child({ client: 'producer' }), (error) => this.fail(error), eos);
+    const consumer = new rdkafka.KafkaConsumer(
+      {
+        ...consumerConfig(settings),
+        rebalance_cb: (error: LibrdKafkaError, assignment: Assignment[]) => this.onRebalance(error, assignment),
+        offset_commit_cb: (error: LibrdKafkaError | undefined, offsets: TopicPartitionOffset[]) => this.commits.settled(error, offsets),
+      },
+      // No topic config object: with one (even empty) the binding ignores the topic-level
+      // properties of the global config, auto.offset.reset among them.
+      undefined,
+    ) as Consumer;
+    logClientTo(consumer, this.logger.child({ client: 'consumer' }), (error) => this.fail(error));
+    await new Promise<void>((resolve, reject) => {
+      consumer.connect({}, (error) => (error ? reject(new Error(`Kafka consumer could not connect to ${settings.bootstrap}: ${error.message}`)) : resolve()));
+    });
+    consumer.setDefaultConsumeTimeout(this.options.pollTimeoutMs ?? 100);
+    consumer.setDefaultIsTimeoutOnlyForFirstMessage(true);
+    this.consumer = consumer;
+    if (eos) {
+      this.transactions = await Transactions.begin(
+        this.producer,
+        () => this.requireConsumer('sendOffsetsToTransaction'),
+        this.logger.child({ client: 'transactions' }),
+        { callTimeoutMs: eos.timeoutMs, maxOpenMs: eos.maxOpenMs ?? Math.floor(eos.timeoutMs / 3) },
+        () => void this.commit([]).catch((error: unknown) => (isCommitRefused(error) ? undefined : this.fail(error as Error))),
+      );
+    }
+    consumer.subscribe([...topics]);
+    this.logger.info({ topics, group: settings.group, protocol: settings.groupProtocol ?? 'classic' }, 'subscribed');
+    this.assignmentWait = new AssignmentWait(settings, this.logger);
+    this.assignmentWait.start();
+    this.loop = this.consumeLoop();
+  }
+
+  pause(partitions: readonly TopicPartition[]): void {
+    this.setPaused(partitions, true);
+  }
+
+  resume(partitions: readonly TopicPartition[]): void {
+    this.setPaused(partitions, false);
+  }
+
+  async commit(offsets: readonly CommitOffset[]): Promise<void> {
+    const consumer = this.requireConsumer('commit');
+    const deadline = Date.now() + (this.options.commitRetryMs ?? 60_000);
+    for (let attempt = 1; ; attempt += 1) {
+      // Offsets of a lost partition cannot be committed (another worker may own it): skip them.
+      const live = offsets.filter((o) => {
+        const ownership = this.partitions.get(partitionId(o))?.ownership;
+        return ownership !== undefined && ownership !== 'lost';
+      });
+      if (this.transactions) return await this.commitTransaction(live);
+      if (live.length < offsets.length) {
+        const skipped = offsets.filter((o) => !live.includes(o)).map((o) => `${partitionId(o)}@${o.offset}`);
+        this.logger.warn({ skipped }, 'not committing offsets of partitions this worker no longer owns');
+      }
+      if (live.length === 0) return;
+      try {
+        await this.commits.commit(consumer, live);
+        this.logger.debug({ offsets: live.map((o) => `${partitionId(o)}@${o.offset}`) }, 'committed');
+        return;
+      } catch (error) {
+        const what = live.map((o) => `${partitionId(o)}@${o.offset}`).join(', ');
+        if (isRefusedByRebalance(error)) {
+          this.logger.warn({ offsets: what, error: (error as Error).message }, 'commit refused: a rebalance took these partitions');
+          throw new CommitRefusedError(`Kafka commit of ${what} refused by a rebalance: ${(error as Error).message}`, { cause: error });
+        }
+        if (!isRetriableCommitError(error) || Date.now() >= deadline) {
+          throw new Error(`Kafka commit of ${live.map((o) => `${partitionId(o)}@${o.offset}`).join(', ')} failed: ${(error as Error).message}`, {
+            cause: error,
+          });
+        }
+        this.logger.warn({ attempt, error: (error as Error).message }, 'commit failed; retrying');
+        await sleep(Math.min(100 * 2 ** attempt, 2_000));
+      }
+    }
+  }
+
+  async produce(records: readonly OutRecord[]): Promise<void> {
+    if (this.fatal) throw this.fatal;
+    if (!this.transactions) return this.requireProducer().produce(records);
+    try {
+      await this.transactions.produce(records);
+    } catch (error) {
+      // The transaction failed under this write (fenced out of the group, or aborted by the
+      // broker): the partitions are reset, and this event runs again after that.
+      if (this.fatal) throw error;
+      this.resetAfterAbort(error as Error);
+      throw new PartitionResetError(`the Kafka transaction failed under this write, so its partitions are reset: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+  }
+
+  /**
+   * Stops delivering records, leaves the group (librdkafka's close revokes every partition; the
+   * engine is no longer asked, it finished and committed before it closed the log) and flushes
+   * the producer.
+   */
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    this.assignmentWait?.stop();
+    this.listener = undefined;
+    await this.loop;
+    await this.rebalances;
+    const consumer = this.consumer;
+    if (consumer) {
+      await new Promise<void>((resolve) =>
+        consumer.disconnect((error: unknown) => {
+          if (error) this.logger.warn({ error: String(error) }, 'consumer close');
+          resolve();
+        }),
+      );
+    }
+    this.commits.abandon(new Error('KafkaLog closed'));
+    await this.transactions?.close();
+    await this.producer?.close();
+    this.logger.info('left the group and closed');
+  }
+
+  /** True while a partition taken away without a revocation (this worker was fenced) is being let go. */
+  isLost(tp: TopicPartition): boolean {
+    return this.partitions.get(partitionId(tp))?.ownership === 'lost';
+  }
+
+  /**
+   * Exactly-once: commits the open transaction with these offsets. An aborted transaction (the
+   * group moved to a new generation while it was open, say) is a refused commit, not a fatal one:
+   * the partitions whose work it held are reset, see {@link KafkaLog.resetAfterAbort}.
+   */
+  private async commitTransaction(offsets: readonly CommitOffset[]): Promise<void> {
+    if (this.resetting > 0) throw new CommitRefusedError('commit refused: the partitions are being reset after an aborted transaction');
+    // Every transaction carries offsets, moved or not: sending them is what checks that this
+    // worker is still a member of the group's current generation (KIP-447), so a worker that was
+    // fenced out while its records were in flight cannot commit them.
+    const given = new Set(offsets.map(partitionId));
+    const all = [...offsets];
+    for (const state of this.partitions.values()) {
+      if (state.ownership === 'owned' && state.position !== undefined && !given.has(partitionId(state.tp))) all.push({ ...state.tp, offset: state.position });
+    }
+    // Nothing delivered yet, so nothing of this worker's partitions can be in the transaction.
+    if (all.length === 0) return;
+    try {
+      await this.transactions!.commit(all);
+      for (const o of all) {
+        const state = this.partitions.get(partitionId(o));
+        if (state) state.position = o.offset;
+      }
+    } catch (error) {
+      if (!(error instanceof TransactionAbortedError)) throw error;
+      this.resetAfterAbort(error);
+      throw new CommitRefusedError(`Kafka transaction aborted: ${error.message}`, { cause: error });
+    }
+  }
+
+  /**
+   * After an aborted transaction the local state holds writes the broker threw away, and the
+   * engine counts as finished events whose outputs are gone. So, as Kafka Streams does, every
+   * owned partition is dropped without a commit (the engine's `lost`), whatever was produced
+   * meanwhile is aborted too, each partition is rewound to its committed offset, and it is
+   * assigned to the engine again, which restores its state from the committed changelog.
+   *
+   * `lost` partitions (taken away without a revocation) are dropped in the same step, before the
+   * abort: their work in flight may still be recording an effect, and what it produces must go
+   * down with the aborted transaction, never into the next one, which this worker commits once it
+   * has rejoined the group. A reset under way when partitions are lost (it may have assigned them
+   * to the engine again) does not cover them, so another is queued; any other cause that comes
+   * while a reset is queued or under way is covered by it.
+   */
+  private resetAfterAbort(cause: Error, lost: readonly TopicPartition[] = []): void {
+    if (this.queuedReset) {
+      this.queuedReset.push(...lost);
+      return;
+    }
+    if (this.resetting > 0 && lost.length === 0) return;
+    this.logger.warn({ err: cause }, 'transaction aborted: resetting the owned partitions to their committed offsets and state');
+    const queued = [...lost];
+    this.queuedReset = queued;
+    this.resetting += 1;
+    this.serialize(async () => {
+      this.queuedReset = undefined;
+      try {
+        const states = [...this.partitions.values()].filter((p) => p.ownership === 'owned');
+        const tps = states.map((p) => p.tp);
+        // New tasks start unpaused; what the dropped ones asked for no longer holds.
+        for (const state of states) {
+          moveTo(state, 'assigning', 'reset after an aborted transaction');
+          state.paused = false;
+          delete state.position;
+        }
+        const consumer = this.requireConsumer('reset');
+        if (tps.length > 0) consumer.pause(tps);
+        // Their work in flight ends (or is given up) first; what it produced goes with the abort.
+        await this.transactions!.discard(async () => {
+          if (tps.length + queued.length > 0) await this.listener?.lost([...queued, ...tps]);
+        });
+        // A worker that is stopping (or failed) takes nothing back.
+        if (tps.length === 0 || !this.listener || this.closing || this.fatal) return;
+        await this.rewind(consumer, tps);
+        await this.listener.assigned(tps);
+        ownRestored(states, 'restored again after a reset');
+        const resume = states.filter((p) => p.ownership === 'owned' && !p.paused).map((p) => p.tp);
+        if (resume.length > 0) consumer.resume(resume);
+        this.logger.info({ partitions: tps.map(partitionId) }, 'partitions reset after an aborted transaction');
+      } finally {
+        this.resetting -= 1;
+      }
+    });
+  }
+
+  /** Seeks each partition to its committed offset (none: where auto.offset.reset says). */
+  private async rewind(consumer: Consumer, tps: readonly TopicPartition[]): Promise<void> {
+    const timeoutMs = 30_000;
+    const committed = await new Promise<TopicPartitionOffset[]>((resolve, reject) =>
+      consumer.committed(
+        tps.map(({ topic, partition }) => ({ topic, partition })),
+        timeoutMs,
+        (error, offsets) => (error ? reject(error) : resolve(offsets)),
+      ),
+    );
+    const fallback = this.options.settings.autoOffsetReset === 'latest' ? OFFSET_END : OFFSET_BEGINNING;
+    for (const { topic, partition, offset } of committed) {
+      const to = offset !== undefined && offset >= 0 ? offset : fallback;
+      await new Promise<void>((resolve, reject) => consumer.seek({ topic, partition, offset: to }, timeoutMs, (error) => (error ? reject(error) : resolve())));
+    }
+  }
+
+  /**
+   * The high watermark librdkafka cached from its last fetch of the partition (no request to the
+   * broker), or undefined before the first fetch.
+   */
+  highWatermark(tp: TopicPartition): number | undefined {
+    try {
+      const high = this.consumer?.getWatermarkOffsets(tp.topic, tp.partition).highOffset;
+      // librdkafka reports an invalid offset (negative) until it has fetched the partition.
+      return high !== undefined && high >= 0 ? high : undefined;
+    } catch {
+      // It throws when nothing is cached yet.
+      return undefined;
+    }
+  }
+
+  /** Partitions this consumer owns now (assigned and restored), for tests and metrics. */
+  owned(): TopicPartition[] {
+    return [...this.partitions.values()].filter((p) => p.ownership === 'owned').map((p) => p.tp);
+  }
+
+  private async consumeLoop(): Promise<void> {
+    const consumer = this.requireConsumer('poll');
+    const max = this.options.maxPollRecords ?? 500;
+    while (!this.closing && !this.fatal) {
+      let messages: Message[];
+      try {
+        messages = await new Promise<Message[]>((resolve, reject) => consumer.consume(max, (error, batch) => (error ? reject(error) : resolve(batch))));
+      } catch (error) {
+        if (this.closing) break;
+        const e = error as LibrdKafkaError;
+        if (e.isFatal) {
+          this.fail(new Error(`Kafka consumer failed: ${e.message} (code ${e.code})`));
+          break;
+        }
+        this.logger.warn({ code: e.code }, `poll: ${e.message}`);
+        await sleep(200);
+        continue;
+      }
+      try {
+        this.deliver(messages);
+      } catch (error) {
+        this.fail(error as Error);
+      }
+    }
+  }
+
+  /** Hands the records of owned partitions to the engine, in one synchronous call. */
+  private deliver(messages: readonly Message[]): void {
+    const listener = this.listener;
+    if (!listener || messages.length === 0) return;
+    const records = [];
+    let dropped = 0;
+    for (const message of messages) {
+      const state = this.partitions.get(partitionId(message));
+      if (state?.ownership !== 'owned') {
+        dropped += 1;
+        continue;
+      }
+      state.position ??= message.offset;
+      records.push(toLogRecord(message));
+    }
+    if (dropped > 0) this.logger.debug({ dropped }, 'dropped records of partitions being revoked');
+    if (records.length > 0) listener.records(records);
+  }
+
+  private onRebalance(error: LibrdKafkaError, assignment: Assignment[]): void {
+    const consumer = this.consumer;
+    if (!consumer) return;
+    const tps = assignment.map(({ topic, partition }) => ({ topic, partition }));
+    const cooperative = consumer.rebalanceProtocol() !== 'EAGER';
+    // Closing: the engine has stopped and takes no partition; librdkafka may still rebalance
+    // while it leaves the group (a rejoin under way, the revocation at close).
+    if (this.closing) return this.answerWhileClosing(consumer, error, assignment, cooperative);
+    if (error?.code === ERR_ASSIGN_PARTITIONS) {
+      this.assignmentWait?.stop();
+      // An empty assignment completes a rebalance that gave this worker nothing new.
+      if (tps.length > 0) this.logger.info({ partitions: tps.map(partitionId) }, 'assigned');
+      this.serialize(async () => {
+        const states = tps.map((tp): PartitionState => ({ tp, ownership: 'assigning', paused: false }));
+        for (const state of states) this.partitions.set(partitionId(state.tp), state);
+        if (this.listener && tps.length > 0) await this.listener.assigned(tps);
+        ownRestored(states, 'restored by the engine');
+        if (cooperative) consumer.incrementalAssign(assignment);
+        else consumer.assign(assignment);
+      });
+    } else if (error?.code === ERR_REVOKE_PARTITIONS) {
+      const lost = consumer.assignmentLost();
+      // At once, not in turn: from now on no record of these partitions reaches the engine.
+      const states = tps.flatMap((tp) => this.partitions.get(partitionId(tp)) ?? []);
+      for (const state of states) {
+        const to = lost ? 'lost' : 'revoking';
+        // A partition named again in the same kind of callback changes nothing.
+        if (state.ownership !== to) moveTo(state, to, lost ? 'lost in a rebalance (this worker was fenced)' : 'revoked by the group');
+      }
+      // Exactly-once: the open transaction holds writes of the lost partitions, which another
+      // worker now owns: it is thrown away, and the partitions still owned are reset with it.
+      if (lost && this.transactions && states.length > 0)
+        this.resetAfterAbort(new Error(`partitions ${tps.map(partitionId).join(', ')} were lost: this worker was fenced out of its group`), tps);
+      this.logger.info({ partitions: tps.map(partitionId), lost }, lost ? 'partitions lost' : 'revoking');
+      this.serialize(async () => {
+        if (this.listener) await (lost ? this.listener.lost(tps) : this.listener.revoked(tps));
+        for (const tp of tps) {
+          const id = partitionId(tp);
+          const state = this.partitions.get(id);
+          if (state && (state.ownership === 'revoking' || state.ownership === 'lost')) this.partitions.delete(id);
+        }
+        if (cooperative) consumer.incrementalUnassign(assignment);
+        else consumer.unassign();
+        this.logger.info({ partitions: tps.map(partitionId) }, 'revoked');
+      });
+    } else {
+      this.logger.error({ code: error?.code }, `rebalance error: ${error?.message}`);
+    }
+  }
+
+  /**
+   * A rebalance while the log closes: librdkafka is answered at once (an assignment taken and
+   * given straight back is never seen by the engine), and a consumer already disconnected, which
+   * refuses the call, is no failure: it has left the group.
+   */
+  private answerWhileClosing(consumer: Consumer, error: LibrdKafkaError, assignment: Assignment[], cooperative: boolean): void {
+    try {
+      if (error?.code === ERR_ASSIGN_PARTITIONS) {
+        if (cooperative) consumer.incrementalAssign(assignment);
+        else consumer.assign(assignment);
+      } else if (cooperative) consumer.incrementalUnassign(assignment);
+      else consumer.unassign();
+    } catch (refused) {
+      this.logger.debug({ error: (refused as Error).message }, 'rebalance while closing');
+    }
+  }
+
+  /** Runs rebalance steps one after another, in the order librdkafka gave them. */
+  private serialize(step: () => Promise<void>): void {
+    this.rebalances = this.rebalances.then(step).catch((error: unknown) => {
+      // A step cut short by the close (the consumer disconnected under it) fails nothing: the
+      // engine has stopped, and the partitions' next owner starts from the committed offsets.
+      if (this.closing) this.logger.warn({ err: error }, 'a rebalance step failed while the log closed');
+      else this.fail(new Error(`rebalance callback failed: ${(error as Error).message}`, { cause: error }));
+    });
+  }
+
+  private setPaused(partitions: readonly TopicPartition[], paused: boolean): void {
+    const apply: TopicPartition[] = [];
+    for (const tp of partitions) {
+      const state = this.partitions.get(partitionId(tp));
+      if (!state) continue;
+      state.paused = paused;
+      if (state.ownership === 'owned') apply.push(tp);
+    }
+    if (apply.length === 0 || !this.consumer || this.closing) return;
+    try {
+      if (paused) this.consumer.pause(apply);
+      else this.consumer.resume(apply);
+    } catch (error) {
+      this.logger.warn({ partitions: apply.map(partitionId), error: (error as Error).message }, paused ? 'pause failed' : 'resume failed');
+    }
+  }
+
+  private fail(error: Error): void {
+    if (this.fatal) return;
+    this.fatal = error;
+    this.logger.error({ err: error }, 'Kafka log failed');
+    // The engine hears it through the port, stops, and so does the worker that runs it.
+    this.listener?.failed(error);
+  }
+
+  private requireConsumer(what: string): Consumer {
+    if (!this.consumer) throw new Error(`KafkaLog: ${what} before subscribe()`);
+    return this.consumer;
+  }
+
+  private requireTransactions(): Transactions {
+    if (!this.transactions) throw new Error('KafkaLog: atomic() before subscribe()');
+    return this.transactions;
+  }
+
+  private requireProducer(): AckedProducer {
+    if (!this.producer) throw new Error('KafkaLog: produce before subscribe()');
+    return this.producer;
+  }
+}
+
+/** Moves a partition's ownership, checked against the allowed moves (throws naming the partition, both states and the cause). */
+function moveTo(state: PartitionState, to: Ownership, cause: string): void {
+  state.ownership = transition(state.tp, state.ownership, to, cause);
+}
+
+/** The partitions the engine has restored are owned now, unless a rebalance revoked or lost them meanwhile. */
+function ownRestored(states: readonly PartitionState[], cause: string): void {
+  for (const state of states) if (state.ownership === 'assigning') moveTo(state, 'owned', cause);
+}

@@ -1,0 +1,214 @@
+import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
+import type { Logger } from 'pino';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { partitionId, type CommitOffset, type OutRecord } from '../../ports/log.js';
+import { TransactionError, type AckedProducer } from './ackedProducer.js';
+
+/**
+ * Where the transaction stands. `open`: records go in; `draining`: a commit waits for the units
+ * running now to end, and no new unit starts; `committing`: offsets and commit are on their way,
+ * and every record waits for the next transaction.
+ */
+type Phase = 'open' | 'draining' | 'committing';
+
+export interface TransactionsOptions {
+  /** Timeout of each transactional call. */
+  readonly callTimeoutMs: number;
+  /**
+   * The longest a transaction with records in it stays open when no offset moves (a key waits on
+   * a long Retry-After while others finish): it is then committed without offsets, well before
+   * the broker's transaction.timeout.ms would abort it.
+   */
+  readonly maxOpenMs: number;
+}
+
+/**
+ * Exactly-once over one transactional producer: every record (outputs, changelog, parking) and
+ * the input offsets of a commit land in one transaction. Units ({@link Transactions.unit}) are
+ * never split by a commit, so an event's effect record and its outputs are committed together.
+ *
+ * A failed commit is not retried past what librdkafka allows: the worker's local state already
+ * holds what the lost transaction held, so the caller must stop, and the next start rebuilds that
+ * state from the (read_committed) changelog.
+ */
+export class Transactions {
+  private phase: Phase = 'open';
+  private running = 0;
+  private drained: (() => void) | undefined;
+  private reopened: Promise<void> = Promise.resolve();
+  private reopen: (() => void) | undefined;
+  private committing: Promise<void> = Promise.resolve();
+  private produced = false;
+  private openedAt = Date.now();
+  private readonly timer: NodeJS.Timeout;
+  private failed: Error | undefined;
+  /** While set, nothing is committed: the records produced now belong to work being thrown away. */
+  private discarding = false;
+
+  private constructor(
+    private readonly producer: AckedProducer,
+    private readonly consumer: () => KafkaConsumer,
+    private readonly logger: Logger,
+    private readonly options: TransactionsOptions,
+    private readonly commitStale: () => void,
+  ) {
+    this.timer = setInterval(() => this.commitIfStale(), Math.max(50, Math.floor(options.maxOpenMs / 4)));
+    this.timer.unref();
+  }
+
+  /**
+   * Begins the first transaction (the producer ran initTransactions when it connected).
+   * `commitStale` is asked to commit when a transaction with records has stayed open for
+   * `maxOpenMs`: the caller knows which offsets to send with it.
+   */
+  static async begin(
+    producer: AckedProducer,
+    consumer: () => KafkaConsumer,
+    logger: Logger,
+    options: TransactionsOptions,
+    commitStale: () => void,
+  ): Promise<Transactions> {
+    await producer.beginTransaction();
+    return new Transactions(producer, consumer, logger, options, commitStale);
+  }
+
+  /** Runs `work` inside the current transaction; a commit waits for it, and it waits for a commit under way. */
+  async unit<T>(work: () => Promise<T>): Promise<T> {
+    while (this.phase !== 'open') await this.reopened;
+    this.throwIfFailed();
+    this.running += 1;
+    try {
+      return await work();
+    } finally {
+      this.running -= 1;
+      if (this.running === 0) this.drained?.();
+    }
+  }
+
+  /** Sends records in the current transaction; settles once the broker has them (not yet committed). */
+  async produce(records: readonly OutRecord[]): Promise<void> {
+    while (this.phase === 'committing') await this.reopened;
+    this.throwIfFailed();
+    this.produced = true;
+    await this.producer.produce(records);
+  }
+
+  /**
+   * Commits the transaction with these input offsets (none: only the records), after the units
+   * running now have ended, and begins the next one. Commits run one at a time.
+   */
+  commit(offsets: readonly CommitOffset[]): Promise<void> {
+    const next = this.committing.then(() => this.commitNow(offsets));
+    this.committing = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Aborts what the open transaction holds (nothing, after a clean stop's final commit) and stops the timer. */
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.committing;
+    if (this.failed || !this.produced) return;
+    try {
+      await this.producer.abortTransaction(this.options.callTimeoutMs);
+      this.logger.warn('aborted the open transaction at close: records produced after the last commit are discarded');
+    } catch (error) {
+      this.logger.warn({ err: error }, 'abort at close failed');
+    }
+  }
+
+  /**
+   * Throws away what the open transaction holds: commits are refused until `work` (which drops the
+   * partitions whose writes it held) has run, then the transaction is aborted and a new one begun.
+   */
+  async discard(work: () => Promise<void>): Promise<void> {
+    this.discarding = true;
+    try {
+      await this.committing;
+      await work();
+      await this.producer.abortTransaction(this.options.callTimeoutMs);
+      this.produced = false;
+      this.openedAt = Date.now();
+      await this.producer.beginTransaction();
+    } catch (error) {
+      this.failed ??= error as Error;
+      throw error;
+    } finally {
+      this.discarding = false;
+    }
+  }
+
+  private async commitNow(offsets: readonly CommitOffset[]): Promise<void> {
+    this.throwIfFailed();
+    if (this.discarding) throw new TransactionAbortedError('the open transaction is being thrown away after an aborted one');
+    if (offsets.length === 0 && !this.produced) return;
+    this.phase = 'draining';
+    this.reopened = new Promise((resolve) => (this.reopen = resolve));
+    try {
+      if (this.running > 0) await new Promise<void>((resolve) => (this.drained = resolve));
+      this.drained = undefined;
+      this.phase = 'committing';
+      if (offsets.length > 0)
+        await this.retrying('sendOffsetsToTransaction', () => this.producer.sendOffsetsToTransaction(offsets, this.consumer(), this.options.callTimeoutMs));
+      await this.retrying('commitTransaction', () => this.producer.commitTransaction(this.options.callTimeoutMs));
+      this.logger.debug({ offsets: offsets.map((o) => `${partitionId(o)}@${o.offset}`) }, 'transaction committed');
+      this.produced = false;
+      this.openedAt = Date.now();
+      await this.producer.beginTransaction();
+    } catch (error) {
+      if (error instanceof TransactionError && error.requiresAbort && !error.fatal) {
+        // Abortable (the group moved on to a new generation, say): abort, begin anew and let the
+        // caller throw away the work whose writes were in it.
+        try {
+          await this.producer.abortTransaction(this.options.callTimeoutMs);
+          this.produced = false;
+          this.openedAt = Date.now();
+          await this.producer.beginTransaction();
+        } catch (abortError) {
+          this.failed = abortError as Error;
+          throw abortError;
+        }
+        throw new TransactionAbortedError(error.message, { cause: error });
+      }
+      this.failed = error as Error;
+      throw error;
+    } finally {
+      this.phase = 'open';
+      this.reopen?.();
+    }
+  }
+
+  /** librdkafka marks some failures retriable: the same call may then be made again. */
+  private async retrying(what: string, call: () => Promise<void>): Promise<void> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await call();
+      } catch (error) {
+        if (!(error instanceof TransactionError) || !error.retriable || attempt >= 5) throw error;
+        this.logger.warn({ attempt, code: error.code }, `${what}: ${error.message}; retrying`);
+        await sleep(100 * attempt);
+      }
+    }
+  }
+
+  private commitIfStale(): void {
+    if (this.failed || this.discarding || !this.produced || this.phase !== 'open') return;
+    if (Date.now() - this.openedAt < this.options.maxOpenMs) return;
+    this.commitStale();
+  }
+
+  private throwIfFailed(): void {
+    if (this.failed) throw new Error(`the Kafka transaction failed earlier (${this.failed.message}); this worker must restart`, { cause: this.failed });
+  }
+}
+
+/**
+ * The transaction was aborted, not lost for good: its records and offsets never happened, so the
+ * work they held must be thrown away (the partitions reset to their committed offsets and their
+ * state rebuilt from the committed changelog); the producer goes on with a new transaction.
+ */
+export class TransactionAbortedError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'TransactionAbortedError';
+  }
+}

@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ChangelogNameError,
+  checkedChangelogTopic,
+  encodeWrite,
+  fromChangelogRecord,
+  toChangelogRecord,
+} from '../../../../src/kafka/changelog/changelogRecords.js';
+import { stateKeys } from '../../../../src/state/stateKeys.js';
+import { StoredFormatError } from '../../../../src/state/storedFormat.js';
+
+const tp = { topic: 'disputes', partition: 2 };
+const text = (bytes: Uint8Array | null) => (bytes === null ? null : new TextDecoder().decode(bytes));
+
+describe('changelog records', () => {
+  it("go to the store's changelog topic, on the key's source partition, keyed by the state key, valued by the JSON", () => {
+    const key = stateKeys.parkedKey('hold', tp, 'acct-1');
+    const value = { lane: 'acct-1', key: 'acct-1', status: 'parked', headSeq: 0, nextSeq: 1, parkedAtMs: 5 };
+    const record = toChangelogRecord('grp', { type: 'put', key, value });
+    expect(record).toMatchObject({ topic: 'grp-hold-changelog', partition: 2, key: 'parked/hold/disputes/2/acct-1' });
+    expect(text(record.value)).toBe(JSON.stringify(value));
+  });
+
+  it('write a delete as a tombstone (null value), which compaction then drops', () => {
+    const key = stateKeys.attempts('decide', tp, 9);
+    const record = toChangelogRecord('grp', { type: 'del', key });
+    expect(record).toEqual({ topic: 'grp-decide-attempts-changelog', partition: 2, key, value: null, headers: { 'orderly-format': '2' } });
+  });
+
+  it('read back as the same store op', () => {
+    const ops = [
+      { type: 'put', key: stateKeys.effect('fx', tp, 'disputes/2/4'), value: { outputs: [], appliedAtMs: 1, text: 'é ✓' } },
+      { type: 'put', key: stateKeys.table('fx', tp, 'r'), value: 0 },
+      { type: 'del', key: stateKeys.heldIndex('hold', tp, 'disputes/2/4') },
+    ] as const;
+    for (const op of ops) expect(fromChangelogRecord(toChangelogRecord('g', op))).toEqual(op);
+  });
+
+  it('encode a put once: LevelDB gets the JSON text after its format version, the changelog the JSON with the version in a header', () => {
+    const key = stateKeys.effect('fx', tp, 'disputes/2/4');
+    const value = { outputs: [], appliedAtMs: 1, text: 'é ✓' };
+    const { local, record } = encodeWrite('grp', { type: 'put', key, value });
+    expect(local).toEqual({ type: 'put', key, value: `v2:${JSON.stringify(value)}`, valueEncoding: 'utf8' });
+    expect(record).toMatchObject({ topic: 'grp-fx-changelog', partition: 2, key, headers: { 'orderly-format': '2' } });
+    expect(text(record.value)).toBe(JSON.stringify(value));
+    const del = { type: 'del', key } as const;
+    expect(encodeWrite('grp', del)).toEqual({
+      local: del,
+      record: { topic: 'grp-fx-changelog', partition: 2, key, value: null, headers: { 'orderly-format': '2' } },
+    });
+    // Another group, the same store: its own topic.
+    expect(encodeWrite('other', del).record.topic).toBe('other-fx-changelog');
+  });
+
+  it('read a record without the format header as format 1, and refuse a newer format naming the store, the version and the fix', () => {
+    const key = stateKeys.effect('fx', tp, 'disputes/2/4');
+    const value = new TextEncoder().encode('{"outputs":[],"appliedAtMs":1}');
+    expect(fromChangelogRecord({ key, value })).toEqual({ type: 'put', key, value: { outputs: [], appliedAtMs: 1 } });
+    expect(fromChangelogRecord({ key, value, headers: { 'orderly-format': '1' } })).toEqual({ type: 'put', key, value: { outputs: [], appliedAtMs: 1 } });
+    const newer = () => fromChangelogRecord({ key, value, headers: { 'orderly-format': '3' } });
+    expect(newer).toThrow(StoredFormatError);
+    expect(newer).toThrow(
+      /^store 'fx': the changelog record 'effect\/fx\/disputes\/2\/disputes\/2\/4' is in stored format 3, and this orderly reads formats 1 to 2; .*upgrade orderly/,
+    );
+    expect(() => fromChangelogRecord({ key, value: null, headers: { 'orderly-format': '3' } })).toThrow(StoredFormatError);
+    expect(() => fromChangelogRecord({ key, value, headers: { 'orderly-format': 'two' } })).toThrow("its header orderly-format is 'two', not a format version");
+  });
+
+  it('refuses a record without a key', () => {
+    expect(() => fromChangelogRecord({ key: null, value: null })).toThrow('a changelog record has no key');
+  });
+
+  it('name a store whose changelog topic Kafka would refuse, and the fix', () => {
+    expect(checkedChangelogTopic('grp', 'fx')).toBe('grp-fx-changelog');
+    expect(() => checkedChangelogTopic('grp', 'my effect')).toThrow(ChangelogNameError);
+    expect(() => checkedChangelogTopic('grp', 'my effect')).toThrow(
+      "store 'my effect': its changelog topic 'grp-my effect-changelog' holds characters Kafka does not allow in a topic name (only a-z, A-Z, 0-9, ., _ and -); " +
+        "rename the operator 'my effect' (its name names the store), e.g. with { name: 'my-effect' }",
+    );
+    expect(() => checkedChangelogTopic('grp', 'decide/v2-attempts')).toThrow("rename the operator 'decide/v2'");
+    expect(() => checkedChangelogTopic('my group', 'fx')).toThrow('; use a consumer group name of those characters only');
+    expect(() => checkedChangelogTopic('g'.repeat(240), 'fx')).toThrow(
+      "is 253 characters long (Kafka allows 249); give the operator 'fx' a shorter name, or use a shorter consumer group name",
+    );
+  });
+});

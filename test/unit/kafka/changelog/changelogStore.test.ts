@@ -1,0 +1,255 @@
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { StateStore } from '../../../../src/graph/stores.js';
+import { ChangelogStore, type ChangelogSource, type RestoreReport } from '../../../../src/kafka/changelog/changelogStore.js';
+import { checkpoints } from '../../../../src/kafka/changelog/checkpoints.js';
+import { isPartitionReset, partitionId, PartitionResetError, type OutRecord, type TopicPartition } from '../../../../src/ports/log.js';
+import type { LocalStore } from '../../../../src/state/levelStore.js';
+import { openMemoryStore } from '../../../../src/state/levelStore.js';
+import { stateKeys } from '../../../../src/state/stateKeys.js';
+
+// The changelog's logic (what is written, what is read back, checkpoint or wipe) over an
+// in-memory changelog; test/kafka/stateFollowsPartition.test.ts runs it on the broker.
+
+const stores: StateStore[] = [
+  { name: 'fx', kind: 'effects' },
+  { name: 'hold', kind: 'park' },
+];
+const p0 = { topic: 'in', partition: 0 };
+const p1 = { topic: 'in', partition: 1 };
+
+/** Partitioned, append-only changelog topics in memory, read as Kafka's would be. */
+class MemoryChangelog implements ChangelogSource {
+  readonly topics = new Map<string, OutRecord[]>();
+  /** Fails the next write: with this error, or 'broker down'. */
+  failNext: boolean | Error = false;
+
+  produce = async (records: readonly OutRecord[]): Promise<void> => {
+    if (this.failNext) {
+      const error = this.failNext === true ? new Error('broker down') : this.failNext;
+      this.failNext = false;
+      throw error;
+    }
+    for (const r of records) this.partition({ topic: r.topic, partition: r.partition! }).push(r);
+  };
+
+  partition(tp: TopicPartition): OutRecord[] {
+    const id = partitionId(tp);
+    if (!this.topics.has(id)) this.topics.set(id, []);
+    return this.topics.get(id)!;
+  }
+
+  async ends(tp: TopicPartition) {
+    return { low: 0, end: this.partition(tp).length };
+  }
+
+  async read(
+    ranges: ReadonlyArray<TopicPartition & { from: number; to: number }>,
+    apply: (m: ReadonlyArray<{ key: string | null; value: Uint8Array | null }>) => Promise<void>,
+  ) {
+    let n = 0;
+    for (const r of ranges) {
+      const slice = this.partition(r).slice(r.from, r.to);
+      if (slice.length > 0) await apply(slice);
+      n += slice.length;
+    }
+    return n;
+  }
+
+  async close() {}
+}
+
+async function worker(changelog: MemoryChangelog, local?: LocalStore, handedBackCleanly?: (tp: TopicPartition) => boolean) {
+  const reports: RestoreReport[] = [];
+  const store = new ChangelogStore({
+    local: local ?? (await openMemoryStore()),
+    group: 'g',
+    stores,
+    produce: changelog.produce,
+    source: changelog,
+    logger: pino({ level: 'silent' }),
+    onRestored: (r) => reports.push(r),
+    ...(handedBackCleanly ? { handedBackCleanly } : {}),
+  });
+  return { store, reports };
+}
+
+const effect = (tp: TopicPartition, id: string) => stateKeys.effect('fx', tp, id);
+const parked = (tp: TopicPartition, lane: string) => stateKeys.parkedKey('hold', tp, lane);
+
+describe('ChangelogStore', () => {
+  it('writes each op locally and to its store changelog, on its source partition', async () => {
+    const changelog = new MemoryChangelog();
+    const { store } = await worker(changelog);
+    await store.batch([
+      { type: 'put', key: effect(p0, 'e1'), value: { n: 1 } },
+      { type: 'put', key: parked(p1, 'k'), value: { lane: 'k' } },
+      { type: 'del', key: effect(p1, 'e0') },
+    ]);
+    expect(store.get(effect(p0, 'e1'))).toEqual({ n: 1 });
+    expect(changelog.partition({ topic: 'g-fx-changelog', partition: 0 }).map((r) => r.key)).toEqual([effect(p0, 'e1')]);
+    expect(changelog.partition({ topic: 'g-fx-changelog', partition: 1 })).toEqual([
+      { topic: 'g-fx-changelog', partition: 1, key: effect(p1, 'e0'), value: null, headers: { 'orderly-format': '2' } },
+    ]);
+    expect(changelog.partition({ topic: 'g-hold-changelog', partition: 1 }).map((r) => r.key)).toEqual([parked(p1, 'k')]);
+  });
+
+  it('stages a batch: landed once written locally and handed to the producer, durable once acknowledged; the next batch is produced after it', async () => {
+    const produced: string[][] = [];
+    const acks: Array<() => void> = [];
+    const store = new ChangelogStore({
+      local: await openMemoryStore(),
+      group: 'g',
+      stores,
+      produce: (records) => {
+        produced.push(records.map((r) => r.key!));
+        return new Promise<void>((resolve) => acks.push(resolve));
+      },
+      source: new MemoryChangelog(),
+      logger: pino({ level: 'silent' }),
+    });
+    const first = store.stage([{ type: 'put', key: effect(p0, 'e1'), value: { n: 1 } }]);
+    let durable = false;
+    void first.durable.then(() => (durable = true));
+    await first.landed;
+    expect(store.get(effect(p0, 'e1'))).toEqual({ n: 1 });
+    expect(produced).toEqual([[effect(p0, 'e1')]]);
+    const second = store.stage([{ type: 'put', key: effect(p0, 'e1'), value: { n: 2 } }]);
+    await second.landed;
+    // The second batch landed and was handed over while the first is unacknowledged: in order.
+    expect(produced).toEqual([[effect(p0, 'e1')], [effect(p0, 'e1')]]);
+    expect(store.get(effect(p0, 'e1'))).toEqual({ n: 2 });
+    expect(durable).toBe(false);
+    acks[0]!();
+    await first.durable;
+    acks[1]!();
+    await second.durable;
+  });
+
+  it('refuses a key that is not a state key before writing anything', async () => {
+    const changelog = new MemoryChangelog();
+    const { store } = await worker(changelog);
+    await expect(
+      store.batch([
+        { type: 'put', key: effect(p0, 'e1'), value: 1 },
+        { type: 'put', key: 'loose', value: 2 },
+      ]),
+    ).rejects.toThrow("'loose' is not an orderly state key");
+    expect(store.get(effect(p0, 'e1'))).toBeUndefined();
+  });
+
+  it("restores another worker's partition in full: its own keys of the partition wiped, the other partitions' kept", async () => {
+    const changelog = new MemoryChangelog();
+    const a = await worker(changelog);
+    await a.store.batch([
+      { type: 'put', key: effect(p0, 'e1'), value: 1 },
+      { type: 'put', key: effect(p0, 'e2'), value: 2 },
+      { type: 'put', key: parked(p0, 'k'), value: { lane: 'k' } },
+      { type: 'del', key: effect(p0, 'e2') },
+    ]);
+    const local = await openMemoryStore();
+    // Stale state of its own from long ago, of p0 and of p1.
+    await local.batch([
+      { type: 'put', key: effect(p0, 'stale'), value: 0 },
+      { type: 'put', key: effect(p1, 'mine'), value: 9 },
+    ]);
+    const b = await worker(changelog, local);
+    await b.store.openPartition(p0);
+    expect(b.reports).toEqual([expect.objectContaining({ ...p0, mode: 'full', wiped: 1, records: 4 })]);
+    expect(await b.store.entries(stateKeys.effectPrefix('fx'))).toEqual([
+      [effect(p0, 'e1'), 1],
+      [effect(p1, 'mine'), 9],
+    ]);
+    expect(b.store.get(parked(p0, 'k'))).toEqual({ lane: 'k' });
+  });
+
+  it('after a clean hand-back and return, reads only what others wrote after its checkpoint', async () => {
+    const changelog = new MemoryChangelog();
+    const localA = await openMemoryStore();
+    const a = await worker(changelog, localA);
+    await a.store.openPartition(p0);
+    await a.store.batch([{ type: 'put', key: effect(p0, 'e1'), value: 1 }]);
+    await a.store.closePartition(p0);
+    expect(checkpoints.read(localA, p0)).toMatchObject({ offsets: { fx: 1, hold: 0 } });
+
+    const b = await worker(changelog);
+    await b.store.openPartition(p0);
+    await b.store.batch([
+      { type: 'put', key: effect(p0, 'e2'), value: 2 },
+      { type: 'put', key: parked(p0, 'k'), value: { lane: 'k' } },
+    ]);
+    await b.store.closePartition(p0);
+
+    await a.store.openPartition(p0);
+    expect(a.reports.at(-1)).toMatchObject({ mode: 'checkpoint', wiped: 0, records: 2 });
+    expect(checkpoints.read(localA, p0), 'deleted at take-over').toBeUndefined();
+    expect(a.store.get(effect(p0, 'e2'))).toBe(2);
+    expect(a.store.get(parked(p0, 'k'))).toEqual({ lane: 'k' });
+  });
+
+  it('after an unclean stop (no checkpoint), drops local writes the changelog never got', async () => {
+    const changelog = new MemoryChangelog();
+    const local = await openMemoryStore();
+    const a = await worker(changelog, local);
+    await a.store.openPartition(p0);
+    await a.store.batch([{ type: 'put', key: effect(p0, 'e1'), value: 1 }]);
+    changelog.failNext = true;
+    await expect(a.store.batch([{ type: 'put', key: effect(p0, 'e2'), value: 2 }])).rejects.toThrow(
+      'state of in/0 was written locally but its changelog write failed: broker down',
+    );
+    expect(local.get(effect(p0, 'e2')), 'ahead of the changelog').toBe(2);
+    // A crash here: no closePartition. The restart opens the partition again.
+    const again = await worker(changelog, local);
+    await again.store.openPartition(p0);
+    expect(again.reports).toEqual([expect.objectContaining({ mode: 'full', wiped: 2, records: 1 })]);
+    expect(local.get(effect(p0, 'e1'))).toBe(1);
+    expect(local.get(effect(p0, 'e2'))).toBeUndefined();
+  });
+
+  it('after a failed changelog write, sends no later write of that partition to the changelog (no gap), and still writes the others', async () => {
+    const changelog = new MemoryChangelog();
+    const { store } = await worker(changelog);
+    changelog.failNext = new PartitionResetError('the transaction failed under this write');
+    await expect(store.batch([{ type: 'put', key: effect(p0, 'e1'), value: 1 }])).rejects.toThrow('changelog write failed');
+    const later = store.batch([{ type: 'put', key: effect(p0, 'e2'), value: 2 }]);
+    await expect(later).rejects.toThrow(/state of in\/0 not written: an earlier changelog write of in\/0 failed/);
+    // Caused by the first failure: a reset of the partition (exactly-once) resets this write's event too.
+    expect(isPartitionReset(await later.catch((error: unknown) => error))).toBe(true);
+    await store.batch([{ type: 'put', key: effect(p1, 'e3'), value: 3 }]);
+    expect(changelog.partition({ topic: 'g-fx-changelog', partition: 0 })).toEqual([]);
+    expect(changelog.partition({ topic: 'g-fx-changelog', partition: 1 })).toHaveLength(1);
+    // Taken over again (restored from its changelog), the partition is written again.
+    await store.openPartition(p0);
+    await store.batch([{ type: 'put', key: effect(p0, 'e4'), value: 4 }]);
+    expect(changelog.partition({ topic: 'g-fx-changelog', partition: 0 })).toHaveLength(1);
+  });
+
+  it('writes no checkpoint after a failed changelog write, nor for a lost partition', async () => {
+    const changelog = new MemoryChangelog();
+    const local = await openMemoryStore();
+    const lost = new Set<string>([partitionId(p1)]);
+    const a = await worker(changelog, local, (tp) => !lost.has(partitionId(tp)));
+    await a.store.openPartition(p0);
+    await a.store.openPartition(p1);
+    changelog.failNext = true;
+    await expect(a.store.batch([{ type: 'put', key: effect(p0, 'e1'), value: 1 }])).rejects.toThrow();
+    await a.store.closePartition(p0);
+    await a.store.closePartition(p1);
+    expect(checkpoints.read(local, p0)).toBeUndefined();
+    expect(checkpoints.read(local, p1)).toBeUndefined();
+    // Taken over again cleanly, p0 checkpoints once more.
+    await a.store.openPartition(p0);
+    await a.store.closePartition(p0);
+    expect(checkpoints.read(local, p0)).toBeDefined();
+  });
+
+  it('restores in full when its checkpoint lies past the end of the changelog (the topic was recreated)', async () => {
+    const changelog = new MemoryChangelog();
+    const local = await openMemoryStore();
+    await local.batch([checkpoints.put(p0, { offsets: { fx: 50, hold: 0 }, writtenAtMs: 1 }), { type: 'put', key: effect(p0, 'old'), value: 1 }]);
+    const a = await worker(changelog, local);
+    await a.store.openPartition(p0);
+    expect(a.reports).toEqual([expect.objectContaining({ mode: 'full', reason: expect.stringMatching(/outside the changelog/), wiped: 1 })]);
+    expect(local.get(effect(p0, 'old'))).toBeUndefined();
+  });
+});
