@@ -26,6 +26,12 @@ export interface WorkerOptions {
   readonly args?: readonly string[];
   /** A topology module run from source (through tsx) instead of the compiled disputes example. */
   readonly sourceModule?: string;
+  /**
+   * The checkout whose `bin/orderly` and `dist/` run, and the directory the module paths are
+   * relative to: this repository by default; a build of another commit from `buildOfCommit`
+   * (commitBuild.ts) runs that commit's code.
+   */
+  readonly root?: string;
 }
 
 /** One parsed pino line of the worker. */
@@ -58,7 +64,7 @@ export class Worker {
       ...(options.args ?? []),
     ];
     this.child = spawn(process.execPath, args, {
-      cwd: REPO,
+      cwd: options.root ?? REPO,
       env: {
         ...process.env,
         ORDERLY_TOPIC_PREFIX: options.topicPrefix,
