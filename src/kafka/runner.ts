@@ -41,6 +41,12 @@ export interface RunTopologyOptions {
    * @defaultValue 1500
    */
   readonly maxBufferedPerPartition?: number;
+  /**
+   * The longest commit metadata (the finished offsets above the committed one, skipped after a
+   * restart or a rebalance): below the broker's `offset.metadata.max.bytes` (the client adds a NUL byte); 0 commits offsets
+   * alone. See docs/delivery.md. @defaultValue 4095
+   */
+  readonly commitMetadataMaxBytes?: number;
   /** More of the consumer group's and clients' settings (protocol, session timeout, librdkafka properties). */
   readonly kafka?: Omit<KafkaSettings, 'bootstrap' | 'group'>;
   /** Hears every outcome, model call, commit and fatal error, besides the log lines. */
@@ -184,6 +190,7 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
     ),
     ...(commit ? { commit } : {}),
     maxBufferedPerPartition: options.maxBufferedPerPartition ?? KAFKA_MAX_BUFFERED_PER_PARTITION,
+    ...(options.commitMetadataMaxBytes !== undefined ? { commitMetadataMaxBytes: options.commitMetadataMaxBytes } : {}),
   });
   try {
     await engine.start();
@@ -287,6 +294,10 @@ function loggingObserver(logger: Logger, onFatal: (error: Error) => void, rateLi
     },
     committed(commit) {
       logger.debug(commit, 'committed');
+    },
+    resumed(resume) {
+      if (resume.ignored) logger.warn(resume, `commit metadata ignored: ${resume.ignored}; its offsets are redelivered`);
+      else if (resume.finishedAbove > 0) logger.info(resume, 'finished offsets above the committed one: skipped when redelivered');
     },
     // A refused commit: the Kafka log has logged it at warn already.
     fatal(error) {

@@ -123,7 +123,7 @@ describe('orderly run: kill -9 at random moments and restart, on Kafka', () => {
       workers.push(first);
       await first.waitFor('the 11 other events applied', () => first.outcomes('APPLIED').length === inputs.length - 1);
       const appliedAt = first.lines.length;
-      await first.waitFor('a commit after them', (lines) => lines.slice(appliedAt).some((l) => l.msg === 'committed'));
+      await first.waitFor('a commit after them', (lines) => lines.slice(appliedAt).some((l) => l.msg === 'committed'), 30_000);
       await first.kill();
 
       const second = new Worker(options);
