@@ -30,7 +30,7 @@ describe('orderly run: kill -9 at random moments and restart, on Kafka', () => {
   it(`applies every decision exactly once across ${KILLS} kill -9s, and keeps per-account order`, async () => {
     const { runs, inputs, summary } = await killAndFinish('kill -9 test', 'crash', KILLS, { count: 400, accounts: 20, partitions: 4 });
     console.log(
-      `kill -9 test: ${runs.map((w) => w.outcomes('APPLIED').length).join('+')} applied, ${summary.duplicates} redelivered duplicates, ${summary.repeatedOutputs} repeated outputs`,
+      `kill -9 test: ${runs.map((w) => w.outcomes('APPLIED').length).join('+')} applied, ${summary.duplicates} redelivered duplicates, ${summary.repeatedOutputs} repeated outputs, ${skippedFinished(runs)} finished offsets listed in the commit metadata at assignments (skipped when redelivered)`,
     );
     // Every input was applied (APPLIED) or found applied after a restart (DUPLICATE) by some run;
     // a kill after the effect was recorded and before its outcome line leaves only the DUPLICATE.
@@ -184,6 +184,14 @@ async function killAndFinish(
   expect(await last.stop()).toBe(0);
   const summary = await expectEachInputAppliedOnceInOrder(inputs, output, runs, [stateDir]);
   return { runs, inputs, summary };
+}
+
+/** Finished offsets the workers skipped when they came again, as their commit's metadata listed them (logged at each assignment). */
+function skippedFinished(runs: readonly Worker[]): number {
+  return runs.reduce(
+    (n, w) => n + w.lines.filter((l) => l.msg === 'finished offsets above the committed one: skipped when redelivered').reduce((m, l) => m + Number(l.finishedAbove), 0),
+    0,
+  );
 }
 
 /**
