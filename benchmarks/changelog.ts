@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { AckedProducer } from '../src/kafka/ackedProducer.js';
+import { AckedProducer } from '../src/kafka/log/ackedProducer.js';
 import { ChangelogReader } from '../src/kafka/changelog/changelogReader.js';
 import { ChangelogStore, type RestoreReport } from '../src/kafka/changelog/changelogStore.js';
 import { ensureTopics } from '../src/kafka/topics.js';

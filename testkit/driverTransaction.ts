@@ -10,7 +10,7 @@ import type { MemoryLog } from './memoryLog.js';
  * not at all. A crash aborts it (it goes with its instance), and the restarted instance starts
  * with a new one, so nothing of the crashed one becomes visible: that is the fencing.
  *
- * As `src/kafka/transactions.ts`: units ({@link unit}) are never split by a commit; a commit waits
+ * As `src/kafka/log/transactions.ts`: units ({@link unit}) are never split by a commit; a commit waits
  * for the running units to end and holds new ones back until it is done.
  */
 export class DriverTransaction {

@@ -1,4 +1,4 @@
-import { TopicReader } from '../../src/kafka/topicReader.js';
+import { TopicReader } from '../../src/kafka/log/topicReader.js';
 import type { ReadRecord } from './checkOutput.js';
 
 const decoder = new TextDecoder();

@@ -1,8 +1,8 @@
 import rdkafka, { type LibrdKafkaError } from '@confluentinc/kafka-javascript';
 import type { Logger } from 'pino';
-import { AckedProducer } from '../../src/kafka/ackedProducer.js';
+import { AckedProducer } from '../../src/kafka/log/ackedProducer.js';
 import type { KafkaSettings } from '../../src/kafka/kafkaConfig.js';
-import { describePartitions, TopicReader } from '../../src/kafka/topicReader.js';
+import { describePartitions, TopicReader } from '../../src/kafka/log/topicReader.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LogRecord, OutRecord } from '../../src/index.js';
 import type { jobTopics } from './jobRequest.js';

@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from 'commander';
 import type { Resolution } from '../engine/parkedKeys.js';
-import { describeResolution } from '../kafka/resolutionRecords.js';
-import { listParked, ParkedKeyError, resolveParked, showParked, type ParkedSource, type ResolveResult } from '../kafka/resolutionClient.js';
+import { describeResolution } from '../kafka/parked/resolutionRecords.js';
+import { listParked, ParkedKeyError, resolveParked, showParked, type ParkedSource, type ResolveResult } from '../kafka/parked/resolutionClient.js';
 import { loadTopology } from './loadTopology.js';
 import { formatList, formatShow, summaryOf } from './parkedFormat.js';
 

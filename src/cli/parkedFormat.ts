@@ -1,5 +1,5 @@
 import type { ParkedEvent } from '../engine/parkedKeys.js';
-import type { ParkedKeyView } from '../kafka/parkedChangelog.js';
+import type { ParkedKeyView } from '../kafka/parked/parkedChangelog.js';
 
 // What `orderly parked list|show` print: plain text for a person, JSON (--json) for a script.
 

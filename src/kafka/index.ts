@@ -1,8 +1,8 @@
 // orderly/kafka, the Kafka transport: the Log port over @confluentinc/kafka-javascript, and a worker that runs a topology on it.
 export { runTopology } from './runner.js';
 export type { RunTopologyOptions, RunningTopology } from './runner.js';
-export { KafkaLog } from './kafkaLog.js';
-export type { KafkaLogOptions } from './kafkaLog.js';
+export { KafkaLog } from './log/kafkaLog.js';
+export type { KafkaLogOptions } from './log/kafkaLog.js';
 export type { KafkaSettings, LibrdkafkaConfig } from './kafkaConfig.js';
 export { ensureTopics, TopicError } from './topics.js';
 export { BootstrapError, checkBootstrap, parseBootstrap } from './bootstrapCheck.js';

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import type { StateStore } from '../../src/graph/stores.js';
-import { AckedProducer } from '../../src/kafka/ackedProducer.js';
+import { AckedProducer } from '../../src/kafka/log/ackedProducer.js';
 import { ChangelogReader } from '../../src/kafka/changelog/changelogReader.js';
 import { changelogTopic } from '../../src/kafka/changelog/changelogRecords.js';
 import { ChangelogStore } from '../../src/kafka/changelog/changelogStore.js';

@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { partitionId, type LogListener, type LogRecord, type TopicPartition } from '../../src/ports/log.js';
-import { KafkaLog } from '../../src/kafka/kafkaLog.js';
+import { KafkaLog } from '../../src/kafka/log/kafkaLog.js';
 import { ensureTopics, TopicError } from '../../src/kafka/topics.js';
 import { createTopic, produce } from './kafkaClient.js';
 import { scenario } from './disputes.js';

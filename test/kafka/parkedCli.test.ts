@@ -3,7 +3,7 @@
 import { execFile } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { controlRecord, resolutionsTopic, type ResolutionRequest } from '../../src/kafka/resolutionRecords.js';
+import { controlRecord, resolutionsTopic, type ResolutionRequest } from '../../src/kafka/parked/resolutionRecords.js';
 import type { ParkedKeySummary } from '../../src/cli/parkedFormat.js';
 import { asInput, checkDecisions, decided, disputeIdOf, disputes, parkedDisputeId, scenario } from './disputes.js';
 import { createTopic, produce, readAll, readUntil, type ReadRecord } from './kafkaClient.js';

@@ -3,8 +3,8 @@ import type { Logger } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { partitionId, type TopicPartition } from '../../ports/log.js';
 import type { KafkaSettings } from '../kafkaConfig.js';
-import { logClientTo } from '../kafkaLogger.js';
-import { fromKafkaHeaders } from '../records.js';
+import { logClientTo } from '../log/kafkaLogger.js';
+import { fromKafkaHeaders } from '../log/records.js';
 
 /**
  * librdkafka's answers that pass: a topic just created and not yet in the client's metadata, a

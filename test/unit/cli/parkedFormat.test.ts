@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ParkedEvent } from '../../../src/engine/parkedKeys.js';
 import { formatList, formatShow, summaryOf } from '../../../src/cli/parkedFormat.js';
-import type { ParkedKeyView } from '../../../src/kafka/parkedChangelog.js';
+import type { ParkedKeyView } from '../../../src/kafka/parked/parkedChangelog.js';
 
 function event(offset: number, reason: 'POISON' | 'HELD', value: string | Buffer | null): ParkedEvent {
   const bytes = typeof value === 'string' ? Buffer.from(value) : value;

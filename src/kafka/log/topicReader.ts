@@ -1,6 +1,6 @@
 import rdkafka, { type ConsumerGlobalConfig, type EofEvent, type Message } from '@confluentinc/kafka-javascript';
-import type { LogRecord } from '../ports/log.js';
-import type { KafkaSettings } from './kafkaConfig.js';
+import type { LogRecord } from '../../ports/log.js';
+import type { KafkaSettings } from '../kafkaConfig.js';
 import { toLogRecord } from './records.js';
 
 const UNKNOWN_TOPIC = 3;

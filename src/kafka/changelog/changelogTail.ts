@@ -1,5 +1,5 @@
-import { ChangelogFold } from './parkedChangelog.js';
-import { MissingTopicError, TopicReader, type ReaderSettings } from './topicReader.js';
+import { ChangelogFold } from '../parked/parkedChangelog.js';
+import { MissingTopicError, TopicReader, type ReaderSettings } from '../log/topicReader.js';
 
 /**
  * A store's changelog read from the beginning with no consumer group, folded into the store's

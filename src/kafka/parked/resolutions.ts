@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Topology } from '../dsl/topology.js';
-import type { Engine } from '../engine/engine.js';
-import type { ParkedEvent } from '../engine/parkedKeys.js';
-import { AckedProducer } from './ackedProducer.js';
-import type { KafkaSettings } from './kafkaConfig.js';
+import type { Topology } from '../../dsl/topology.js';
+import type { Engine } from '../../engine/engine.js';
+import type { ParkedEvent } from '../../engine/parkedKeys.js';
+import { AckedProducer } from '../log/ackedProducer.js';
+import type { KafkaSettings } from '../kafkaConfig.js';
 import { matchResolution, type ParkedKeyNow } from './resolutionMatch.js';
 import {
   controlRecord,
@@ -15,8 +15,8 @@ import {
   type ResolutionRequest,
   type ResolutionStatus,
 } from './resolutionRecords.js';
-import { ensureTopics } from './topics.js';
-import { TopicReader } from './topicReader.js';
+import { ensureTopics } from '../topics.js';
+import { TopicReader } from '../log/topicReader.js';
 
 /** What the resolutions of a worker act on: its engine, and which partitions it runs now. */
 export interface ResolutionsOptions {

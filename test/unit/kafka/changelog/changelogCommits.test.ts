@@ -1,14 +1,14 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { Engine } from '../../../src/engine/engine.js';
-import { topologyStores } from '../../../src/graph/stores.js';
-import { ChangelogStore } from '../../../src/kafka/changelog/changelogStore.js';
-import type { CommitOffset, Log, LogListener, LogRecord, OutRecord } from '../../../src/ports/log.js';
-import { openMemoryStore } from '../../../src/state/levelStore.js';
-import { stateKeys } from '../../../src/state/stateKeys.js';
-import { SeededRandom } from '../../../testkit/seededRandom.js';
-import { VirtualClock } from '../../../testkit/virtualClock.js';
-import { decisionTopology } from '../../driver/helpers.js';
+import { Engine } from '../../../../src/engine/engine.js';
+import { topologyStores } from '../../../../src/graph/stores.js';
+import { ChangelogStore } from '../../../../src/kafka/changelog/changelogStore.js';
+import type { CommitOffset, Log, LogListener, LogRecord, OutRecord } from '../../../../src/ports/log.js';
+import { openMemoryStore } from '../../../../src/state/levelStore.js';
+import { stateKeys } from '../../../../src/state/stateKeys.js';
+import { SeededRandom } from '../../../../testkit/seededRandom.js';
+import { VirtualClock } from '../../../../testkit/virtualClock.js';
+import { decisionTopology } from '../../../driver/helpers.js';
 
 // §5, at-least-once: no commit passes a record whose changelog writes are not acknowledged. The
 // real engine over a ChangelogStore whose acknowledgements the test holds back.

@@ -1,5 +1,5 @@
 import type { Message, MessageHeader } from '@confluentinc/kafka-javascript';
-import type { Headers, LogRecord, OutRecord } from '../ports/log.js';
+import type { Headers, LogRecord, OutRecord } from '../../ports/log.js';
 
 /** A consumed Kafka message as the Log port's record: key and headers as UTF-8 strings. */
 export function toLogRecord(message: Message): LogRecord {

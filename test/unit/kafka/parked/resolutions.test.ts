@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { ParkedEvent, ParkedKeyState } from '../../../src/engine/parkedKeys.js';
-import type { ParkedKeyView } from '../../../src/kafka/parkedChangelog.js';
-import { progressOf } from '../../../src/kafka/resolutionClient.js';
-import { matchResolution } from '../../../src/kafka/resolutionMatch.js';
-import { controlRecord, parseControlRecord, resolutionsTopic, type ResolutionRequest } from '../../../src/kafka/resolutionRecords.js';
+import type { ParkedEvent, ParkedKeyState } from '../../../../src/engine/parkedKeys.js';
+import type { ParkedKeyView } from '../../../../src/kafka/parked/parkedChangelog.js';
+import { progressOf } from '../../../../src/kafka/parked/resolutionClient.js';
+import { matchResolution } from '../../../../src/kafka/parked/resolutionMatch.js';
+import { controlRecord, parseControlRecord, resolutionsTopic, type ResolutionRequest } from '../../../../src/kafka/parked/resolutionRecords.js';
 
 const target = { topic: 'disputes', partition: 1, lane: 'acct-02', effectId: 'disputes/1/12', parkedAtMs: 5_000 };
 const state: ParkedKeyState = { lane: 'acct-02', key: 'acct-02', status: 'parked', headSeq: 0, nextSeq: 4, parkedAtMs: 5_000 };

@@ -1,7 +1,7 @@
-import type { ParkedEvent, ParkedKeyState } from '../engine/parkedKeys.js';
-import type { LogRecord } from '../ports/log.js';
-import { stateKeys } from '../state/stateKeys.js';
-import { recordVersion } from '../state/storedFormat.js';
+import type { ParkedEvent, ParkedKeyState } from '../../engine/parkedKeys.js';
+import type { LogRecord } from '../../ports/log.js';
+import { stateKeys } from '../../state/stateKeys.js';
+import { recordVersion } from '../../state/storedFormat.js';
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 

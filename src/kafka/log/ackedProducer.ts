@@ -1,8 +1,8 @@
 import rdkafka, { type DeliveryReport, type KafkaConsumer, type LibrdKafkaError } from '@confluentinc/kafka-javascript';
 import type { Logger } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { CommitOffset, OutRecord } from '../ports/log.js';
-import { producerConfig, type KafkaSettings, type TransactionSettings } from './kafkaConfig.js';
+import type { CommitOffset, OutRecord } from '../../ports/log.js';
+import { producerConfig, type KafkaSettings, type TransactionSettings } from '../kafkaConfig.js';
 import { logClientTo } from './kafkaLogger.js';
 import { toProduceArgs } from './records.js';
 

@@ -18,11 +18,11 @@ import {
   type LogListener,
   type OutRecord,
   type TopicPartition,
-} from '../ports/log.js';
+} from '../../ports/log.js';
 import { AckedProducer } from './ackedProducer.js';
 import { AssignmentWait } from './assignmentWait.js';
 import { CommitWaiter, isMetadataTooLarge, isRefusedByRebalance, isRetriableCommitError } from './commitWaiter.js';
-import { consumerConfig, type KafkaSettings, type TransactionSettings } from './kafkaConfig.js';
+import { consumerConfig, type KafkaSettings, type TransactionSettings } from '../kafkaConfig.js';
 import { logClientTo } from './kafkaLogger.js';
 import { toLogRecord } from './records.js';
 import { TransactionAbortedError, Transactions } from './transactions.js';

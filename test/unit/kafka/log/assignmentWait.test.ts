@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { AssignmentWait } from '../../../src/kafka/assignmentWait.js';
+import { AssignmentWait } from '../../../../src/kafka/log/assignmentWait.js';
 
 function capture() {
   const lines: Array<Record<string, unknown>> = [];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CommitWaiter, isRefusedByRebalance, isRetriableCommitError } from '../../../src/kafka/commitWaiter.js';
+import { CommitWaiter, isRefusedByRebalance, isRetriableCommitError } from '../../../../src/kafka/log/commitWaiter.js';
 
 const offsets = [{ topic: 't', partition: 0, offset: 5 }];
 

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
-import { checkResolution } from '../engine/checkResolution.js';
-import { checkBootstrap } from './bootstrapCheck.js';
-import type { Resolution } from '../engine/parkedKeys.js';
-import { AckedProducer } from './ackedProducer.js';
-import { ChangelogTail } from './changelogTail.js';
-import type { KafkaSettings } from './kafkaConfig.js';
-import { changelogTopic } from './changelog/changelogRecords.js';
+import { checkResolution } from '../../engine/checkResolution.js';
+import { checkBootstrap } from '../bootstrapCheck.js';
+import type { Resolution } from '../../engine/parkedKeys.js';
+import { AckedProducer } from '../log/ackedProducer.js';
+import { ChangelogTail } from '../changelog/changelogTail.js';
+import type { KafkaSettings } from '../kafkaConfig.js';
+import { changelogTopic } from '../changelog/changelogRecords.js';
 import { parkedKeyOf, parkedKeysOf, type ParkedKeyView, type ParkedScope } from './parkedChangelog.js';
 import {
   controlRecord,
@@ -16,8 +16,8 @@ import {
   type ResolutionRequest,
   type ResolutionTarget,
 } from './resolutionRecords.js';
-import { ensureTopics } from './topics.js';
-import { allPartitions, MissingTopicError, partitionCount, TopicReader } from './topicReader.js';
+import { ensureTopics } from '../topics.js';
+import { allPartitions, MissingTopicError, partitionCount, TopicReader } from '../log/topicReader.js';
 
 /** Where the parked keys of one topology live: its cluster, group, source topic and park. */
 export interface ParkedSource {

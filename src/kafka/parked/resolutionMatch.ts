@@ -1,4 +1,4 @@
-import type { ParkedEvent, ParkedKeyState } from '../engine/parkedKeys.js';
+import type { ParkedEvent, ParkedKeyState } from '../../engine/parkedKeys.js';
 import type { ResolutionTarget } from './resolutionRecords.js';
 
 /** What the owner of a partition knows of one key now: its parked state and head event, if parked. */

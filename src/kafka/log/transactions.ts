@@ -1,7 +1,7 @@
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
 import type { Logger } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { partitionId, type CommitOffset, type OutRecord } from '../ports/log.js';
+import { partitionId, type CommitOffset, type OutRecord } from '../../ports/log.js';
 import { TransactionError, type AckedProducer } from './ackedProducer.js';
 
 /**

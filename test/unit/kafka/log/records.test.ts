@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fromKafkaHeaders, toKafkaHeaders, toProduceArgs } from '../../../src/kafka/records.js';
+import { fromKafkaHeaders, toKafkaHeaders, toProduceArgs } from '../../../../src/kafka/log/records.js';
 
 describe('Kafka records', () => {
   it('gives librdkafka one header object per header, and reads them back', () => {

@@ -5,9 +5,9 @@ import {
   encodeWrite,
   fromChangelogRecord,
   toChangelogRecord,
-} from '../../../src/kafka/changelog/changelogRecords.js';
-import { stateKeys } from '../../../src/state/stateKeys.js';
-import { StoredFormatError } from '../../../src/state/storedFormat.js';
+} from '../../../../src/kafka/changelog/changelogRecords.js';
+import { stateKeys } from '../../../../src/state/stateKeys.js';
+import { StoredFormatError } from '../../../../src/state/storedFormat.js';
 
 const tp = { topic: 'disputes', partition: 2 };
 const text = (bytes: Uint8Array | null) => (bytes === null ? null : new TextDecoder().decode(bytes));

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { consumerConfig, type KafkaSettings } from './kafkaConfig.js';
+import { consumerConfig, type KafkaSettings } from '../kafkaConfig.js';
 
 /** librdkafka's default `session.timeout.ms`, and the broker's `group.consumer.session.timeout.ms`. */
 const DEFAULT_SESSION_TIMEOUT_MS = 45_000;

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import pino from 'pino';
 import { expect, test } from 'vitest';
-import { logClientTo } from '../../../src/kafka/kafkaLogger.js';
+import { logClientTo } from '../../../../src/kafka/log/kafkaLogger.js';
 
 function capture() {
   const lines: Array<Record<string, unknown>> = [];

@@ -6,10 +6,10 @@
 // broker and without timing.
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { LogListener, TopicPartition } from '../../../src/ports/log.js';
-import type { AckedProducer } from '../../../src/kafka/ackedProducer.js';
-import { KafkaLog } from '../../../src/kafka/kafkaLog.js';
-import { Transactions } from '../../../src/kafka/transactions.js';
+import type { LogListener, TopicPartition } from '../../../../src/ports/log.js';
+import type { AckedProducer } from '../../../../src/kafka/log/ackedProducer.js';
+import { KafkaLog } from '../../../../src/kafka/log/kafkaLog.js';
+import { Transactions } from '../../../../src/kafka/log/transactions.js';
 
 const ERR_REVOKE_PARTITIONS = -174;
 const ERR_ASSIGN_PARTITIONS = -175;

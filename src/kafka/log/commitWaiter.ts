@@ -1,5 +1,5 @@
 import type { LibrdKafkaError, TopicPartitionOffset } from '@confluentinc/kafka-javascript';
-import { partitionId, type CommitOffset } from '../ports/log.js';
+import { partitionId, type CommitOffset } from '../../ports/log.js';
 
 /** librdkafka's "nothing to commit": the offsets are committed already. */
 const ERR_NO_OFFSET = -168;

@@ -1,6 +1,6 @@
-import { checkResolution } from '../engine/checkResolution.js';
-import type { Resolution } from '../engine/parkedKeys.js';
-import type { OutRecord } from '../ports/log.js';
+import { checkResolution } from '../../engine/checkResolution.js';
+import type { Resolution } from '../../engine/parkedKeys.js';
+import type { OutRecord } from '../../ports/log.js';
 
 // The control topic `<group>-resolutions`: requests to resolve a parked key, written by
 // `orderly parked resolve|replay`, and the outcome the worker that owns the key's partition

@@ -1,12 +1,12 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { StateStore } from '../../../src/graph/stores.js';
-import { ChangelogStore, type ChangelogSource, type RestoreReport } from '../../../src/kafka/changelog/changelogStore.js';
-import { checkpoints } from '../../../src/kafka/changelog/checkpoints.js';
-import { isPartitionReset, partitionId, PartitionResetError, type OutRecord, type TopicPartition } from '../../../src/ports/log.js';
-import type { LocalStore } from '../../../src/state/levelStore.js';
-import { openMemoryStore } from '../../../src/state/levelStore.js';
-import { stateKeys } from '../../../src/state/stateKeys.js';
+import type { StateStore } from '../../../../src/graph/stores.js';
+import { ChangelogStore, type ChangelogSource, type RestoreReport } from '../../../../src/kafka/changelog/changelogStore.js';
+import { checkpoints } from '../../../../src/kafka/changelog/checkpoints.js';
+import { isPartitionReset, partitionId, PartitionResetError, type OutRecord, type TopicPartition } from '../../../../src/ports/log.js';
+import type { LocalStore } from '../../../../src/state/levelStore.js';
+import { openMemoryStore } from '../../../../src/state/levelStore.js';
+import { stateKeys } from '../../../../src/state/stateKeys.js';
 
 // The changelog's logic (what is written, what is read back, checkpoint or wipe) over an
 // in-memory changelog; test/kafka/stateFollowsPartition.test.ts runs it on the broker.

@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { AckedProducer } from '../../../src/kafka/ackedProducer.js';
-import type { OutRecord } from '../../../src/ports/log.js';
+import { AckedProducer } from '../../../../src/kafka/log/ackedProducer.js';
+import type { OutRecord } from '../../../../src/ports/log.js';
 
 // The order in which records reach librdkafka, over a stand-in for its producer whose queue is
 // full for a while (acknowledgements need the broker: test/kafka covers them).
