@@ -327,7 +327,11 @@ export class Engine {
         }
         // A rebalance took the commit: a later commit carries these offsets again if the
         // partitions stay here, else their next owner starts from the last committed offset.
-        this.ctx.observer.commitRefused?.({ partitions: offsets.map((o) => partitionId(o.task.tp)), error: (error as Error).message, atMs: this.ctx.clock.now() });
+        this.ctx.observer.commitRefused?.({
+          partitions: offsets.map((o) => partitionId(o.task.tp)),
+          error: (error as Error).message,
+          atMs: this.ctx.clock.now(),
+        });
         this.scheduleCommit();
         return;
       }
@@ -359,7 +363,9 @@ function commitOffset(tp: TopicPartition, commit: TrackerCommit): CommitOffset {
 
 function checkMetadataMaxBytes(bytes: number): number {
   if (!Number.isInteger(bytes) || bytes < 0) {
-    throw new RangeError(`Engine: commitMetadataMaxBytes must be a whole number of 0 or more (the broker's offset.metadata.max.bytes or less), got ${JSON.stringify(bytes)}`);
+    throw new RangeError(
+      `Engine: commitMetadataMaxBytes must be a whole number of 0 or more (the broker's offset.metadata.max.bytes or less), got ${JSON.stringify(bytes)}`,
+    );
   }
   return bytes;
 }

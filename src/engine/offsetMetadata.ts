@@ -32,7 +32,8 @@ export interface OffsetRange {
 }
 
 /** What a reader made of a commit's metadata: the finished offsets it lists, or why it ignored it. */
-export type OffsetMetadataReading = { readonly ranges: readonly OffsetRange[]; readonly ignored?: undefined } | { readonly ranges: readonly []; readonly ignored: string };
+export type OffsetMetadataReading =
+  { readonly ranges: readonly OffsetRange[]; readonly ignored?: undefined } | { readonly ranges: readonly []; readonly ignored: string };
 
 const PREFIX = `o${OFFSET_METADATA_VERSION}:`;
 
@@ -184,7 +185,9 @@ function checkRanges(committed: number, ranges: readonly OffsetRange[]): void {
   let after = committed;
   for (const r of ranges) {
     if (!(r.start > after && r.end > r.start))
-      throw new Error(`offset metadata of a commit at ${committed}: range ${r.start}–${r.end} is not above ${after} and non-empty; the ranges must ascend, apart, above the committed offset`);
+      throw new Error(
+        `offset metadata of a commit at ${committed}: range ${r.start}–${r.end} is not above ${after} and non-empty; the ranges must ascend, apart, above the committed offset`,
+      );
     after = r.end;
   }
 }

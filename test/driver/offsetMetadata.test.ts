@@ -25,7 +25,11 @@ function setup(options: DriverOptions, maxInFlight: number) {
 }
 
 /** The outcomes of one engine instance, as [offset, outcome]. */
-const outcomesOf = (d: TopologyTestDriver, instance: number) => d.history().filter((h) => h.instance === instance).map((h) => [h.offset, h.outcome]);
+const outcomesOf = (d: TopologyTestDriver, instance: number) =>
+  d
+    .history()
+    .filter((h) => h.instance === instance)
+    .map((h) => [h.offset, h.outcome]);
 
 describe('finished offsets above the committed one, in the commit metadata', () => {
   for (const mode of driverModes) {

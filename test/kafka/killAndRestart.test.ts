@@ -100,7 +100,11 @@ describe('orderly run: kill -9 at random moments and restart, on Kafka', () => {
   // a kill -9 while one call hangs, then a restart that must skip the eleven events finished above it.
   for (const exactlyOnce of [false, true]) {
     it(`${exactlyOnce ? 'with --exactly-once, ' : ''}after a kill -9 while one call hangs, the restarted worker skips the events the last commit listed as finished above it`, async () => {
-      const { prefix, group, stateDir, inputs } = await prefilledScenario(bootstrap, exactlyOnce ? 'skip-eos' : 'skip', { count: 12, accounts: 12, partitions: 1 });
+      const { prefix, group, stateDir, inputs } = await prefilledScenario(bootstrap, exactlyOnce ? 'skip-eos' : 'skip', {
+        count: 12,
+        accounts: 12,
+        partitions: 1,
+      });
       const stuck = inputs[0]!.disputeId;
       let held = false;
       const { url } = await modelServer((dispute, reply) => {
@@ -189,7 +193,9 @@ async function killAndFinish(
 /** Finished offsets the workers skipped when they came again, as their commit's metadata listed them (logged at each assignment). */
 function skippedFinished(runs: readonly Worker[]): number {
   return runs.reduce(
-    (n, w) => n + w.lines.filter((l) => l.msg === 'finished offsets above the committed one: skipped when redelivered').reduce((m, l) => m + Number(l.finishedAbove), 0),
+    (n, w) =>
+      n +
+      w.lines.filter((l) => l.msg === 'finished offsets above the committed one: skipped when redelivered').reduce((m, l) => m + Number(l.finishedAbove), 0),
     0,
   );
 }

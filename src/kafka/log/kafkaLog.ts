@@ -346,7 +346,8 @@ export class KafkaLog implements Log {
         const states = [...this.partitions.values()].filter((p) => p.ownership === 'owned');
         const tps = states.map((p) => p.tp);
         // New tasks start unpaused; what the dropped ones asked for no longer holds.
-        for (const state of states) Object.assign(state, { ownership: 'assigning', paused: false, position: undefined, metadata: undefined, readBack: undefined });
+        for (const state of states)
+          Object.assign(state, { ownership: 'assigning', paused: false, position: undefined, metadata: undefined, readBack: undefined });
         const consumer = this.requireConsumer('reset');
         if (tps.length > 0) consumer.pause(tps);
         // Their work in flight ends (or is given up) first; what it produced goes with the abort.
@@ -397,7 +398,10 @@ export class KafkaLog implements Log {
     try {
       return withCommitted(tps, await fetchCommitted(consumer, tps, COMMITTED_TIMEOUT_MS));
     } catch (error) {
-      this.logger.warn({ partitions: tps.map(partitionId), error: (error as Error).message }, 'could not read the committed offsets back: finished offsets above them will run again');
+      this.logger.warn(
+        { partitions: tps.map(partitionId), error: (error as Error).message },
+        'could not read the committed offsets back: finished offsets above them will run again',
+      );
       return [...tps];
     }
   }

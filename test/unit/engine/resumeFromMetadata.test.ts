@@ -61,7 +61,13 @@ describe('the engine resumes a partition from its commit metadata', () => {
     const newer = writeOffsetMetadata(10, [{ start: 12, end: 13 }]).replace(/^o1:/, 'o2:');
     const { resumed, outcomes, deliver } = await setup({ offset: 10, metadata: newer });
     expect(resumed).toEqual([
-      { ...tp, offset: 10, finishedAbove: 0, ignored: "it is in version 2 of orderly's format, and this orderly reads version 1 (a newer orderly wrote it)", atMs: 0 },
+      {
+        ...tp,
+        offset: 10,
+        finishedAbove: 0,
+        ignored: "it is in version 2 of orderly's format, and this orderly reads version 1 (a newer orderly wrote it)",
+        atMs: 0,
+      },
     ]);
     await deliver(10, 11, 12);
     expect(outcomes.map(([offset]) => offset)).toEqual([10, 11, 12]);
