@@ -86,6 +86,7 @@ export const driverModes: readonly DriverMode[] = ['plain', 'staged', 'exactlyOn
 export interface DriverFaults extends StoreFaults {
   readonly commitAheadBy?: number;
   readonly refuseCommits?: number;
+  /** Each commit's metadata lists one unfinished offset as finished, which a restart would skip (see {@link DriverOptions.faults}). */
   readonly metadataListsUnfinished?: boolean;
   /** Exactly-once: a commit sends the offsets to the group at once, outside the transaction that holds the records and state writes. */
   readonly offsetsOutsideTransaction?: boolean;

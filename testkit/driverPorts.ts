@@ -161,6 +161,7 @@ export interface ConsumerOptions {
   /** See DriverOptions.faults. */
   readonly commitAheadBy?: number;
   readonly refuseCommits?: number;
+  /** See DriverOptions.faults. */
   readonly metadataListsUnfinished?: boolean;
   readonly offsetsOutsideTransaction?: boolean;
   /** Once fenced out of its group, this consumer's producer is not fenced: its transactions still commit their records and state writes. */
