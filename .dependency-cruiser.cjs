@@ -25,6 +25,10 @@ module.exports = {
     layer('dsl', 'dsl never imports engine, kafka, testkit or cli', '^src/dsl/', ['^src/(engine|kafka|cli)/', '^testkit/']),
     layer('engine', 'engine never imports dsl, kafka, testkit or cli', '^src/engine/', ['^src/(dsl|kafka|cli)/', '^testkit/']),
     layer('kafka', 'kafka never imports testkit or cli', '^src/kafka/', ['^src/cli/', '^testkit/']),
+    // Within kafka: the log (clients, poll loop, ownership, producer, transactions) knows nothing of
+    // what is written through it; the changelog knows nothing of parked keys.
+    layer('kafka-log', 'kafka/log never imports kafka/changelog or kafka/parked', '^src/kafka/log/', ['^src/kafka/(changelog|parked)/']),
+    layer('kafka-changelog', 'kafka/changelog never imports kafka/parked', '^src/kafka/changelog/', ['^src/kafka/parked/']),
     layer('testkit', 'testkit never imports kafka or cli', '^testkit/', ['^src/(kafka|cli)/']),
   ],
   options: {

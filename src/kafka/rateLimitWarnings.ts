@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { ModelCallResult } from '../engine/outcomes.js';
 
 /** When a step that keeps being refused is worth a warning. */
@@ -79,4 +80,27 @@ export class RateLimitWarnings {
     state.warnedAt = nowMs;
     this.warn({ step, sinceMs: state.since, forMs: nowMs - state.since, refusals: state.refusals });
   }
+}
+
+/** A worker's {@link RateLimitWarnings}, looked at on a timer too until `stop`. */
+export interface RateLimitWatch {
+  readonly warnings: RateLimitWarnings;
+  stop(): void;
+}
+
+/** Warns at the default level while an agent step of the topology stays refused by its provider. */
+export function rateLimitWatch(logger: Logger, options: RateLimitWarningOptions | undefined): RateLimitWatch {
+  const warnings = new RateLimitWarnings(
+    (state) =>
+      logger.warn(
+        state,
+        `agentStep '${state.step}' has been rate-limited for ${Math.round(state.forMs / 1000)} s: ${state.refusals} calls refused (429) since ${new Date(state.sinceMs).toISOString()}, none answered; ` +
+          "its events wait in order. Check the provider's quota and key, or lower the step's limit.calls",
+      ),
+    options,
+  );
+  // A long Retry-After means no call ends for a while: look at the time on a timer too.
+  const timer = setInterval(() => warnings.check(Date.now()), 5_000);
+  timer.unref();
+  return { warnings, stop: () => clearInterval(timer) };
 }

@@ -202,10 +202,18 @@ describe('KafkaLog', () => {
     expect(await ensureTopics(settings, logger, { source: `${prefix}in`, outputs: [`${prefix}out`, `${prefix}in.dlq`] })).toEqual({ sourcePartitions: 3 });
     const admin = rdkafka.AdminClient.create({ 'bootstrap.servers': bootstrap });
     try {
-      const described = await new Promise<Array<{ name: string; partitions: unknown[] }>>((resolve, reject) =>
-        admin.describeTopics([`${prefix}out`, `${prefix}in.dlq`], { timeout: 10_000 }, (error, result) => (error ? reject(error) : resolve(result))),
-      );
-      expect(described.map((t) => t.partitions.length)).toEqual([3, 3]);
+      const describe = () =>
+        new Promise<Array<{ name: string; partitions: unknown[] }>>((resolve, reject) =>
+          admin.describeTopics([`${prefix}out`, `${prefix}in.dlq`], { timeout: 10_000 }, (error, result) => (error ? reject(error) : resolve(result))),
+        );
+      // A created topic reaches the broker's metadata a moment after the controller answered: under
+      // load, describe can see it with no partitions yet. Its partition count is what is checked.
+      let counts = (await describe()).map((t) => t.partitions.length);
+      for (const deadline = Date.now() + 15_000; counts.includes(0) && Date.now() < deadline;) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        counts = (await describe()).map((t) => t.partitions.length);
+      }
+      expect(counts).toEqual([3, 3]);
     } finally {
       admin.disconnect();
     }

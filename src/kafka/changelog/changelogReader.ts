@@ -42,6 +42,9 @@ export interface ChangelogEnds {
 
 /** A changelog record as a restore applies it. */
 export interface ChangelogMessage {
+  /** Where it was read (ChangelogReader sets both; a record that cannot be applied is named by them). */
+  readonly partition?: number;
+  readonly offset?: number;
   readonly key: string | null;
   readonly value: Uint8Array | null;
   /** Its headers; the format version's among them (none on records of format 1). */
@@ -138,6 +141,8 @@ export class ChangelogReader {
           const range = pending.get(partitionId(message));
           if (!range || message.offset >= range.to) continue;
           wanted.push({
+            partition: message.partition,
+            offset: message.offset,
             key: message.key === null || message.key === undefined ? null : message.key.toString(),
             value: message.value ?? null,
             headers: fromKafkaHeaders(message.headers),

@@ -1,40 +1,60 @@
-import { ChangelogFold } from '../parked/parkedChangelog.js';
-import { MissingTopicError, TopicReader, type ReaderSettings } from '../log/topicReader.js';
+import type { Logger } from 'pino';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { KafkaSettings } from '../kafkaConfig.js';
+import { ChangelogFold } from './changelogFold.js';
+import { ChangelogReader, type ChangelogRange } from './changelogReader.js';
 
 /**
- * A store's changelog read from the beginning with no consumer group, folded into the store's
- * latest state. `catchUp` reads to the end of every partition; `poll` then follows what the
- * owners write next. (The worker's restore reads ranges with `changelog/changelogReader.ts`;
- * this one keeps following, which `orderly parked resolve` needs while it waits.)
+ * A store's changelog read from the beginning, folded into the store's latest state, through the
+ * same {@link ChangelogReader} that restores a worker's partitions (so both see the changelog
+ * alike: read_committed, to each partition's end). `catchUp` reads to the end of every partition;
+ * `poll` then reads what the owners wrote since (`orderly parked resolve` follows it while it waits).
  */
 export class ChangelogTail {
   readonly fold = new ChangelogFold();
+  /** The next offset to read, per partition. */
+  private readonly next: Map<number, number>;
 
-  private constructor(private readonly reader: TopicReader) {}
-
-  /** Opens the changelog; a missing topic is a {@link MissingTopicError}. */
-  static async open(settings: ReaderSettings, topic: string, partitions?: readonly number[]): Promise<ChangelogTail> {
-    const reader = await TopicReader.open({ settings, topic, role: 'changelog', ...(partitions ? { partitions } : {}) });
-    return new ChangelogTail(reader);
+  private constructor(
+    private readonly reader: ChangelogReader,
+    readonly topic: string,
+    partitions: readonly number[],
+  ) {
+    this.next = new Map(partitions.map((partition) => [partition, 0]));
   }
 
-  get topic(): string {
-    return this.reader.topic;
+  /** Connects a reader of these partitions of the changelog; a read that makes no progress for `timeoutMs` throws. */
+  static async open(settings: KafkaSettings, topic: string, partitions: readonly number[], logger: Logger, timeoutMs: number): Promise<ChangelogTail> {
+    return new ChangelogTail(await ChangelogReader.connect(settings, logger, timeoutMs), topic, partitions);
   }
 
   /** Reads to the end of every partition. */
-  async catchUp(timeoutMs: number): Promise<void> {
-    await this.reader.catchUp(timeoutMs, (records) => this.fold.apply(records));
+  async catchUp(): Promise<void> {
+    await this.readToEnd();
   }
 
-  /** Folds what has been written since; returns the state keys that changed. */
+  /** Folds what has been written since; returns the state keys that changed (none: after waiting `timeoutMs`). */
   async poll(timeoutMs: number): Promise<string[]> {
-    return this.fold.apply(await this.reader.poll(timeoutMs));
+    const changed = await this.readToEnd();
+    if (changed.length === 0) await sleep(timeoutMs);
+    return changed;
   }
 
   async close(): Promise<void> {
     await this.reader.close();
   }
-}
 
-export { MissingTopicError };
+  private async readToEnd(): Promise<string[]> {
+    const ranges: ChangelogRange[] = [];
+    for (const [partition, from] of this.next) {
+      const { end } = await this.reader.ends({ topic: this.topic, partition });
+      if (end > from) ranges.push({ topic: this.topic, partition, from, to: end });
+    }
+    const changed: string[] = [];
+    await this.reader.read(ranges, async (messages) => {
+      changed.push(...this.fold.apply(messages.map((m) => ({ ...m, topic: this.topic, partition: m.partition ?? -1, offset: m.offset ?? -1 }))));
+    });
+    for (const range of ranges) this.next.set(range.partition, range.to);
+    return changed;
+  }
+}

@@ -24,6 +24,7 @@ import { AssignmentWait } from './assignmentWait.js';
 import { CommitWaiter, isMetadataTooLarge, isRefusedByRebalance, isRetriableCommitError } from './commitWaiter.js';
 import { consumerConfig, type KafkaSettings, type TransactionSettings } from '../kafkaConfig.js';
 import { logClientTo } from './kafkaLogger.js';
+import { transition, type Ownership } from './partitionOwnership.js';
 import { toLogRecord } from './records.js';
 import { TransactionAbortedError, Transactions } from './transactions.js';
 
@@ -64,16 +65,9 @@ interface Consumer extends rdkafka.KafkaConsumer {
   setDefaultIsTimeoutOnlyForFirstMessage(value: boolean): void;
 }
 
-/**
- * Where this consumer stands with a partition. `assigning`: the engine restores it, no record is
- * delivered yet; `owned`: records flow; `revoking`: the engine finishes and commits it, new
- * records are dropped (the next owner reads them from the committed offset); `lost`: taken away
- * without a revocation (this worker was fenced), so its offsets can no longer be committed.
- */
-type Ownership = 'assigning' | 'owned' | 'revoking' | 'lost';
-
 interface PartitionState {
   readonly tp: TopicPartition;
+  /** Where this consumer stands with the partition; changed only by {@link moveTo}, which checks the move. */
   ownership: Ownership;
   /** What the engine asked for; applied to librdkafka while the partition is owned. */
   paused: boolean;
@@ -346,8 +340,13 @@ export class KafkaLog implements Log {
         const states = [...this.partitions.values()].filter((p) => p.ownership === 'owned');
         const tps = states.map((p) => p.tp);
         // New tasks start unpaused; what the dropped ones asked for no longer holds.
-        for (const state of states)
-          Object.assign(state, { ownership: 'assigning', paused: false, position: undefined, metadata: undefined, readBack: undefined });
+        for (const state of states) {
+          moveTo(state, 'assigning', 'reset after an aborted transaction');
+          state.paused = false;
+          delete state.position;
+          delete state.metadata;
+          delete state.readBack;
+        }
         const consumer = this.requireConsumer('reset');
         if (tps.length > 0) consumer.pause(tps);
         // Their work in flight ends (or is given up) first; what it produced goes with the abort.
@@ -359,7 +358,7 @@ export class KafkaLog implements Log {
         const assigned = withCommitted(tps, await this.rewind(consumer, tps));
         this.noteReadBack(assigned);
         await this.listener.assigned(assigned);
-        for (const state of states) if (state.ownership === 'assigning') state.ownership = 'owned';
+        ownRestored(states, 'restored again after a reset');
         const resume = states.filter((p) => p.ownership === 'owned' && !p.paused).map((p) => p.tp);
         if (resume.length > 0) consumer.resume(resume);
         this.logger.info({ partitions: tps.map(partitionId) }, 'partitions reset after an aborted transaction');
@@ -495,7 +494,7 @@ export class KafkaLog implements Log {
           this.noteReadBack(assigned);
           await this.listener.assigned(assigned);
         }
-        for (const state of states) if (state.ownership === 'assigning') state.ownership = 'owned';
+        ownRestored(states, 'restored by the engine');
         if (cooperative) consumer.incrementalAssign(assignment);
         else consumer.assign(assignment);
       });
@@ -503,7 +502,11 @@ export class KafkaLog implements Log {
       const lost = consumer.assignmentLost();
       // At once, not in turn: from now on no record of these partitions reaches the engine.
       const states = tps.flatMap((tp) => this.partitions.get(partitionId(tp)) ?? []);
-      for (const state of states) state.ownership = lost ? 'lost' : 'revoking';
+      for (const state of states) {
+        const to = lost ? 'lost' : 'revoking';
+        // A partition named again in the same kind of callback changes nothing.
+        if (state.ownership !== to) moveTo(state, to, lost ? 'lost in a rebalance (this worker was fenced)' : 'revoked by the group');
+      }
       // Exactly-once: the open transaction holds writes of the lost partitions, which another
       // worker now owns: it is thrown away, and the partitions still owned are reset with it.
       if (lost && this.transactions && states.length > 0)
@@ -591,4 +594,14 @@ export class KafkaLog implements Log {
     if (!this.producer) throw new Error('KafkaLog: produce before subscribe()');
     return this.producer;
   }
+}
+
+/** Moves a partition's ownership, checked against the allowed moves (throws naming the partition, both states and the cause). */
+function moveTo(state: PartitionState, to: Ownership, cause: string): void {
+  state.ownership = transition(state.tp, state.ownership, to, cause);
+}
+
+/** The partitions the engine has restored are owned now, unless a rebalance revoked or lost them meanwhile. */
+function ownRestored(states: readonly PartitionState[], cause: string): void {
+  for (const state of states) if (state.ownership === 'assigning') moveTo(state, 'owned', cause);
 }

@@ -1,55 +1,6 @@
 import type { ParkedEvent, ParkedKeyState } from '../../engine/parkedKeys.js';
-import type { LogRecord } from '../../ports/log.js';
 import { stateKeys } from '../../state/stateKeys.js';
-import { recordVersion } from '../../state/storedFormat.js';
-
-const decoder = new TextDecoder('utf-8', { fatal: true });
-
-/**
- * A changelog folded into the state it describes: the latest value of each key, a null value (a
- * tombstone) removing the key. Values are the JSON of the stored values.
- */
-export class ChangelogFold {
-  private readonly values = new Map<string, unknown>();
-
-  /** Folds records in log order; returns the keys that changed. */
-  apply(records: ReadonlyArray<Pick<LogRecord, 'topic' | 'partition' | 'offset' | 'key' | 'value'> & { readonly headers?: LogRecord['headers'] }>): string[] {
-    const changed: string[] = [];
-    for (const record of records) {
-      if (record.key === null)
-        throw new Error(`changelog ${record.topic}/${record.partition}@${record.offset} has no key; a changelog record's key is the state key`);
-      // Format 1 (no header) and 2 have the same shapes; a newer one is refused, naming the store.
-      recordVersion(record.key, record.headers);
-      if (record.value === null) this.values.delete(record.key);
-      else this.values.set(record.key, parseValue(record));
-      changed.push(record.key);
-    }
-    return changed;
-  }
-
-  get<T>(key: string): T | undefined {
-    return this.values.get(key) as T | undefined;
-  }
-
-  /** The keys that start with `prefix`, in key order (the store's order). */
-  keys(prefix: string): string[] {
-    return [...this.values.keys()].filter((k) => k.startsWith(prefix)).sort();
-  }
-
-  get size(): number {
-    return this.values.size;
-  }
-}
-
-function parseValue(record: Pick<LogRecord, 'topic' | 'partition' | 'offset' | 'value'>): unknown {
-  try {
-    return JSON.parse(decoder.decode(record.value!));
-  } catch (error) {
-    throw new Error(`changelog ${record.topic}/${record.partition}@${record.offset}: its value is not UTF-8 JSON (${(error as Error).message})`, {
-      cause: error,
-    });
-  }
-}
+import type { ChangelogFold } from '../changelog/changelogFold.js';
 
 /** A parked key as the changelog shows it: its state, its head event and the events held behind it, in order. */
 export interface ParkedKeyView extends ParkedKeyState {

@@ -45,7 +45,7 @@ export async function readParkedChangelog(source: ParkedSource, timeoutMs: numbe
     const count = await partitionCount(source.settings, topic);
     const wrong = partitions?.find((p) => p >= count);
     if (wrong !== undefined) throw new ParkedKeyError(`partition ${wrong} does not exist: ${source.scope.topic} has ${count} (0 to ${count - 1})`);
-    reader = await ChangelogTail.open(source.settings, topic, partitions ?? allPartitions(count));
+    reader = await ChangelogTail.open(source.settings, topic, partitions ?? allPartitions(count), pino({ level: 'silent' }), timeoutMs);
   } catch (error) {
     if (error instanceof MissingTopicError) {
       throw new ParkedKeyError(
@@ -57,7 +57,7 @@ export async function readParkedChangelog(source: ParkedSource, timeoutMs: numbe
     throw error;
   }
   try {
-    await reader.catchUp(timeoutMs);
+    await reader.catchUp();
   } catch (error) {
     await reader.close();
     throw error;

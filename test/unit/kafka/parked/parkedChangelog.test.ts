@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ParkedKeys, type ParkedEvent, type ParkedKeyState } from '../../../../src/engine/parkedKeys.js';
 import { changelogTopic } from '../../../../src/kafka/changelog/changelogRecords.js';
-import { ChangelogFold, parkedKeyOf, parkedKeysOf } from '../../../../src/kafka/parked/parkedChangelog.js';
+import { ChangelogFold } from '../../../../src/kafka/changelog/changelogFold.js';
+import { parkedKeyOf, parkedKeysOf } from '../../../../src/kafka/parked/parkedChangelog.js';
 import type { Store, StoreOp } from '../../../../src/ports/store.js';
 
 const scope = { park: 'decide-park', topic: 'in/disputes' };
