@@ -31,6 +31,12 @@ export interface FakeModelOptions<T, D> {
    * @defaultValue 0
    */
   failureShare?: number;
+  /**
+   * The provider is down from `fromMs` until `toMs` (virtual time): a call that starts then is
+   * refused after `rejectLatencyMs`, as an overloaded provider refuses it: a 429 with Retry-After
+   * `retryAfterMs` (@defaultValue 1000), whatever its limit (such a call uses none of it).
+   */
+  down?: { readonly fromMs: number; readonly toMs: number; readonly retryAfterMs?: number };
 }
 
 /** One call the model received. */
@@ -115,6 +121,13 @@ export function fakeModel<T, D>(options: FakeModelOptions<T, D>): FakeModel<T, D
     return undefined;
   };
 
+  /** While the provider is down: the Retry-After it answers. */
+  const downUntil = (nowMs: number): number | undefined => {
+    const down = options.down;
+    if (!down || nowMs < down.fromMs || nowMs >= down.toMs) return undefined;
+    return down.retryAfterMs ?? 1_000;
+  };
+
   const answer = (event: T, ctx: DecideContext): D => {
     if (options.poison?.(event)) return (options.poisonDecision ?? { unparseable: true }) as D;
     return options.decide(event, ctx);
@@ -122,7 +135,7 @@ export function fakeModel<T, D>(options: FakeModelOptions<T, D>): FakeModel<T, D
 
   const decide: DecideFn<T, D> = (event, ctx) => {
     const atMs = ctx.clock.now();
-    const retryAfterMs = admit(atMs);
+    const retryAfterMs = downUntil(atMs) ?? admit(atMs);
     const sync = options.syncShare !== undefined && answers.next() < options.syncShare;
     const index = calls.length;
     const call: Mutable<ModelCall> = {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { VariantResult } from '../../testkit/scenarios/workedExample.js';
 
-const scenarios = ['worked-example'] as const;
+const scenarios = ['worked-example', 'migration'] as const;
 
 /** `orderly scenario NAME [--json]`: runs a scenario on the test driver and prints its figures. */
 export function registerScenarioCommand(program: Command): void {
@@ -12,7 +12,7 @@ export function registerScenarioCommand(program: Command): void {
     .command('scenario')
     .description('run a scenario on the embedded test driver (in-memory log, virtual clock, LevelDB or memory state)')
     .argument('<name>', `the scenario: ${scenarios.join(', ')}`)
-    .option('--json', 'print a JSON array, one object per variant')
+    .option('--json', 'print a JSON array, one object per variant (per mode, for migration)')
     .option(
       '--state-dir <dir>',
       'keep the LevelDB state under this directory, one sub-directory per variant (default: a temporary directory, removed afterwards)',
@@ -23,11 +23,18 @@ export function registerScenarioCommand(program: Command): void {
       if (!(scenarios as readonly string[]).includes(name)) {
         program.error(`orderly scenario: no scenario named '${name}'; the scenarios are: ${scenarios.join(', ')}`);
       }
-      // The scenario's code (the test driver, LevelDB) is loaded only when this command runs.
-      const { runWorkedExample, workedExampleVariants } = await import('../../testkit/scenarios/workedExample.js');
+      if (name === 'migration' && options.metrics) program.error('orderly scenario migration: --metrics is for worked-example only; use --json');
       const temporary = options.memory || options.stateDir ? undefined : await mkdtemp(join(tmpdir(), 'orderly-scenario-'));
       const root = options.stateDir ?? temporary;
       try {
+        // The scenario's code (the test driver, LevelDB) is loaded only when this command runs.
+        if (name === 'migration') {
+          const { runMigrations } = await import('../../testkit/scenarios/migration.js');
+          const rows = await runMigrations((mode) => (root ? { stateDir: join(root, mode) } : {}));
+          process.stdout.write(options.json ? `${JSON.stringify(rows, null, 2)}\n` : table(rows));
+          return;
+        }
+        const { runWorkedExample, workedExampleVariants } = await import('../../testkit/scenarios/workedExample.js');
         if (options.metrics) {
           // Loaded only here: prom-client is the exporter's alone.
           const { scenarioMetrics } = await import('./scenarioMetrics.js');
@@ -45,8 +52,8 @@ export function registerScenarioCommand(program: Command): void {
     });
 }
 
-function table(results: readonly VariantResult[]): string {
-  const columns = Object.keys(results[0]!) as Array<keyof VariantResult>;
+function table<R extends object>(results: readonly R[]): string {
+  const columns = Object.keys(results[0]!) as Array<keyof R>;
   const rows = [columns.map(String), ...results.map((r) => columns.map((c) => String(r[c])))];
   const widths = columns.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
   const line = (row: string[]) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');

@@ -1,10 +1,11 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
-import type { Decided, DecideFn, Disposition, EffectIdContext, GraphNode, ProcessorNode, RateLimit, SourceNode } from '../graph/nodes.js';
+import type { Decided, DecideFn, Disposition, EffectIdContext, GraphNode, HandlerFn, ProcessorNode, RateLimit, RuleFn, SourceNode } from '../graph/nodes.js';
 import type { Effect } from '../graph/effect.js';
 import { json, type Serde } from '../graph/serde.js';
 import { Topology } from '../graph/topology.js';
 import { isEffect } from './effect.js';
 import { requireFunction, requireInteger, requireName, requireNumber } from './options.js';
+import { sameJson } from './sameJson.js';
 import { validateTopology } from './validateTopology.js';
 import { TopologyError } from './topologyError.js';
 
@@ -78,7 +79,35 @@ export interface ToOptions<T> extends NameOption {
   value?: Serde<T>;
 }
 
+/** Options of {@link StreamBuilder.shadow}. */
+export interface ShadowOptions<D = unknown> {
+  /**
+   * Whether the agent's decision agrees with the applied one (the handler's); a disagreement is
+   * counted and reported by key. @defaultValue equal as JSON (object keys in any order)
+   */
+  agrees?: (agent: D, applied: D) => boolean;
+  /** Where the shadow records go; the shadows of several steps may share it. @defaultValue `<source topic>.shadow` */
+  topic?: string;
+}
+
+/** Options of {@link StreamBuilder.fallback}. */
+export interface FallbackOptions {
+  /**
+   * How long the agent step's calls must have failed (thrown, timed out) or been refused (429),
+   * none answered, before its circuit opens and the handler decides. An answer its schema refuses
+   * counts as an answer: the step is up, that event is poison. Keep it under the park's `attempts × retryDelayMs`
+   * when the step fails rather than being refused, or a failing step parks its events first.
+   */
+  afterMs: number;
+  /** How long the circuit stays open before one call probes the step again. @defaultValue `afterMs` */
+  halfOpenAfterMs?: number;
+}
+
 type DecisionOf<S, D> = S extends StandardSchemaV1 ? StandardSchemaV1.InferOutput<S> : D;
+/** The event an agent step decided, in the `{ event, decision }` it passes on. */
+type EventOf<T> = T extends Decided<infer E, unknown> ? E : never;
+/** The decision an agent step passes on. */
+type DecisionIn<T> = T extends Decided<unknown, infer D> ? D : never;
 
 /**
  * An immutable handle on a stream being declared. Every operator checks its arguments, adds one
@@ -114,6 +143,26 @@ export class StreamBuilder<T> {
     const maxInFlight = requireInteger('keyedSerial', 'maxInFlight', options.maxInFlight ?? 1, 1);
     const name = options.name ?? `${this.source.topic}-keyed-serial`;
     return this.with({ kind: 'keyedSerial', name, maxInFlight });
+  }
+
+  /**
+   * Decides routine events by a deterministic `rule` before the agent step that follows: a decision
+   * the rule returns is validated against the step's schema and passed on as the step's, marked
+   * `decidedBy: 'rule'`, and the step makes no call; `undefined` leaves the event to the step.
+   * Stateless. Put it right before `.agentStep()`; several routes in a row are asked in order. A
+   * rule that throws, or returns a decision the schema refuses, parks its event at once.
+   *
+   * @example
+   * stream<Dispute>('disputes').keyedSerial({ maxInFlight: 3 })
+   *   .route('small-refunds', (d) => (d.amount <= 50 ? { action: 'refund', rationale: 'small amount' } : undefined))
+   *   .agentStep('decide', decide, { schema: Decision })
+   *   .park({ attempts: 3 })
+   *   .applyOnce(effects)
+   */
+  route<D>(name: string, rule: RuleFn<T, D>): StreamBuilder<T> {
+    requireName('route', 'its name', name);
+    requireFunction(`route '${name}'`, 'its rule', rule);
+    return this.with({ kind: 'route', name, rule: rule as RuleFn<unknown, unknown> });
   }
 
   /**
@@ -176,6 +225,59 @@ export class StreamBuilder<T> {
   }
 
   /**
+   * Runs the agent step before it in shadow: the agent decides, and `handler` (the code the agent
+   * is to replace) decides what is applied, marked `decidedBy: 'rule'`. For each event the agent
+   * decided, a shadow record (the agent's decision or its error, the applied decision, whether they
+   * agree) goes to the shadow topic with the event's end; a disagreement is reported by key
+   * (observer `shadowDisagreed`) and counted (`orderly_shadow_disagreements_total`). No agent
+   * decision is ever applied, and an event whose agent attempts run out is not parked: the handler
+   * decides it all the same. Events a route decided are left as they are. Put it right after the
+   * step's `.park()`.
+   *
+   * @example
+   * .agentStep('decide', decide, { schema: Decision })
+   * .park({ attempts: 3 })
+   * .shadow('legacy-rules', (dispute) => legacyDecision(dispute), { agrees: (agent, applied) => agent.action === applied.action })
+   * .applyOnce(effects)
+   */
+  shadow(name: string, handler: HandlerFn<EventOf<T>, DecisionIn<T>>, options: ShadowOptions<DecisionIn<T>> = {}): StreamBuilder<T> {
+    requireName('shadow', 'its name', name);
+    const operator = `shadow '${name}'`;
+    requireFunction(operator, 'its handler', handler);
+    if (options.agrees !== undefined) requireFunction(operator, 'agrees', options.agrees);
+    const topic = requireName(operator, 'topic', options.topic ?? `${this.source.topic}.shadow`);
+    const agrees = (options.agrees ?? sameJson) as (agent: unknown, applied: unknown) => boolean;
+    const step = this.guardedStep(operator, 'shadow', 'runs in shadow');
+    return this.with({ kind: 'shadow', name, step, handler: handler as HandlerFn<unknown, unknown>, agrees, topic });
+  }
+
+  /**
+   * Stands in for the agent step before it while that step is down: once its calls have failed
+   * (thrown, timed out) or been refused (429), none answered, for `afterMs` (on the engine's clock), its circuit opens and
+   * `handler` decides, marked `decidedBy: 'fallback'`: the events waiting for the step, and every
+   * event after them. After `halfOpenAfterMs` one event's call probes the step (the others still
+   * go to the handler); an answer closes the circuit, a failure or a 429 opens it again. The
+   * circuit's state is reported (observer `circuit`, metric `orderly_circuit_state`). An event
+   * whose attempts run out while the circuit is closed is parked as before (a poison event is not
+   * an outage). Put it right after the step's `.park()`.
+   *
+   * @example
+   * .agentStep('decide', decide, { schema: Decision })
+   * .park({ attempts: 3 })
+   * .fallback('rules', (dispute) => ruleDecision(dispute), { afterMs: 30_000 })
+   * .applyOnce(effects)
+   */
+  fallback(name: string, handler: HandlerFn<EventOf<T>, DecisionIn<T>>, options: FallbackOptions): StreamBuilder<T> {
+    requireName('fallback', 'its name', name);
+    const operator = `fallback '${name}'`;
+    requireFunction(operator, 'its handler', handler);
+    const afterMs = requireInteger(operator, 'afterMs', options?.afterMs, 1);
+    const halfOpenAfterMs = requireInteger(operator, 'halfOpenAfterMs', options?.halfOpenAfterMs ?? afterMs, 1);
+    const step = this.guardedStep(operator, 'fallback', 'stands in for');
+    return this.with({ kind: 'fallback', name, step, handler: handler as HandlerFn<unknown, unknown>, afterMs, halfOpenAfterMs });
+  }
+
+  /**
    * Applies `effect` once per event: its effect id is looked up before any model call, and the
    * effect's writes are recorded with the id in one atomic batch. Stateful: its store is named
    * after the effect.
@@ -219,6 +321,36 @@ export class StreamBuilder<T> {
 
   private count(kind: ProcessorNode['kind']): number {
     return this.nodes.filter((n) => n.kind === kind).length;
+  }
+
+  /**
+   * The agent step a shadow or fallback follows: the one whose park is the last node. Refuses
+   * one with no step to guard, or placed anywhere but right after the step's park.
+   */
+  private guardedStep(operator: string, kind: 'shadow' | 'fallback', does: string): string {
+    const step = this.lastAgentStep();
+    if (step === undefined) {
+      throw new TopologyError(
+        operator,
+        `${operator}: no agentStep before it, so there is no agent step it ${does}; put .${kind}() right after .agentStep(name, decide).park({ attempts })`,
+      );
+    }
+    const guard = this.nodes.findLast((n) => (n.kind === 'shadow' || n.kind === 'fallback') && n.step === step);
+    if (guard) {
+      const why =
+        guard.kind === kind
+          ? `agentStep '${step}' already has ${kind} '${guard.name}'; remove one of the 2`
+          : `agentStep '${step}' already has ${guard.kind} '${guard.name}', and a step runs either in shadow (its decisions never applied) or with a fallback (its decisions applied while it is up), not both; remove one`;
+      throw new TopologyError(operator, `${operator}: ${why}`);
+    }
+    const last = this.nodes[this.nodes.length - 1]!;
+    if (last.kind !== 'park') {
+      throw new TopologyError(
+        operator,
+        `${operator}: it must come right after the park() of agentStep '${step}', but follows ${last.kind} '${last.name}'; put .${kind}() right after .agentStep(...).park(...)`,
+      );
+    }
+    return step;
   }
 
   private lastAgentStep(): string | undefined {

@@ -51,7 +51,7 @@ const oneParkPerStep: Pass = (nodes) => {
 /** A topic the topology reads or writes, and the operator that does. */
 interface TopicUse {
   readonly topic: string;
-  readonly role: 'source' | 'dead-letter' | 'park' | 'output' | 'response' | 'status';
+  readonly role: 'source' | 'dead-letter' | 'park' | 'output' | 'response' | 'status' | 'shadow';
   readonly node: GraphNode;
 }
 
@@ -67,6 +67,8 @@ function topicUses(nodes: readonly GraphNode[]): TopicUse[] {
         return [{ topic: node.topic, role: 'park', node }];
       case 'sink':
         return [{ topic: node.topic, role: 'output', node }];
+      case 'shadow':
+        return [{ topic: node.topic, role: 'shadow', node }];
       case 'respond':
         return [
           { topic: node.topic, role: 'response', node },
@@ -83,6 +85,7 @@ function writer(use: TopicUse): { operator: string; option: string } {
   const { node } = use;
   if (node.kind === 'source') return { operator: `stream '${node.topic}'`, option: "another stream(topic, { deadLetterTopic: '...' })" };
   if (node.kind === 'park') return { operator: `park '${node.name}'`, option: "another park({ topic: '...' })" };
+  if (node.kind === 'shadow') return { operator: `shadow '${node.name}'`, option: "another shadow(name, handler, { topic: '...' })" };
   if (node.kind === 'respond') {
     return use.role === 'status'
       ? { operator: `respond '${node.name}'`, option: "another respond(topic, { statusTopic: '...' })" }
@@ -111,8 +114,9 @@ const distinctTopics: Pass = (nodes) => {
         `${operator}: its ${use.role} topic is the source topic '${use.topic}': every record it writes would be read again, and written again, forever; give ${option}`,
       );
     }
-    // Several agent steps may share a parking topic: each park record names its step.
+    // Several agent steps may share a parking topic, or a shadow topic: each record names its step.
     if (first.role === 'park' && use.role === 'park') continue;
+    if (first.role === 'shadow' && use.role === 'shadow') continue;
     if (first.role === 'output' && use.role === 'output') {
       throw new TopologyError(
         use.node.name,
@@ -181,6 +185,19 @@ const respondFollowsAStep: Pass = (nodes) => {
   }
 };
 
+/** A route decides for the agent step right after it (after the other routes in a row). */
+const routeBeforeAStep: Pass = (nodes) => {
+  nodes.forEach((node, i) => {
+    if (node.kind !== 'route') return;
+    const next = nodes.slice(i + 1).find((n) => n.kind !== 'route');
+    if (next?.kind === 'agentStep') return;
+    const why = next
+      ? `it must come right before the agentStep it decides for, but is followed by ${next.kind} '${next.name}'`
+      : 'no agentStep follows it, so its decisions would go nowhere';
+    throw new TopologyError(node.name, `route '${node.name}': ${why}; put .route(name, rule) right before .agentStep(name, decide)`);
+  });
+};
+
 // Duplicates and topics first: their errors say what to remove or change, where a clash of the
 // names they default to would only say "rename".
 const passes: readonly Pass[] = [
@@ -192,4 +209,5 @@ const passes: readonly Pass[] = [
   parkFollowsAStep,
   agentStepIsParkedAndApplied,
   respondFollowsAStep,
+  routeBeforeAStep,
 ];

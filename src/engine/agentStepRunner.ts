@@ -186,11 +186,11 @@ export function validateDecision(step: AgentStepNode, raw: unknown): Validated |
 function verdict(step: AgentStepNode, result: StandardSchemaV1.Result<unknown>): Validated {
   if (!result.issues) return { kind: 'done', value: result.value };
   const issues = result.issues.map((i) => `${pathOf(i)}${i.message}`).join('; ');
-  return { kind: 'failed', error: `agentStep '${step.name}': decision failed its schema: ${issues}` };
+  return { kind: 'failed', error: `agentStep '${step.name}': decision failed its schema: ${issues}`, answered: true };
 }
 
 function schemaThrew(step: AgentStepNode, error: unknown): Validated {
-  return { kind: 'failed', error: `agentStep '${step.name}': its schema threw: ${messageOf(error)}` };
+  return { kind: 'failed', error: `agentStep '${step.name}': its schema threw: ${messageOf(error)}`, answered: true };
 }
 
 function pathOf(issue: StandardSchemaV1.Issue): string {

@@ -4,15 +4,9 @@ import { NO_ATTEMPTS, type AttemptError, type AttemptsOwner, type AttemptsRecord
 import type { EngineContext } from './engineContext.js';
 import { Outcome } from './outcomes.js';
 import type { EventInFlight } from './processors/processor.js';
+import type { Tried, Try } from './tries.js';
 
-/** What one attempt came to: a result, a refusal (a 429: not an attempt) or a failure, which counts. */
-export type Try<T> = { readonly kind: 'done'; readonly value: T } | { readonly kind: 'refused' } | { readonly kind: 'failed'; readonly error: string };
-
-/**
- * What the attempts came to. `attemptsStored`: an earlier attempt failed, so its record is in the
- * store, to delete with the event's end.
- */
-export type Tried<T> = { readonly ok: true; readonly value: T; readonly attemptsStored: boolean } | { readonly ok: false; readonly attempts: AttemptsRecord };
+export type { Tried, Try } from './tries.js';
 
 /** What is tried, built once per node: by whom (its attempts record), under which park, and how. */
 export interface Attempter<T> {

@@ -1,3 +1,4 @@
+import type { DecidedBy } from '../graph/nodes.js';
 import type { LogRecord, TopicPartition } from '../ports/log.js';
 import type { StoreOp } from '../ports/store.js';
 import type { OutRecord } from '../ports/log.js';
@@ -8,8 +9,8 @@ import type { EngineContext } from './engineContext.js';
 import type { Landed } from './eventEnd.js';
 import { fromStoredEvent } from './events.js';
 import { loadOutput, type EffectRecord } from './outputs.js';
-import { Outcome } from './outcomes.js';
-import type { ParkedKeys, Resolution } from './parkedKeys.js';
+import { Outcome, type OutcomeDetails } from './outcomes.js';
+import type { ParkedEvent, ParkedKeys, Resolution } from './parkedKeys.js';
 import { buildProcessors } from './processors/index.js';
 import type { EventInFlight, Processor } from './processors/processor.js';
 import { deadLetterUndecodable, decode, decodeStored } from './stages/decode.js';
@@ -23,6 +24,7 @@ import { runProcessors } from './stages/runProcessors.js';
 export type ReplayProgress = 'more' | 'released' | 'parked-again';
 
 const NO_DECISIONS: Readonly<Record<string, unknown>> = Object.freeze({});
+const NO_MARKS: Readonly<Record<string, DecidedBy>> = Object.freeze({});
 
 /**
  * The way of one event through a partition, stage by stage, each stage in a file of its own:
@@ -70,7 +72,7 @@ export class EventUnits {
     }
     if (recorded) return endEvent(this.ctx, event, ...this.endOfRecorded(recorded), signal);
     // The graph's processors, in chain order.
-    const unit: EventInFlight = { event, value, ops: [], outputs: [], decisions: NO_DECISIONS, signal };
+    const unit: EventInFlight = { event, value, ops: [], outputs: [], decisions: NO_DECISIONS, decidedBy: NO_MARKS, signal };
     const processed = runProcessors(this.processors, unit);
     const stopped = isThenable(processed) ? await processed : processed;
     if (stopped?.kind === 'parked') {
@@ -79,7 +81,7 @@ export class EventUnits {
       return undefined;
     }
     // The end of the event.
-    return endEvent(this.ctx, event, stopped ? Outcome.FILTERED : this.through, unit.ops, unit.outputs, signal);
+    return endEvent(this.ctx, event, stopped ? Outcome.FILTERED : this.through, unit.ops, unit.outputs, signal, stopped ? undefined : decidedDetails(unit));
   }
 
   /** Checks a resolution and makes it durable; the lane then replays the key. */
@@ -116,14 +118,24 @@ export class EventUnits {
     // The decisions made before the event was parked, and a person's for the step that parked it.
     const given = resolution && 'decision' in resolution ? { [head.step]: resolution.decision } : undefined;
     const decisions = head.decisions || given ? { ...head.decisions, ...given } : NO_DECISIONS;
-    const unit: EventInFlight = { event, value: decodeStored(this.ctx, event), ops: [], outputs: [], decisions, signal };
+    const decidedBy = marksOf(head, given);
+    const unit: EventInFlight = { event, value: decodeStored(this.ctx, event), ops: [], outputs: [], decisions, decidedBy, signal };
     const stopped = await runProcessors(this.processors, unit);
     if (stopped?.kind === 'parked') {
       signal.throwIfAborted();
       await repark(this.ctx, parked, lane, head, unit, stopped);
       return 'parked-again';
     }
-    await endReplayed(this.ctx, event, stopped ? Outcome.FILTERED : this.through, unit.ops, unit.outputs, advance, signal);
+    await endReplayed(
+      this.ctx,
+      event,
+      stopped ? Outcome.FILTERED : this.through,
+      unit.ops,
+      unit.outputs,
+      advance,
+      signal,
+      stopped ? undefined : decidedDetails(unit),
+    );
     return parked.get(lane) ? 'more' : 'released';
   }
 
@@ -142,4 +154,22 @@ export class EventUnits {
     if (checked.kind === 'failed') throw new Error(`resolve: the decision given was refused: ${checked.error}; the key stays parked`);
     return checked.value;
   }
+}
+
+/** Who made the decisions of an event that went through (APPLIED, FORWARDED), for its outcome; nothing when no step decided. */
+function decidedDetails(unit: EventInFlight): OutcomeDetails | undefined {
+  return unit.decidedBy === NO_MARKS ? undefined : { decidedBy: unit.decidedBy };
+}
+
+/**
+ * Who made the decisions a replay starts with: as the park record says (a record of an older
+ * version says nothing, and its decisions were all the agent steps'), and a person for the step
+ * whose decision the resolution gives.
+ */
+function marksOf(head: ParkedEvent, given: Readonly<Record<string, unknown>> | undefined): Readonly<Record<string, DecidedBy>> {
+  if (!head.decisions && !given) return NO_MARKS;
+  const marks: Record<string, DecidedBy> = {};
+  for (const step of Object.keys(head.decisions ?? {})) marks[step] = head.decidedBy?.[step] ?? 'agent';
+  for (const step of Object.keys(given ?? {})) marks[step] = 'person';
+  return marks;
 }

@@ -1,3 +1,6 @@
+import type { DecidedBy } from '../graph/nodes.js';
+import type { CircuitState } from './circuitBreaker.js';
+
 /**
  * What happened to an event at one moment. Finished outcomes let the commit pass the event;
  * RETRY, RATE_LIMITED and RESOLVED are steps on the way.
@@ -52,6 +55,11 @@ export interface OutcomeDetails {
   readonly attempt?: number;
   /** True when the event came from a parked key's replay, not from the log. */
   readonly replayed?: boolean;
+  /**
+   * Who made each agent step's decision, by step name (`agent`, `rule`, `fallback`, `person`), for
+   * an event that went through its steps (APPLIED, FORWARDED).
+   */
+  readonly decidedBy?: Readonly<Record<string, DecidedBy>>;
 }
 
 /** One entry of the engine's history. */
@@ -88,6 +96,14 @@ export interface EngineObserver {
   resumed?(resume: { topic: string; partition: number; offset: number | undefined; finishedAbove: number; ignored?: string; atMs: number }): void;
   /** The log refused a commit because a rebalance took its partitions (not fatal: see CommitRefusedError). */
   commitRefused?(refusal: { partitions: readonly string[]; error: string; atMs: number }): void;
+  /**
+   * A fallback's circuit changed state (reported as `closed` when the engine first builds it):
+   * `open`, the fallback decides for the step; `half-open`, one call probes the step; `closed`, the
+   * step decides again.
+   */
+  circuit?(change: { step: string; fallback: string; state: CircuitState; atMs: number }): void;
+  /** A shadow's handler and the agent step it shadows decided an event differently (the handler's decision is the one applied). */
+  shadowDisagreed?(disagreement: { step: string; shadow: string; key: string | null; effectId: string; atMs: number; agent: unknown; applied: unknown }): void;
   /** An error the engine cannot continue after (a store or log failure); it stops. */
   fatal?(error: Error): void;
 }

@@ -1,3 +1,4 @@
+import type { DecidedBy } from '../graph/nodes.js';
 import type { TopicPartition } from '../ports/log.js';
 import type { Store, StoreOp } from '../ports/store.js';
 import { stateKeys } from '../state/stateKeys.js';
@@ -23,6 +24,11 @@ export interface ParkedEvent {
    * calling those steps again. Absent when there were none (and in records of older versions).
    */
   readonly decisions?: Readonly<Record<string, unknown>>;
+  /**
+   * Who made each of `decisions`, by step name. Absent in records of older versions, whose
+   * decisions were all made by the agent steps.
+   */
+  readonly decidedBy?: Readonly<Record<string, DecidedBy>>;
 }
 
 /** A parked key: its held events are `headSeq` up to (not including) `nextSeq`. */

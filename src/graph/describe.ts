@@ -38,6 +38,10 @@ function details(node: GraphNode): string[] {
       ];
     case 'applyOnce':
       return node.effect.timeoutMs !== undefined ? [`timeoutMs: ${node.effect.timeoutMs}`] : [];
+    case 'shadow':
+      return [`step: ${node.step}`, `topic: ${node.topic}`];
+    case 'fallback':
+      return [`step: ${node.step}`, `afterMs: ${node.afterMs}`, `halfOpenAfterMs: ${node.halfOpenAfterMs}`];
     case 'park':
       return [
         `attempts: ${node.attempts}`,

@@ -1,3 +1,4 @@
+import type { DecidedBy } from './decidedBy.js';
 import type { RecordMeta } from './recordMeta.js';
 
 /**
@@ -25,6 +26,12 @@ export interface EffectContext {
   readonly state: StateTable;
   /** The decisions of the topology's agent steps, by step name (`ctx.decisions.decide`). */
   readonly decisions: Readonly<Record<string, unknown>>;
+  /**
+   * Who made each of those decisions, by step name: `agent`, `rule` (a route's rule or a shadow's
+   * handler), `fallback` or `person` (a resolution). A decision made before its event was parked
+   * keeps its mark through the replay.
+   */
+  readonly decidedBy: Readonly<Record<string, DecidedBy>>;
   /**
    * Aborted when the engine gives the event up (revoked, lost, stopping) or the call passes the
    * effect's `timeoutMs`. Pass it to outside calls; a result that comes after it is dropped.

@@ -20,6 +20,7 @@ function topicsOf(node: GraphNode): string[] {
     case 'source':
       return [node.deadLetterTopic];
     case 'park':
+    case 'shadow':
     case 'sink':
       return [node.topic];
     case 'respond':

@@ -5,6 +5,7 @@ import type { RecordMeta } from './recordMeta.js';
 import type { Serde } from './serde.js';
 
 export type { RecordMeta } from './recordMeta.js';
+export type { DecidedBy } from './decidedBy.js';
 
 /** What a decide function is told besides the event. */
 export interface DecideContext {
@@ -157,5 +158,57 @@ export interface RespondNode {
   readonly statusTopic: string;
 }
 
-export type ProcessorNode = FilterNode | MapValuesNode | KeyedSerialNode | AgentStepNode | ParkNode | ApplyOnceNode | SinkNode | RespondNode;
+/** What a rule or a handler (of a route, a shadow or a fallback) is told besides the event. */
+export interface RuleContext {
+  /** The event's key. */
+  readonly key: string | null;
+  /** The event's effect id, as the effect will get it. */
+  readonly effectId: string;
+  /** Where the event's record is in the log. */
+  readonly record: RecordMeta;
+  /** The decisions of the agent steps before this one, by step name. */
+  readonly decisions: Readonly<Record<string, unknown>>;
+}
+
+/** A route's rule: a decision for a routine event, or `undefined` to leave the event to the agent step. */
+export type RuleFn<T, D> = (event: T, ctx: RuleContext) => D | undefined | Promise<D | undefined>;
+
+/** A deterministic handler (a shadow's or a fallback's): a decision for every event. */
+export type HandlerFn<T, D> = (event: T, ctx: RuleContext) => D | Promise<D>;
+
+/** Decides routine events by a rule before the agent step that follows it. */
+export interface RouteNode {
+  readonly kind: 'route';
+  readonly name: string;
+  readonly rule: RuleFn<unknown, unknown>;
+}
+
+/** Runs an agent step in shadow: its decisions are recorded, a handler's are applied. */
+export interface ShadowNode {
+  readonly kind: 'shadow';
+  readonly name: string;
+  /** The agent step that runs in shadow: the one right before this node's park. */
+  readonly step: string;
+  readonly handler: HandlerFn<unknown, unknown>;
+  /** Whether the agent's decision and the applied one agree. */
+  readonly agrees: (agent: unknown, applied: unknown) => boolean;
+  /** Where the shadow records go. */
+  readonly topic: string;
+}
+
+/** Decides for an agent step while its circuit is open (its calls failed or were refused for `afterMs`). */
+export interface FallbackNode {
+  readonly kind: 'fallback';
+  readonly name: string;
+  /** The agent step it stands in for: the one right before this node's park. */
+  readonly step: string;
+  readonly handler: HandlerFn<unknown, unknown>;
+  /** The step's calls failed or were refused, none answered, for this long: the circuit opens. */
+  readonly afterMs: number;
+  /** The circuit stays open this long, then lets one call through to probe the step. */
+  readonly halfOpenAfterMs: number;
+}
+
+export type ProcessorNode =
+  FilterNode | MapValuesNode | KeyedSerialNode | RouteNode | AgentStepNode | ParkNode | ShadowNode | FallbackNode | ApplyOnceNode | SinkNode | RespondNode;
 export type GraphNode = SourceNode | ProcessorNode;

@@ -19,7 +19,7 @@ export class Topology {
   readonly applyOnce: ApplyOnceNode | undefined;
   /** Where responses and status updates go, when the chain declares `.respond()`. */
   readonly respond: RespondNode | undefined;
-  /** Every topic the topology writes: sinks, then the parking and dead-letter topics, then the response and status topics. */
+  /** Every topic the topology writes: sinks, then the parking and dead-letter topics, then the response and status topics, then the shadow topics. */
   readonly outputTopics: readonly string[];
 
   /** @internal */
@@ -37,7 +37,8 @@ export class Topology {
     const sinks = processors.flatMap((n) => (n.kind === 'sink' ? [n.topic] : []));
     const parks = processors.flatMap((n) => (n.kind === 'park' ? [n.topic] : []));
     const jobs = this.respond ? [this.respond.topic, this.respond.statusTopic] : [];
-    this.outputTopics = [...new Set([...sinks, ...parks, source.deadLetterTopic, ...jobs])];
+    const shadows = processors.flatMap((n) => (n.kind === 'shadow' ? [n.topic] : []));
+    this.outputTopics = [...new Set([...sinks, ...parks, source.deadLetterTopic, ...jobs, ...shadows])];
   }
 
   /** The park right after an agent step: its attempts, delay, disposition and parking topic. */

@@ -12,7 +12,8 @@ export function withUserObserver(user: EngineObserver | undefined, own: EngineOb
 
 /**
  * Logs outcomes (debug; PARKED, DEAD_LETTERED and SKIPPED at warn), commits (debug), the finished
- * offsets a commit's metadata listed at assignment (info; metadata ignored: warn) and fatal errors.
+ * offsets a commit's metadata listed at assignment (info; metadata ignored: warn), a fallback's
+ * circuit changes (an opening at warn), shadow disagreements with their key (info) and fatal errors.
  */
 export function loggingObserver(logger: Logger, onFatal: (error: Error) => void, rateLimits: RateLimitWatch): EngineObserver {
   return {
@@ -22,6 +23,13 @@ export function loggingObserver(logger: Logger, onFatal: (error: Error) => void,
     },
     modelCallEnded(call) {
       rateLimits.warnings.callEnded(call);
+    },
+    circuit(change) {
+      if (change.state === 'open') logger.warn(change, `fallback '${change.fallback}' decides for agentStep '${change.step}': its circuit opened`);
+      else logger.info(change, `fallback circuit of agentStep '${change.step}' ${change.state}`);
+    },
+    shadowDisagreed(disagreement) {
+      logger.info(disagreement, `shadow disagreed on key ${JSON.stringify(disagreement.key)}`);
     },
     committed(commit) {
       logger.debug(commit, 'committed');

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
+import type { CircuitState } from '../engine/circuitBreaker.js';
 import type { EngineStatus } from '../engine/engineStatus.js';
 import { Outcome, type EngineObserver } from '../engine/outcomes.js';
 
@@ -14,6 +15,8 @@ export interface PrometheusExporterOptions {
 export const MODEL_CALL_BUCKETS_SECONDS: readonly number[] = [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120];
 
 type Labels = Record<string, string | number>;
+
+const circuitStates: readonly CircuitState[] = ['closed', 'open', 'half-open'];
 
 /**
  * Turns what an engine reports into Prometheus metrics (docs/metrics.md lists them): counters and
@@ -45,6 +48,9 @@ export class PrometheusExporter {
   private readonly highWatermark: Gauge;
   private readonly budgetCalls: Gauge;
   private readonly budgetWindow: Gauge;
+  private readonly decisions: Counter;
+  private readonly shadowDisagreements: Counter;
+  private readonly circuitState: Gauge;
   /** The highest offset received of each partition: a record at or below it is a redelivery. */
   private readonly highestReceived = new Map<string, number>();
   /** The series of each gauge this exporter set at its last update, to remove those gone since. */
@@ -102,6 +108,21 @@ export class PrometheusExporter {
       'step',
       'source',
     ]);
+    this.decisions = counter(
+      'orderly_decisions_total',
+      'Decisions of the agent steps taken by the events that went through them, by step and by who made them: agent, rule (a route, or the handler a shadow applies), fallback, person.',
+      ['step', 'by'],
+    );
+    this.shadowDisagreements = counter(
+      'orderly_shadow_disagreements_total',
+      "Events whose shadowed agent step decided otherwise than the handler whose decision was applied (a crash's re-run counts again).",
+      ['step'],
+    );
+    this.circuitState = gauge(
+      'orderly_circuit_state',
+      "A fallback's circuit for its agent step: 1 for the state it is in (closed, open, half-open), 0 for the others.",
+      ['step', 'state'],
+    );
     // Every outcome shows, at 0 until it happens, so that rate() and absent() work from the first scrape.
     for (const outcome of Object.values(Outcome)) this.events.inc({ ...this.labels, outcome }, 0);
   }
@@ -110,7 +131,14 @@ export class PrometheusExporter {
   observer(): EngineObserver {
     const labels = this.labels;
     return {
-      outcome: (event) => this.events.inc({ ...labels, outcome: event.outcome }),
+      outcome: (event) => {
+        this.events.inc({ ...labels, outcome: event.outcome });
+        for (const [step, by] of Object.entries(event.decidedBy ?? {})) this.decisions.inc({ ...labels, step, by });
+      },
+      shadowDisagreed: (disagreement) => this.shadowDisagreements.inc({ ...labels, step: disagreement.step }),
+      circuit: (change) => {
+        for (const state of circuitStates) this.circuitState.set({ ...labels, step: change.step, state }, state === change.state ? 1 : 0);
+      },
       received: (record) => {
         const series = { ...labels, topic: record.topic, partition: record.partition };
         this.received.inc(series);

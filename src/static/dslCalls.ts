@@ -46,6 +46,20 @@ const operatorShapes: Readonly<Record<string, Signature>> = {
     ['decide', 'function'],
     ['options', { schema: 'schema', limit: { calls: 'number', tokens: 'number', windowMs: 'number', expectedTokens: 'number' }, timeoutMs: 'number' }],
   ],
+  route: [
+    ['name', 'string'],
+    ['rule', 'function'],
+  ],
+  shadow: [
+    ['name', 'string'],
+    ['handler', 'function'],
+    ['options', { agrees: 'function', topic: 'string' }],
+  ],
+  fallback: [
+    ['name', 'string'],
+    ['handler', 'function'],
+    ['options', { afterMs: 'number', halfOpenAfterMs: 'number' }],
+  ],
   park: [['options', { name: 'string', attempts: 'number', retryDelayMs: 'number', retryJitter: 'fraction', topic: 'string', onExhausted: 'string' }]],
   applyOnce: [
     ['effect', 'effect'],

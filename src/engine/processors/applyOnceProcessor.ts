@@ -65,14 +65,22 @@ function effectFailed(node: ApplyOnceNode, error: unknown, signal: AbortSignal):
 
 /** Calls the effect once; with a timeout, a call that passes it rejects (its late result is dropped) and counts as a failed attempt. */
 function callEffect(ctx: EngineContext, node: ApplyOnceNode, unit: EventInFlight, table: StagedTable): unknown {
-  const { event, signal, decisions } = unit;
+  const { event, signal, decisions, decidedBy } = unit;
   const timeoutMs = node.effect.timeoutMs;
   if (timeoutMs === undefined)
-    return node.effect.apply(unit.value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table, decisions, signal });
+    return node.effect.apply(unit.value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table, decisions, decidedBy, signal });
   const call = timedCall(ctx.clock, signal, timeoutMs, `applyOnce '${node.name}'`);
   let applied: unknown;
   try {
-    applied = node.effect.apply(unit.value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table, decisions, signal: call.signal });
+    applied = node.effect.apply(unit.value, {
+      key: event.key,
+      effectId: event.effectId,
+      record: metaOf(event),
+      state: table,
+      decisions,
+      decidedBy,
+      signal: call.signal,
+    });
   } catch (error) {
     call.end();
     throw error;

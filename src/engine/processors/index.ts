@@ -2,10 +2,13 @@ import type { ParkNode, ProcessorNode } from '../../graph/nodes.js';
 import type { EngineContext } from '../engineContext.js';
 import { agentStepProcessor } from './agentStepProcessor.js';
 import { applyOnceProcessor } from './applyOnceProcessor.js';
+import { fallbackProcessor } from './fallbackProcessor.js';
 import { filterProcessor } from './filterProcessor.js';
 import { mapValuesProcessor } from './mapValuesProcessor.js';
-import type { Parking, Processor, ProcessorFactory } from './processor.js';
+import type { Parking, Processor, ProcessorFactory, StepGuard, StepGuards } from './processor.js';
 import { respondProcessor } from './respondProcessor.js';
+import { routeProcessor } from './routeProcessor.js';
+import { shadowProcessor } from './shadowProcessor.js';
 import { shapingProcessor } from './shapingProcessor.js';
 import { sinkProcessor } from './sinkProcessor.js';
 
@@ -14,16 +17,32 @@ const factories: { readonly [K in ProcessorNode['kind']]: ProcessorFactory<Extra
   filter: filterProcessor,
   mapValues: mapValuesProcessor,
   keyedSerial: shapingProcessor,
+  route: routeProcessor,
   agentStep: agentStepProcessor,
   park: shapingProcessor,
+  shadow: shadowProcessor,
+  fallback: fallbackProcessor,
   applyOnce: applyOnceProcessor,
   sink: sinkProcessor,
   respond: respondProcessor,
 };
 
-/** The processors of a topology's nodes, in chain order, built once per engine. */
+/** The processors of a topology's nodes, in chain order, built for each partition of an engine. */
 export function buildProcessors(ctx: EngineContext, nodes: readonly ProcessorNode[]): Processor[] {
-  return nodes.map((node, index) => (factories[node.kind] as ProcessorFactory<ProcessorNode>)(node, ctx, parkingAt(nodes, index)));
+  const guards = stepGuards();
+  return nodes.map((node, index) => (factories[node.kind] as ProcessorFactory<ProcessorNode>)(node, ctx, parkingAt(nodes, index), guards));
+}
+
+/** The guards of one set of processors: an agent step's processor is built before its guard's, so it looks its guard up as events come. */
+function stepGuards(): StepGuards {
+  const byStep = new Map<string, StepGuard>();
+  return {
+    register(step, guard) {
+      if (byStep.has(step)) throw new Error(`agentStep '${step}' has two guards; the DSL allows one shadow or one fallback per step`);
+      byStep.set(step, guard);
+    },
+    of: (step) => byStep.get(step),
+  };
 }
 
 /**

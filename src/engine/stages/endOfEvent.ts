@@ -3,7 +3,7 @@ import type { StoreOp } from '../../ports/store.js';
 import type { EngineContext } from '../engineContext.js';
 import type { Landed } from '../eventEnd.js';
 import type { EngineEvent } from '../events.js';
-import { Outcome } from '../outcomes.js';
+import { Outcome, type OutcomeDetails } from '../outcomes.js';
 import { effectRecordOp } from './effectLookup.js';
 
 /**
@@ -18,16 +18,17 @@ export async function endEvent(
   ops: StoreOp[],
   outputs: OutRecord[],
   signal: AbortSignal,
+  details?: OutcomeDetails,
 ): Promise<Landed | undefined> {
   // The last moment to give up: past it the effect is recorded, so the event runs to its end.
   signal.throwIfAborted();
   if (outcome === Outcome.APPLIED) ops.push(effectRecordOp(ctx, event, outputs));
   const landed = await ctx.end.end(ops, outputs);
   if (!landed) {
-    ctx.report(outcome, event);
+    ctx.report(outcome, event, details);
     return undefined;
   }
-  return { durable: landed.durable.then(() => ctx.report(outcome, event)) };
+  return { durable: landed.durable.then(() => ctx.report(outcome, event, details)) };
 }
 
 /** The end of a replayed event, with its removal from its parked key (see EventEnd.endReplay). */
@@ -39,9 +40,10 @@ export async function endReplayed(
   outputs: OutRecord[],
   advance: () => readonly StoreOp[],
   signal: AbortSignal,
+  details?: OutcomeDetails,
 ): Promise<void> {
   signal.throwIfAborted();
   if (outcome === Outcome.APPLIED) ops.push(effectRecordOp(ctx, event, outputs));
   await ctx.end.endReplay(ops, outputs, advance);
-  ctx.report(outcome, event, { replayed: true });
+  ctx.report(outcome, event, { ...details, replayed: true });
 }

@@ -24,7 +24,7 @@ export async function exhausted(ctx: EngineContext, parked: ParkedKeys | undefin
   const details = last ? { error: last.error, attempt: last.attempt } : undefined;
   switch (park.onExhausted) {
     case 'park': {
-      const poison = poisonOf(ctx, event, stopped, unit.decisions);
+      const poison = poisonOf(ctx, event, stopped, unit);
       await ctx.end.atomically(async () => {
         await ctx.writer.write([...requireParking(ctx, parked).park(poison), ...attemptsDeletes(ctx, event)]);
         await ctx.log.produce([parkRecord(park.topic, poison), ...parkedResponse(ctx, poison)]);
@@ -64,7 +64,7 @@ export async function exhausted(ctx: EngineContext, parked: ParkedKeys | undefin
 
 /** A replayed event failed again: its key is parked again, with it at the head. */
 export async function repark(ctx: EngineContext, parked: ParkedKeys, lane: string, head: ParkedEvent, unit: EventInFlight, stopped: Parked): Promise<void> {
-  const poison = poisonOf(ctx, fromStoredEvent(head.event), stopped, unit.decisions);
+  const poison = poisonOf(ctx, fromStoredEvent(head.event), stopped, unit);
   // The record goes out first: the event's offset is committed, so a crash after the write would
   // lose it for good, while a crash before the write replays the event and parks it again.
   await ctx.end.atomically(async () => {
@@ -86,10 +86,10 @@ export function parkedResponse(ctx: EngineContext, parked: ParkedEvent): OutReco
   return ctx.jobs.response(parked.event, { state: 'parked', reason });
 }
 
-/** The parked form of an event, with the decisions made before the step that failed (a replay uses them). */
-function poisonOf(ctx: EngineContext, event: EngineEvent, stopped: Parked, decisions: Readonly<Record<string, unknown>>): ParkedEvent {
+/** The parked form of an event, with the decisions made before the step that failed and who made them (a replay uses them). */
+function poisonOf(ctx: EngineContext, event: EngineEvent, stopped: Parked, { decisions, decidedBy }: EventInFlight): ParkedEvent {
   const { step, attempts } = stopped;
-  const before = Object.keys(decisions).length > 0 ? { decisions } : {};
+  const before = Object.keys(decisions).length > 0 ? { decisions, decidedBy } : {};
   return { event: toStoredEvent(event), reason: 'POISON', step, attempts: attempts.count, errors: attempts.errors, parkedAtMs: ctx.clock.now(), ...before };
 }
 

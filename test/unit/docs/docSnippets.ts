@@ -37,7 +37,12 @@ export function writeSnippet(name: string, code: string): string {
 
 /** The type errors of one module, in strict mode, as messages. */
 export function typeProblems(file: string): string[] {
-  const program = ts.createProgram([file], {
+  return typeProblemsIn([file]);
+}
+
+/** The type errors of several modules, checked in one program (one load of the libraries and of orderly's source), as messages naming the module. */
+export function typeProblemsIn(files: readonly string[]): string[] {
+  const program = ts.createProgram([...files], {
     strict: true,
     noEmit: true,
     target: ts.ScriptTarget.ES2022,
@@ -46,11 +51,12 @@ export function typeProblems(file: string): string[] {
     skipLibCheck: true,
     types: ['node'],
   });
+  const named = files.length > 1;
   return ts
     .getPreEmitDiagnostics(program)
-    .filter((d) => d.file?.fileName === file)
+    .filter((d) => d.file !== undefined && files.includes(d.file.fileName))
     .map(
       (d) =>
-        `${d.file && d.start !== undefined ? `line ${d.file.getLineAndCharacterOfPosition(d.start).line + 1}: ` : ''}${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`,
+        `${named ? `${d.file!.fileName.split('/').pop()} ` : ''}${d.start !== undefined ? `line ${d.file!.getLineAndCharacterOfPosition(d.start).line + 1}: ` : ''}${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`,
     );
 }

@@ -382,3 +382,79 @@ describe('respond()', () => {
     expect(error.message).toMatch(/^respond 'b-respond': a topology has at most one respond/);
   });
 });
+
+describe('route, shadow and fallback', () => {
+  const keyed = () => stream<Dispute>('disputes').keyedSerial({ maxInFlight: 2 });
+  const stepped = () => keyed().agentStep('decide', decide, { schema: Decision }).park({ attempts: 3 });
+  const rule = (d: Dispute) => (d.amount < 10 ? { action: 'refund' as const } : undefined);
+  const handler = () => ({ action: 'reject' as const });
+
+  it('builds route, shadow and fallback chains, with the shadow topic among the outputs and every operator in describe()', () => {
+    const shadowed = keyed()
+      .route('small', rule)
+      .agentStep('decide', decide, { schema: Decision })
+      .park({ attempts: 3 })
+      .shadow('legacy', handler)
+      .applyOnce(effects)
+      .build();
+    expect(shadowed.nodes.map((n) => `${n.kind}:${n.name}`)).toEqual([
+      'source:disputes-source',
+      'keyedSerial:disputes-keyed-serial',
+      'route:small',
+      'agentStep:decide',
+      'park:decide-park',
+      'shadow:legacy',
+      'applyOnce:dispute-effects',
+    ]);
+    expect(shadowed.outputTopics).toEqual(['disputes.parked', 'disputes.dlq', 'disputes.shadow']);
+    expect(shadowed.describe()).toContain('Processor: legacy (stores: [], step: decide, topic: disputes.shadow)');
+    const guarded = stepped().fallback('rules', handler, { afterMs: 30_000 }).applyOnce(effects).build();
+    expect(guarded.describe()).toContain('Processor: rules (stores: [], step: decide, afterMs: 30000, halfOpenAfterMs: 30000)');
+  });
+
+  it('refuses a route with no agentStep right after it', () => {
+    const error = refusal(() =>
+      keyed()
+        .route('small', rule)
+        .filter(() => true)
+        .agentStep('decide', decide)
+        .park({ attempts: 3 })
+        .applyOnce(effects)
+        .build(),
+    );
+    expect(error.message).toBe(
+      "route 'small': it must come right before the agentStep it decides for, but is followed by filter 'filter-1'; put .route(name, rule) right before .agentStep(name, decide)",
+    );
+    expect(refusal(() => keyed().route('small', rule).build()).message).toMatch(/^route 'small': no agentStep follows it/);
+  });
+
+  it('refuses a shadow or a fallback with no agent step, or anywhere but right after its park', () => {
+    expect(refusal(() => keyed().shadow('legacy', handler as never)).message).toBe(
+      "shadow 'legacy': no agentStep before it, so there is no agent step it runs in shadow; put .shadow() right after .agentStep(name, decide).park({ attempts })",
+    );
+    expect(
+      refusal(() =>
+        stepped()
+          .applyOnce(effects)
+          .fallback('rules', handler as never, { afterMs: 1_000 }),
+      ).message,
+    ).toBe(
+      "fallback 'rules': it must come right after the park() of agentStep 'decide', but follows applyOnce 'dispute-effects'; put .fallback() right after .agentStep(...).park(...)",
+    );
+  });
+
+  it('refuses two fallbacks, or a shadow and a fallback, for one step', () => {
+    const twice = refusal(() => stepped().fallback('a', handler, { afterMs: 1_000 }).fallback('b', handler, { afterMs: 1_000 }));
+    expect(twice.message).toBe("fallback 'b': agentStep 'decide' already has fallback 'a'; remove one of the 2");
+    const both = refusal(() => stepped().shadow('legacy', handler).fallback('rules', handler, { afterMs: 1_000 }));
+    expect(both.message).toMatch(/^fallback 'rules': agentStep 'decide' already has shadow 'legacy', and a step runs either in shadow/);
+  });
+
+  it('refuses a fallback without afterMs, and a shadow topic that is the source', () => {
+    expect(refusal(() => stepped().fallback('rules', handler, {} as never)).message).toBe(
+      "fallback 'rules': afterMs must be a whole number of at least 1, got undefined",
+    );
+    const error = refusal(() => stepped().shadow('legacy', handler, { topic: 'disputes' }).applyOnce(effects).build());
+    expect(error.message).toMatch(/^shadow 'legacy': its shadow topic is the source topic 'disputes'/);
+  });
+});

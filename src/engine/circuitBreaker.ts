@@ -1,0 +1,114 @@
+import type { Clock, Timer } from '../ports/clock.js';
+
+/**
+ * A fallback's circuit: `closed` (the agent step decides), `open` (the fallback decides, no call
+ * is made), `half-open` (one call probes the step; the fallback decides the rest).
+ */
+export type CircuitState = 'closed' | 'open' | 'half-open';
+
+/** What a new event may do at the step: call it, call it as the half-open circuit's probe, or go to the fallback. */
+export type CircuitPermit = 'call' | 'probe' | 'fallback';
+
+/** The reason the step's calls and waits are aborted with when the circuit opens. */
+export class CircuitOpenError extends Error {
+  constructor(readonly step: string) {
+    super(`agentStep '${step}': its fallback's circuit opened; the fallback decides`);
+    this.name = 'CircuitOpenError';
+  }
+}
+
+/**
+ * The circuit of one agent step in one engine, shared by its partitions. It opens when the step's
+ * attempts have failed or been refused, none answered, for `afterMs`; it half-opens
+ * `halfOpenAfterMs` later, when one call probes the step: an answer closes it, a failure or a 429
+ * opens it again. Both moves run on timers of the clock port, so the driver runs them on virtual
+ * time, each at its moment (a virtual run goes on until the circuit is half-open). `opened` is aborted when the circuit opens: the
+ * calls and waits of the events at the step end then, and the fallback decides them.
+ */
+export class CircuitBreaker {
+  private current: CircuitState = 'closed';
+  /** When the current run of failures and refusals began; undefined while the step answers. */
+  private failingSinceMs: number | undefined;
+  private timer: Timer | undefined;
+  private period = new AbortController();
+  private probing = false;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly step: string,
+    private readonly afterMs: number,
+    private readonly halfOpenAfterMs: number,
+    private readonly changed: (state: CircuitState, atMs: number) => void,
+  ) {
+    changed('closed', clock.now());
+  }
+
+  get state(): CircuitState {
+    return this.current;
+  }
+
+  /** Aborted (with a {@link CircuitOpenError}) when the circuit opens. */
+  get opened(): AbortSignal {
+    return this.period.signal;
+  }
+
+  /** What the next event at the step may do; a `probe` must end with {@link saw} or {@link released}. */
+  permit(): CircuitPermit {
+    if (this.current === 'closed') return 'call';
+    if (this.current === 'open' || this.probing) return 'fallback';
+    this.probing = true;
+    return 'probe';
+  }
+
+  /** A call of the step ended: answered (`ok`), or failed (threw, timed out) or refused (a 429). */
+  saw(ok: boolean): void {
+    if (this.current === 'half-open') {
+      if (!this.probing) return;
+      this.probing = false;
+      if (ok) this.close();
+      else this.open();
+      return;
+    }
+    if (this.current !== 'closed') return;
+    if (ok) {
+      this.failingSinceMs = undefined;
+      this.cancelTimer();
+      return;
+    }
+    if (this.failingSinceMs !== undefined) return;
+    this.failingSinceMs = this.clock.now();
+    this.timer = this.clock.setTimer(this.afterMs, () => this.open());
+  }
+
+  /** The event that had `permit` is done with the step: a probe that gave no verdict leaves the probe to the next event. */
+  released(permit: CircuitPermit): void {
+    if (permit === 'probe' && this.current === 'half-open') this.probing = false;
+  }
+
+  private open(): void {
+    this.cancelTimer();
+    this.current = 'open';
+    this.failingSinceMs = undefined;
+    this.probing = false;
+    this.period.abort(new CircuitOpenError(this.step));
+    this.changed('open', this.clock.now());
+    this.timer = this.clock.setTimer(this.halfOpenAfterMs, () => this.halfOpen());
+  }
+
+  private halfOpen(): void {
+    this.timer = undefined;
+    this.current = 'half-open';
+    this.period = new AbortController();
+    this.changed('half-open', this.clock.now());
+  }
+
+  private close(): void {
+    this.current = 'closed';
+    this.changed('closed', this.clock.now());
+  }
+
+  private cancelTimer(): void {
+    this.timer?.cancel();
+    this.timer = undefined;
+  }
+}

@@ -1,0 +1,73 @@
+import type { FallbackNode } from '../../graph/nodes.js';
+import { isThenable, type Try } from '../attemptLoop.js';
+import { CircuitBreaker, CircuitOpenError, type CircuitPermit } from '../circuitBreaker.js';
+import { eitherSignal } from '../eitherSignal.js';
+import type { EngineContext } from '../engineContext.js';
+import type { EventInFlight, GuardedStep, Processed, Processor, ProcessorFactory } from './processor.js';
+import { callRule, type Ruled } from './ruleCall.js';
+
+const NOTHING: Processor = { process: () => undefined };
+
+/** The step is up when a call answers, even with a decision its schema refuses (that is one event's poison, not an outage). */
+const answered = (attempt: Try<unknown>): boolean => attempt.kind === 'done' || (attempt.kind === 'failed' && attempt.answered === true);
+
+/**
+ * Guards the agent step before it with a circuit (one per step and engine, shared by its
+ * partitions): while the circuit is closed the step decides as it would alone, and its attempts
+ * tell the circuit how the step fares (a call that threw, timed out or was refused fails; one that
+ * answered, even with a decision its schema refuses, does not); while it is open, or half-open with its probe out, the
+ * handler decides, marked `fallback`, and no call is made. The circuit opening aborts the calls
+ * and waits of the events at the step, which the handler then decides. An event whose attempts
+ * ran out while the circuit was closed is parked (a poison event is not an outage). At its own
+ * place in the chain the event has its decision already.
+ */
+export const fallbackProcessor: ProcessorFactory<FallbackNode> = (node, ctx, parking, guards) => {
+  // The DSL puts a fallback right after its step's park.
+  const step = ctx.topology.agentSteps.find((s) => s.name === node.step)!;
+  const breaker = breakerOf(ctx, node);
+  const byHandler = (guarded: GuardedStep, unit: EventInFlight): Processed | Promise<Processed> => {
+    const taken = (ruled: Ruled): Processed =>
+      ruled.kind === 'decided' ? guarded.take(unit, ruled.value, 'fallback') : ruled.kind === 'undecided' ? undefined : ruled;
+    const ruled = callRule(ctx, node, step, parking, unit, unit.value);
+    return isThenable(ruled) ? ruled.then(taken) : taken(ruled);
+  };
+  const byStep = async (guarded: GuardedStep, unit: EventInFlight, permit: CircuitPermit): Promise<Processed> => {
+    const either = eitherSignal(unit.signal, breaker.opened);
+    let tried;
+    try {
+      tried = await guarded.attempts({ ...unit, signal: either.signal }, (attempt) => breaker.saw(answered(attempt)));
+    } catch (error) {
+      if (unit.signal.aborted || !(error instanceof CircuitOpenError)) throw error;
+      return byHandler(guarded, unit);
+    } finally {
+      either.end();
+      // A probe that made no attempt (its event given up, or its attempts already spent) leaves the probe to the next event.
+      breaker.released(permit);
+    }
+    if (tried.ok) return guarded.take(unit, tried.value, 'agent');
+    if (breaker.state !== 'closed') return byHandler(guarded, unit);
+    return guarded.exhausted(tried.attempts);
+  };
+  guards.register(node.step, {
+    decide(guarded, unit) {
+      const permit = breaker.permit();
+      return permit === 'fallback' ? byHandler(guarded, unit) : byStep(guarded, unit, permit);
+    },
+  });
+  return NOTHING;
+};
+
+/** The circuits of each engine, by step: the partitions of one engine share their step's circuit; a new engine (a restart) starts closed. */
+const circuits = new WeakMap<EngineContext, Map<string, CircuitBreaker>>();
+
+function breakerOf(ctx: EngineContext, node: FallbackNode): CircuitBreaker {
+  let mine = circuits.get(ctx);
+  if (!mine) circuits.set(ctx, (mine = new Map()));
+  let breaker = mine.get(node.step);
+  if (!breaker) {
+    const changed = (state: CircuitBreaker['state'], atMs: number) => ctx.observer.circuit?.({ step: node.step, fallback: node.name, state, atMs });
+    breaker = new CircuitBreaker(ctx.clock, node.step, node.afterMs, node.halfOpenAfterMs, changed);
+    mine.set(node.step, breaker);
+  }
+  return breaker;
+}

@@ -1,0 +1,143 @@
+// .fallback(name, handler, { afterMs }): while the agent step's calls fail or are refused, with
+// none answered, for afterMs, its circuit opens and the handler decides; it half-opens on the
+// clock port's schedule, one call probes the step, and an answer closes it. All on virtual time.
+import { afterEach, describe, expect, it } from 'vitest';
+import { effect, type EffectContext } from '../../src/dsl/effect.js';
+import { RateLimited } from '../../src/dsl/rateLimited.js';
+import { stream } from '../../src/dsl/stream.js';
+import type { DecideContext, DecidedBy } from '../../src/graph/nodes.js';
+import { PrometheusExporter } from '../../src/metrics/prometheusExporter.js';
+import { TopologyTestDriver } from '../../testkit/driver.js';
+import { Decision, outcomesAt, readParked, type Ev } from './helpers.js';
+
+let driver: TopologyTestDriver | undefined;
+afterEach(async () => {
+  await driver?.close();
+  driver = undefined;
+});
+
+interface Applied {
+  readonly id: string;
+  readonly action: string;
+  readonly decidedBy: Readonly<Record<string, DecidedBy>>;
+}
+
+interface Model {
+  /** Virtual ms until which the model is down. */
+  readonly downUntilMs: number;
+  /** How it is down: a 429 with Retry-After 500 ms, or a throw (a failed attempt). */
+  readonly down: 'refuses' | 'fails';
+}
+
+/** The model answers `refund` after 100 ms, or is down; the fallback rejects. */
+function topology(model: Model, attempts = 3) {
+  const calls: string[] = [];
+  const decide = (e: Ev, ctx: DecideContext) => {
+    const atMs = ctx.clock.now();
+    calls.push(`${e.id}@${atMs}`);
+    if (e.bad) return { action: 'maybe' };
+    if (atMs < model.downUntilMs) {
+      if (model.down === 'refuses') throw new RateLimited(500);
+      throw new Error('the provider answered 503');
+    }
+    return { action: 'refund' };
+  };
+  const built = stream<Ev>('events')
+    .keyedSerial({ maxInFlight: 2 })
+    .agentStep('decide', decide, { schema: Decision })
+    .park({ attempts, retryDelayMs: 1_000 })
+    .fallback('rules', (): Decision => ({ action: 'reject' }), { afterMs: 2_000, halfOpenAfterMs: 3_000 })
+    .applyOnce(
+      effect('fx', (v: { event: Ev; decision: Decision }, ctx: EffectContext): Applied => ({
+        id: v.event.id,
+        action: v.decision.action,
+        decidedBy: ctx.decidedBy,
+      })),
+    )
+    .to('out')
+    .build();
+  return { built, calls };
+}
+
+describe('fallback', () => {
+  it('opens after afterMs of refusals, decides the waiting and the new events, half-opens, probes, opens again, and closes on an answer', async () => {
+    const { built, calls } = topology({ downUntilMs: 6_000, down: 'refuses' });
+    const circuit: string[] = [];
+    const exporter = new PrometheusExporter();
+    const metrics = exporter.observer();
+    driver = new TopologyTestDriver(built, { observer: { ...metrics, circuit: (c) => (circuit.push(`${c.state}@${c.atMs}`), metrics.circuit?.(c)) } });
+    const input = driver.createInputTopic<Ev>('events');
+    input.pipeInput('a', { id: 'a1' }, { partition: 0 });
+    input.pipeInput('b', { id: 'b1' }, { partition: 0 });
+    await driver.advanceWallClockTime(2_500);
+    input.pipeInput('c', { id: 'c1' }, { partition: 0 }); // open: no call
+    await driver.advanceWallClockTime(3_000); // 5,500: half-open since 5,000
+    input.pipeInput('d', { id: 'd1' }, { partition: 0 }); // the probe, refused: open again
+    await driver.advanceWallClockTime(3_500); // 9,000: half-open since 8,500
+    input.pipeInput('e', { id: 'e1' }, { partition: 0 }); // the probe, answered: closed
+    await driver.runUntilIdle();
+    input.pipeInput('f', { id: 'f1' }, { partition: 0 });
+    await driver.runUntilIdle();
+
+    expect(circuit).toEqual(['closed@0', 'open@2000', 'half-open@5000', 'open@5500', 'half-open@8500', 'closed@9000']);
+    // a1 and b1 were refused at 0, 500, 1,000, 1,500 (each Retry-After 500 ms), then the circuit opened.
+    expect(calls.filter((c) => c.startsWith('a1') || c.startsWith('b1')).every((c) => Number(c.split('@')[1]) < 2_000)).toBe(true);
+    // f1 waits for the rate gate, which learned a budget from the 429s: the circuit has no say in that.
+    expect(calls.filter((c) => !c.startsWith('a1') && !c.startsWith('b1')).map((c) => c.split('@')[0])).toEqual(['d1', 'e1', 'f1']);
+    expect(calls.filter((c) => c.startsWith('d1') || c.startsWith('e1'))).toEqual(['d1@5500', 'e1@9000']);
+    expect(driver.createOutputTopic<Applied>('out').readValuesToList()).toEqual([
+      { id: 'a1', action: 'reject', decidedBy: { decide: 'fallback' } },
+      { id: 'b1', action: 'reject', decidedBy: { decide: 'fallback' } },
+      { id: 'c1', action: 'reject', decidedBy: { decide: 'fallback' } },
+      { id: 'd1', action: 'reject', decidedBy: { decide: 'fallback' } },
+      { id: 'e1', action: 'refund', decidedBy: { decide: 'agent' } },
+      { id: 'f1', action: 'refund', decidedBy: { decide: 'agent' } },
+    ]);
+    expect(
+      driver
+        .history()
+        .filter((h) => h.outcome === 'APPLIED')
+        .map((h) => [h.offset, h.atMs]),
+    ).toEqual([
+      [0, 2_000],
+      [1, 2_000],
+      [2, 2_500],
+      [3, 5_500],
+      [4, 9_000],
+      [5, 10_000],
+    ]);
+    const text = await exporter.metrics();
+    expect(text).toContain('orderly_circuit_state{step="decide",state="closed"} 1');
+    expect(text).toContain('orderly_circuit_state{step="decide",state="open"} 0');
+    expect(text).toContain('orderly_decisions_total{step="decide",by="fallback"} 4');
+    expect(text).toContain('orderly_decisions_total{step="decide",by="agent"} 2');
+  });
+
+  it('opens on failed attempts too: an event waiting out its retry delay goes to the handler', async () => {
+    const { built } = topology({ downUntilMs: 60_000, down: 'fails' }, 5);
+    driver = new TopologyTestDriver(built);
+    driver.createInputTopic<Ev>('events').pipeInput('a', { id: 'a1' }, { partition: 0 });
+    await driver.runUntilIdle();
+
+    expect(driver.history().map((h) => [h.outcome, h.atMs, h.attempt])).toEqual([
+      ['RETRY', 0, 1],
+      ['RETRY', 1_000, 2],
+      ['APPLIED', 2_000, undefined],
+    ]);
+    expect(driver.createOutputTopic<Applied>('out').readValuesToList()).toEqual([{ id: 'a1', action: 'reject', decidedBy: { decide: 'fallback' } }]);
+  });
+
+  it('parks an event whose attempts run out while the circuit is closed: a poison event is not an outage', async () => {
+    const { built, calls } = topology({ downUntilMs: 0, down: 'fails' }, 2);
+    driver = new TopologyTestDriver(built);
+    const input = driver.createInputTopic<Ev>('events');
+    input.pipeInput('a', { id: 'a1', bad: true }, { partition: 0 });
+    input.pipeInput('b', { id: 'b1' }, { partition: 0 });
+    await driver.runUntilIdle();
+
+    expect(outcomesAt(driver, 0, 0)).toEqual(['RETRY', 'PARKED']);
+    expect(readParked(driver).map((p) => p.body.step)).toEqual(['decide']);
+    expect(calls).toEqual(['a1@0', 'b1@0', 'a1@1000']);
+    expect(driver.createOutputTopic<Applied>('out').readValuesToList()).toEqual([{ id: 'b1', action: 'refund', decidedBy: { decide: 'agent' } }]);
+  });
+});

@@ -1,0 +1,68 @@
+// The fallback's circuit on a virtual clock: when it opens, half-opens and closes, what each new
+// event may do meanwhile, and a probe that ends without a verdict.
+import { describe, expect, it } from 'vitest';
+import { CircuitBreaker, CircuitOpenError, type CircuitState } from '../../../src/engine/circuitBreaker.js';
+import { VirtualClock } from '../../../testkit/virtualClock.js';
+
+function setup() {
+  const clock = new VirtualClock();
+  const changes: string[] = [];
+  const breaker = new CircuitBreaker(clock.view('engine'), 'decide', 2_000, 3_000, (state: CircuitState, atMs) => changes.push(`${state}@${atMs}`));
+  const runTo = (ms: number) => {
+    while (clock.fireNext(ms));
+    clock.advanceTo(ms);
+  };
+  return { clock, breaker, changes, runTo };
+}
+
+describe('CircuitBreaker', () => {
+  it('opens once the failures have lasted afterMs with no answer, and an answer in between starts the count again', () => {
+    const { breaker, changes, runTo } = setup();
+    breaker.saw(false);
+    runTo(1_500);
+    breaker.saw(true);
+    runTo(3_000);
+    expect(breaker.state).toBe('closed');
+    breaker.saw(false);
+    runTo(4_999);
+    breaker.saw(false);
+    expect(breaker.state).toBe('closed');
+    const opened = breaker.opened;
+    runTo(5_000);
+    expect(breaker.state).toBe('open');
+    expect(opened.aborted).toBe(true);
+    expect(opened.reason).toBeInstanceOf(CircuitOpenError);
+    expect(changes).toEqual(['closed@0', 'open@5000']);
+    expect(breaker.permit()).toBe('fallback');
+  });
+
+  it('half-opens after halfOpenAfterMs with one probe; a failed probe opens it again, an answered one closes it', () => {
+    const { breaker, changes, runTo } = setup();
+    breaker.saw(false);
+    runTo(2_000);
+    runTo(5_000);
+    expect(breaker.state).toBe('half-open');
+    expect(breaker.opened.aborted).toBe(false);
+    expect([breaker.permit(), breaker.permit()]).toEqual(['probe', 'fallback']);
+    breaker.saw(false);
+    expect(breaker.state).toBe('open');
+    runTo(8_000);
+    expect(breaker.permit()).toBe('probe');
+    breaker.saw(true);
+    expect([breaker.state, breaker.permit()]).toEqual(['closed', 'call']);
+    expect(changes).toEqual(['closed@0', 'open@2000', 'half-open@5000', 'open@5000', 'half-open@8000', 'closed@8000']);
+  });
+
+  it('leaves the probe to the next event when the probing one ends without a verdict (given up, or its attempts already spent)', () => {
+    const { breaker, runTo } = setup();
+    breaker.saw(false);
+    runTo(5_000);
+    const permit = breaker.permit();
+    expect(permit).toBe('probe');
+    breaker.released(permit);
+    expect(breaker.permit()).toBe('probe');
+    // A released event that was not the probe changes nothing.
+    breaker.released('fallback');
+    expect(breaker.permit()).toBe('fallback');
+  });
+});
