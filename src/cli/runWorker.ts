@@ -73,6 +73,8 @@ export async function runWorker(module: string, options: RunOptions, program: Co
     await worker.done;
   } catch (error) {
     logger.error({ err: error }, 'orderly run: stopped by a fatal error');
+    // On stderr too, as a failed start is: stdout (the JSON log) is often a file nobody is watching.
+    process.stderr.write(`orderly run: stopped by a fatal error: ${(error as Error).message}\n`);
     process.exitCode = 1;
   } finally {
     process.off('SIGINT', onSignal);

@@ -120,10 +120,27 @@ export class Worker {
     return code;
   }
 
+  /** Waits for the worker to exit by itself (no signal sent), and returns its exit code; throws after `timeoutMs`. */
+  async exit(timeoutMs: number): Promise<number | null> {
+    const timer = new AbortController();
+    try {
+      const code = await Promise.race([this.exited, sleep(timeoutMs, 'timeout' as const, { signal: timer.signal })]);
+      if (code === 'timeout') throw new Error(`worker did not exit within ${timeoutMs} ms\n${this.tail()}`);
+      return code;
+    } finally {
+      timer.abort();
+    }
+  }
+
   /** kill -9: no cleanup at all, as a crash. */
   async kill(): Promise<void> {
     if (this.running) this.child.kill('SIGKILL');
     await this.exited;
+  }
+
+  /** What the worker wrote on stderr so far. */
+  get errors(): string {
+    return this.stderr;
   }
 
   /** The last log lines and stderr, for failure messages. */
