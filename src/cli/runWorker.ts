@@ -17,6 +17,7 @@ export interface RunOptions {
   sessionTimeoutMs?: number;
   instanceId?: string;
   commitEveryMs?: number;
+  commitMetadataMaxBytes?: number;
   maxBuffered?: number;
   stopGraceMs?: number;
   rateLimitWarnMs?: number;
@@ -99,6 +100,7 @@ async function startWorker(
     logger,
     ...(options.commitEveryMs ? { commit: { everyMs: options.commitEveryMs } } : {}),
     ...(options.maxBuffered ? { maxBufferedPerPartition: options.maxBuffered } : {}),
+    ...(options.commitMetadataMaxBytes !== undefined ? { commitMetadataMaxBytes: options.commitMetadataMaxBytes } : {}),
     ...(options.rateLimitWarnMs ? { rateLimitWarnings: { afterMs: options.rateLimitWarnMs, everyMs: options.rateLimitWarnMs } } : {}),
     ...(options.exactlyOnce
       ? {
