@@ -16,8 +16,9 @@ export default defineConfig({
         },
       },
       {
-        // Against a real broker that the global set-up starts (port 19092) and stops. Runs after
-        // the unit project, one file at a time: each file runs worker processes beside the broker.
+        // Against a real broker that the global set-up starts (port 19092) and stops. One file at a
+        // time: each file runs worker processes beside the broker. After the unit project in one
+        // `vitest run`; scripts/test.sh runs it in a vitest of its own, beside the others.
         extends: true,
         test: {
           name: 'kafka',
@@ -32,7 +33,8 @@ export default defineConfig({
       },
       {
         // The packed package installed in an empty folder: the install builds the native Kafka
-        // client from source (minutes on a busy machine). Runs last, alone.
+        // client from source (minutes on a busy machine). Runs last (scripts/test.sh: after the
+        // unit project, beside the kafka project, at a lower priority).
         extends: true,
         test: {
           name: 'package',

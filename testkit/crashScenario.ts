@@ -75,6 +75,7 @@ export interface ScenarioRun {
 /**
  * Faults that break orderly on purpose, for canary tests that prove the invariants catch each:
  * - `commitAheadBy`: the log commits past what it was asked (see DriverOptions.faults);
+ * - `metadataListsUnfinished`: each commit's metadata lists an unfinished offset as finished (see DriverOptions.faults);
  * - `splitEffectBatch`: an effect's state writes and its record land in two batches (see DriverOptions.faults);
  * - `ignoreRetryAfter`: the engine hears every 429 with a Retry-After of 0, as a gate that reopens at once would;
  * - `durableAtLanding` (staged, exactly-once): an event finishes before its staged write is durable (see DriverOptions.faults);
@@ -87,6 +88,7 @@ export interface ScenarioRun {
  */
 export interface ScenarioFaults {
   readonly commitAheadBy?: number;
+  readonly metadataListsUnfinished?: boolean;
   readonly splitEffectBatch?: 'state-first' | 'record-first';
   readonly ignoreRetryAfter?: boolean;
   readonly durableAtLanding?: boolean;
@@ -148,6 +150,7 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
     .build();
   const faults = {
     ...(options.commitAheadBy ? { commitAheadBy: options.commitAheadBy } : {}),
+    ...(options.metadataListsUnfinished ? { metadataListsUnfinished: true } : {}),
     ...(options.splitEffectBatch ? { splitEffectBatch: options.splitEffectBatch } : {}),
     ...(options.durableAtLanding ? { durableAtLanding: true } : {}),
     ...(options.offsetsOutsideTransaction ? { offsetsOutsideTransaction: true } : {}),

@@ -47,6 +47,8 @@ export interface DriverOptions {
   maxPollRecords?: number;
   /** @defaultValue 1000 */
   maxBufferedPerPartition?: number;
+  /** The engine's `commitMetadataMaxBytes` (the log's own limit, as a broker's default, is 4096 with the client's NUL byte). @defaultValue 4095 */
+  commitMetadataMaxBytes?: number;
   /**
    * Which capabilities the ports have, as on Kafka: `plain` (a store batch is durable once
    * written), `staged` (the store stages its batches: a batch lands at once, and becomes durable
@@ -67,7 +69,9 @@ export interface DriverOptions {
    * `durableAtLanding` (staged): a batch says it is durable as soon as it has landed, so an event
    * finishes (and is committed) before its write is. `offsetsOutsideTransaction` (exactly-once):
    * offsets are committed outside the transaction. `dropWrite`: the store leaves out the writes it
-   * matches, as an engine that skipped them would.
+   * matches, as an engine that skipped them would. `metadataListsUnfinished`: each commit's
+   * metadata lists one more offset as finished, an unfinished one polled above the committed
+   * offset, as an engine that listed what it had not finished would (a restart skips it).
    */
   faults?: DriverFaults;
   /** Hears every engine instance's outcomes, model calls and commits too (a metrics exporter, say). */
@@ -82,6 +86,8 @@ export const driverModes: readonly DriverMode[] = ['plain', 'staged', 'exactlyOn
 export interface DriverFaults extends StoreFaults {
   readonly commitAheadBy?: number;
   readonly refuseCommits?: number;
+  /** Each commit's metadata lists one unfinished offset as finished, which a restart would skip (see {@link DriverOptions.faults}). */
+  readonly metadataListsUnfinished?: boolean;
   /** Exactly-once: a commit sends the offsets to the group at once, outside the transaction that holds the records and state writes. */
   readonly offsetsOutsideTransaction?: boolean;
   /** Exactly-once: an instance fenced out of its group (see {@link TopologyTestDriver.fence}) keeps a producer that commits its transactions. */
@@ -493,10 +499,10 @@ export class TopologyTestDriver {
     return this.observations.discarded;
   }
 
-  /** The group's committed offset of each partition of the source topic. */
+  /** The group's committed offset of each partition of the source topic, with its metadata when it has some (the finished offsets above it). */
   committed(): CommitOffset[] {
     const topic = this.topology.source.topic;
-    return this.log.partitions(topic).map((_, partition) => ({ topic, partition, offset: this.log.committed({ topic, partition }) }));
+    return this.log.partitions(topic).map((_, partition) => this.log.committedWithMetadata({ topic, partition }));
   }
 
   /**
@@ -612,6 +618,7 @@ export class TopologyTestDriver {
       {
         ...(transaction ? { transaction, clock } : {}),
         ...(faults.commitAheadBy ? { commitAheadBy: faults.commitAheadBy } : {}),
+        ...(faults.metadataListsUnfinished ? { metadataListsUnfinished: true } : {}),
         refuseCommits: this.refuseCommits(),
         ...(faults.offsetsOutsideTransaction ? { offsetsOutsideTransaction: true } : {}),
         ...(faults.unfencedProducer ? { unfencedProducer: true } : {}),
@@ -642,6 +649,7 @@ export class TopologyTestDriver {
       ),
       ...(this.options.commit ? { commit: this.options.commit } : {}),
       ...(this.options.maxBufferedPerPartition ? { maxBufferedPerPartition: this.options.maxBufferedPerPartition } : {}),
+      ...(this.options.commitMetadataMaxBytes !== undefined ? { commitMetadataMaxBytes: this.options.commitMetadataMaxBytes } : {}),
     });
     this.instance = { id, engine, consumer, alive: true };
     engine.start().catch((error: Error) => this.failed(id, error));
@@ -689,13 +697,10 @@ export class TopologyTestDriver {
     }
     if (request.kind === 'commit') {
       // Check what the log holds now, not what was asked: a faulty log may have committed more.
-      const commits = request.offsets.map((tp, i) => ({
-        topic: tp.topic,
-        partition: tp.partition,
-        asked: tp.offset,
-        from: before[i]!,
-        to: this.log.committed(tp),
-      }));
+      const commits = request.offsets.map((tp, i) => {
+        const { offset: to, metadata } = this.log.committedWithMetadata(tp);
+        return { topic: tp.topic, partition: tp.partition, asked: tp.offset, from: before[i]!, to, ...(metadata ? { metadata } : {}) };
+      });
       this.observations.committed(commits, instance, outcome.ok, this.clock.now());
     }
     if (phase === 'after') return this.crashNow();

@@ -7,6 +7,7 @@ import type { StoreOp } from '../src/ports/store.js';
 import type { Resolution } from '../src/engine/parkedKeys.js';
 import { stateKeys } from '../src/state/stateKeys.js';
 import { laneOf } from '../src/engine/events.js';
+import { readOffsetMetadata } from '../src/engine/offsetMetadata.js';
 
 /** An effect as the store received it. */
 export interface AppliedEffect extends Omit<EffectRecord, 'outputs'> {
@@ -106,7 +107,9 @@ export interface DriverMetrics {
   readonly crashes: number;
   /** Exactly-once: resets of the owned partitions after an aborted transaction (partitions lost, or a write the transaction failed under). */
   readonly partitionResets: number;
-  /** Commits that passed an event with no finished outcome yet. */
+  /** Finished offsets the commit metadata listed when partitions were assigned (skipped when redelivered), summed over assignments. */
+  readonly finishedOffsetsResumed: number;
+  /** Commits that passed an event with no finished outcome yet, or listed one as finished in their metadata. */
   readonly commitsPastUnfinished: number;
   /** Calls of a step's attempt n > 1 made before attempt n - 1 was recorded (written and acknowledged): a crash would forget it. */
   readonly unrecordedAttempts: number;
@@ -170,6 +173,7 @@ export class DriverObservations {
     commitsPastUnfinished: 0,
     unrecordedAttempts: 0,
     stepsRunAgain: 0,
+    finishedOffsetsResumed: 0,
   };
   /** Instances fenced out of the group (see TopologyTestDriver.fence). */
   private readonly fenced = new Set<number>();
@@ -225,6 +229,9 @@ export class DriverObservations {
             `engine ${instance} called step '${call.step}' for ${call.effectId} at ${call.atMs} ms, after its effect was ${this.discarded.has(call.effectId) ? 'discarded' : 'recorded'}`,
           );
         }
+      },
+      resumed: (resume) => {
+        this.counts.finishedOffsetsResumed += resume.finishedAbove;
       },
       fatal: onFatal,
     };
@@ -331,8 +338,16 @@ export class DriverObservations {
     }
   }
 
-  /** A commit reached the log: every offset below it must have finished, and none goes back. */
-  committed(commits: ReadonlyArray<TopicPartition & { asked: number; from: number; to: number }>, instance: number, accepted: boolean, atMs: number): void {
+  /**
+   * A commit reached the log: every offset below it must have finished, and every offset its
+   * metadata lists as finished above it too (a restart skips them); none goes back.
+   */
+  committed(
+    commits: ReadonlyArray<TopicPartition & { asked: number; from: number; to: number; metadata?: string }>,
+    instance: number,
+    accepted: boolean,
+    atMs: number,
+  ): void {
     for (const c of commits) {
       if (c.to !== c.from || c.asked < c.from)
         this.commits.push({ topic: c.topic, partition: c.partition, offset: c.to, asked: c.asked, from: c.from, instance, accepted, atMs, seq: this.seq++ });
@@ -351,6 +366,23 @@ export class DriverObservations {
           );
           break;
         }
+      }
+      if (c.metadata) this.checkListed(c.partition, c.to, c.metadata, atMs);
+    }
+  }
+
+  /** Every offset a commit's metadata lists as finished must have finished: a restart skips it. */
+  private checkListed(partition: number, committed: number, metadata: string, atMs: number): void {
+    const finished = this.partition(partition).finished;
+    for (const range of readOffsetMetadata(committed, metadata).ranges) {
+      for (let o = range.start; o < range.end; o++) {
+        if (finished.has(o)) continue;
+        this.counts.commitsPastUnfinished += 1;
+        note(
+          this.breaches.commitPastUnfinished,
+          `partition ${partition}'s commit at ${committed} listed offset ${o} as finished in its metadata at ${atMs} ms while it had not finished`,
+        );
+        return;
       }
     }
   }

@@ -1,5 +1,6 @@
 import type { Clock, Timer } from '../src/ports/clock.js';
-import type { CommitOffset, Log, LogListener, LogRecord, OutRecord, TopicPartition } from '../src/ports/log.js';
+import type { AssignedPartition, CommitOffset, Log, LogListener, LogRecord, OutRecord, TopicPartition } from '../src/ports/log.js';
+import { readOffsetMetadata, writeOffsetMetadata, type OffsetRange } from '../src/engine/offsetMetadata.js';
 import { CommitRefusedError, partitionId } from '../src/ports/log.js';
 import type { EntriesOptions, StagedBatch, Store, StoreOp } from '../src/ports/store.js';
 import type { DriverIo } from './driverIo.js';
@@ -140,6 +141,17 @@ export class GatedStore implements Store {
   }
 }
 
+/** `ranges` with `offset` added, merged with a neighbour it touches. */
+function withOffset(ranges: readonly OffsetRange[], offset: number): OffsetRange[] {
+  const merged: OffsetRange[] = [];
+  for (const r of [...ranges, { start: offset, end: offset + 1 }].sort((a, b) => a.start - b.start)) {
+    const last = merged[merged.length - 1];
+    if (last && r.start <= last.end) merged[merged.length - 1] = { start: last.start, end: Math.max(last.end, r.end) };
+    else merged.push(r);
+  }
+  return merged;
+}
+
 /** How long a transaction with writes stays open when nothing commits it (Kafka's log: a third of its 10 s timeout). */
 const STALE_TRANSACTION_MS = 3_000;
 
@@ -152,6 +164,8 @@ export interface ConsumerOptions {
   /** See DriverOptions.faults. */
   readonly commitAheadBy?: number;
   readonly refuseCommits?: number;
+  /** See DriverOptions.faults. */
+  readonly metadataListsUnfinished?: boolean;
   readonly offsetsOutsideTransaction?: boolean;
   /** Once fenced out of its group, this consumer's producer is not fenced: its transactions still commit their records and state writes. */
   readonly unfencedProducer?: boolean;
@@ -204,7 +218,7 @@ export class DriverConsumer implements Log {
     this.listener = listener;
     const tps = topics.flatMap((topic) => this.log.partitions(topic).map((_, partition) => ({ topic, partition })));
     for (const tp of tps) this.positions.set(partitionId(tp), { tp, offset: this.log.committed(tp), paused: false, ready: false });
-    await listener.assigned(tps);
+    await listener.assigned(tps.map((tp) => this.withCommitted(tp)));
     for (const position of this.positions.values()) position.ready = true;
   }
 
@@ -282,7 +296,28 @@ export class DriverConsumer implements Log {
       throw new CommitRefusedError('commit refused: a rebalance is in progress (a fault of the driver)');
     }
     const ahead = this.options.commitAheadBy ?? 0;
-    for (const o of offsets) this.log.commit(o, Math.min(o.offset + ahead, this.position(o).offset));
+    for (const o of offsets) this.log.commit(o, Math.min(o.offset + ahead, this.position(o).offset), this.metadataOf(o));
+  }
+
+  /** The partition with the group's committed offset and metadata, as the log reads them back at assignment. */
+  private withCommitted(tp: TopicPartition): AssignedPartition {
+    const { offset, metadata } = this.log.committedWithMetadata(tp);
+    return { ...tp, committed: metadata === undefined ? { offset } : { offset, metadata } };
+  }
+
+  /**
+   * The metadata a commit stores. With the fault `metadataListsUnfinished`, it lists one more
+   * offset as finished: the first one polled above the committed offset that it does not list,
+   * which the engine has not finished (it lists every finished one it can).
+   */
+  private metadataOf(o: CommitOffset): string | undefined {
+    if (!this.options.metadataListsUnfinished) return o.metadata;
+    const listed = readOffsetMetadata(o.offset, o.metadata).ranges;
+    const polled = this.position(o).offset;
+    let unfinished = o.offset + 1;
+    for (const r of listed) if (r.start <= unfinished && unfinished < r.end) unfinished = r.end;
+    if (unfinished >= polled) return o.metadata;
+    return writeOffsetMetadata(o.offset, withOffset(listed, unfinished));
   }
 
   /**
@@ -335,7 +370,7 @@ export class DriverConsumer implements Log {
     // A worker fenced out of its group takes nothing back; nor does a closed one.
     if (this.fencedOut || !this.listener || kept.length === 0) return;
     for (const p of kept) this.positions.set(partitionId(p.tp), { tp: p.tp, offset: this.log.committed(p.tp), paused: false, ready: false });
-    await this.listener.assigned(kept.map((p) => p.tp));
+    await this.listener.assigned(kept.map((p) => this.withCommitted(p.tp)));
     for (const p of kept) {
       const position = this.positions.get(partitionId(p.tp));
       if (position) position.ready = true;
@@ -375,7 +410,7 @@ export class DriverConsumer implements Log {
       if (this.positions.has(partitionId(tp))) throw new Error(`${partitionId(tp)} is assigned to this consumer already`);
       this.positions.set(partitionId(tp), { tp, offset: this.log.committed(tp), paused: false, ready: false });
     }
-    if (this.listener) await this.listener.assigned(tps);
+    if (this.listener) await this.listener.assigned(tps.map((tp) => this.withCommitted(tp)));
     for (const tp of tps) this.position(tp).ready = true;
   }
 

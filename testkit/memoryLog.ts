@@ -1,6 +1,7 @@
-import type { LogRecord, OutRecord, TopicPartition } from '../src/ports/log.js';
+import type { CommitOffset, LogRecord, OutRecord, TopicPartition } from '../src/ports/log.js';
 import { partitionId } from '../src/ports/log.js';
 import { partitionForKey } from './murmur2.js';
+import { OFFSET_METADATA_MAX_BYTES } from '../src/engine/offsetMetadata.js';
 
 /**
  * The driver's log: topics of partitions held in memory, and one consumer group's committed
@@ -8,11 +9,15 @@ import { partitionForKey } from './murmur2.js';
  */
 export class MemoryLog {
   private readonly topics = new Map<string, LogRecord[][]>();
-  private readonly committedOffsets = new Map<string, number>();
+  private readonly committedOffsets = new Map<string, { readonly offset: number; readonly metadata?: string }>();
   // Every record of a topic in the order it was appended, across partitions.
   private readonly appendOrder = new Map<string, LogRecord[]>();
 
-  constructor(private readonly defaultPartitions: number) {}
+  constructor(
+    private readonly defaultPartitions: number,
+    /** A broker's `offset.metadata.max.bytes`. */
+    private readonly metadataMaxBytes: number = OFFSET_METADATA_MAX_BYTES,
+  ) {}
 
   partitions(topic: string): LogRecord[][] {
     let partitions = this.topics.get(topic);
@@ -61,14 +66,30 @@ export class MemoryLog {
     return (this.partitions(tp.topic)[tp.partition] ?? []).slice(fromOffset, fromOffset + max);
   }
 
-  commit(tp: TopicPartition, offset: number): void {
+  /**
+   * Commits `offset` with its metadata, which replaces the metadata committed before; a commit
+   * behind the committed offset changes nothing. Metadata longer than `metadataMaxBytes` (with the
+   * NUL byte the Kafka client adds) is refused, as a broker refuses it past `offset.metadata.max.bytes`.
+   */
+  commit(tp: TopicPartition, offset: number, metadata?: string): void {
     const id = partitionId(tp);
-    const before = this.committedOffsets.get(id) ?? 0;
+    const before = this.committedOffsets.get(id)?.offset ?? 0;
     if (offset > this.endOffset(tp)) throw new Error(`commit of ${id} at ${offset}, past its end ${this.endOffset(tp)}: no such offset was ever polled`);
-    this.committedOffsets.set(id, Math.max(before, offset));
+    // Kafka's client sends the metadata with a NUL byte after it, which the broker counts.
+    if (metadata !== undefined && metadata.length + 1 > this.metadataMaxBytes)
+      throw new Error(
+        `commit of ${id} at ${offset}: its metadata is ${metadata.length} bytes and a NUL, past the log's offset.metadata.max.bytes ${this.metadataMaxBytes} (OFFSET_METADATA_TOO_LARGE)`,
+      );
+    if (offset >= before) this.committedOffsets.set(id, metadata ? { offset, metadata } : { offset });
+  }
+
+  /** The committed offset (0 when none) and its metadata. */
+  committedWithMetadata(tp: TopicPartition): CommitOffset {
+    const committed = this.committedOffsets.get(partitionId(tp));
+    return { topic: tp.topic, partition: tp.partition, offset: committed?.offset ?? 0, ...(committed?.metadata ? { metadata: committed.metadata } : {}) };
   }
 
   committed(tp: TopicPartition): number {
-    return this.committedOffsets.get(partitionId(tp)) ?? 0;
+    return this.committedOffsets.get(partitionId(tp))?.offset ?? 0;
   }
 }

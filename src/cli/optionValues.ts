@@ -10,6 +10,13 @@ export function toPositive(value: string): number {
   return n;
 }
 
+/** A whole number, 0 or more (a size in bytes, say). */
+export function toWholeNumber(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`expected a whole number, 0 or more, got '${value}'`);
+  return n;
+}
+
 /** A whole number of milliseconds, 0 or more. */
 export function toMilliseconds(value: string): number {
   const n = Number(value);

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { collect, toMilliseconds, toPort, toPositive } from './optionValues.js';
+import { collect, toMilliseconds, toPort, toPositive, toWholeNumber } from './optionValues.js';
 import type { RunOptions } from './runWorker.js';
 
 /**
@@ -18,6 +18,11 @@ export function registerRunCommand(program: Command): void {
     .option('--session-timeout-ms <ms>', 'classic protocol: how long a silent worker keeps its partitions', toPositive)
     .option('--instance-id <id>', 'static group membership: a restarted worker with the same id gets its partitions back without a rebalance')
     .option('--commit-every-ms <ms>', "commit each partition's finished prefix this often (default 5000)", toPositive)
+    .option(
+      '--commit-metadata-max-bytes <n>',
+      "longest commit metadata, which lists the finished offsets above each committed one so that a restart skips them; below the broker's offset.metadata.max.bytes, 0: none (default 4095)",
+      toWholeNumber,
+    )
     .option('--max-buffered <n>', 'unfinished events per partition before it is paused, resumed at half (default 1500)', toPositive)
     .option(
       '--stop-grace-ms <ms>',

@@ -17,6 +17,7 @@ export interface RunOptions {
   sessionTimeoutMs?: number;
   instanceId?: string;
   commitEveryMs?: number;
+  commitMetadataMaxBytes?: number;
   maxBuffered?: number;
   stopGraceMs?: number;
   rateLimitWarnMs?: number;
@@ -72,6 +73,8 @@ export async function runWorker(module: string, options: RunOptions, program: Co
     await worker.done;
   } catch (error) {
     logger.error({ err: error }, 'orderly run: stopped by a fatal error');
+    // On stderr too, as a failed start is: stdout (the JSON log) is often a file nobody is watching.
+    process.stderr.write(`orderly run: stopped by a fatal error: ${(error as Error).message}\n`);
     process.exitCode = 1;
   } finally {
     process.off('SIGINT', onSignal);
@@ -97,6 +100,7 @@ async function startWorker(
     logger,
     ...(options.commitEveryMs ? { commit: { everyMs: options.commitEveryMs } } : {}),
     ...(options.maxBuffered ? { maxBufferedPerPartition: options.maxBuffered } : {}),
+    ...(options.commitMetadataMaxBytes !== undefined ? { commitMetadataMaxBytes: options.commitMetadataMaxBytes } : {}),
     ...(options.rateLimitWarnMs ? { rateLimitWarnings: { afterMs: options.rateLimitWarnMs, everyMs: options.rateLimitWarnMs } } : {}),
     ...(options.exactlyOnce
       ? {

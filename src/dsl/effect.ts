@@ -9,7 +9,7 @@ export type { Effect, EffectContext, StateTable } from '../graph/effect.js';
 export interface EffectOptions {
   /**
    * A call still unsettled after this long is aborted through `ctx.signal` and counts as a failed
-   * attempt (retried, then parked, like a throw). @defaultValue no timeout
+   * attempt (retried, then ended as the park's `onExhausted` says, like a throw). @defaultValue no timeout
    */
   timeoutMs?: number;
 }

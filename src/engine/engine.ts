@@ -1,6 +1,6 @@
 import type { Topology } from '../graph/topology.js';
 import type { Clock, Timer } from '../ports/clock.js';
-import { isCommitRefused, partitionId, type CommitOffset, type Log, type LogRecord, type TopicPartition } from '../ports/log.js';
+import { isCommitRefused, partitionId, type AssignedPartition, type CommitOffset, type Log, type LogRecord, type TopicPartition } from '../ports/log.js';
 import type { Random } from '../ports/random.js';
 import type { Store } from '../ports/store.js';
 import { AttemptsIndexedStore } from './attemptsIndex.js';
@@ -16,6 +16,8 @@ import type { ParkedEvent, ParkedKeyState, Resolution } from './parkedKeys.js';
 import { PartitionTasks } from './partitionTasks.js';
 import { PartitionTask } from './partitionTask.js';
 import { eventEndFor } from './eventEnd.js';
+import type { TrackerCommit } from './commitTracker.js';
+import { COMMIT_METADATA_MAX_BYTES } from './offsetMetadata.js';
 import { RateGate } from './rateGate.js';
 import { RunJournals } from './runJournals.js';
 import { StateWriter } from './stateWriter.js';
@@ -35,6 +37,14 @@ export interface EngineOptions {
   readonly commit?: CommitPolicy;
   /** Unfinished events per partition before it is paused. @defaultValue 1000 */
   readonly maxBufferedPerPartition?: number;
+  /**
+   * The longest metadata a commit may carry: the engine lists there the finished offsets above
+   * the committed one, so that after a crash or a rebalance they are skipped, not run again. Past
+   * it the list is cut at the highest offset that fits, and the offsets left out are redelivered
+   * (their effects found recorded). It must be below the broker's `offset.metadata.max.bytes` (the
+   * Kafka client adds a NUL byte); 0 commits offsets alone. See docs/delivery.md. @defaultValue 4095
+   */
+  readonly commitMetadataMaxBytes?: number;
   /** Names this engine instance to its agent steps (DecideContext.instance), so a test can tell restarts apart. */
   readonly instance?: string;
 }
@@ -66,6 +76,7 @@ export class Engine {
   private readonly ctx: EngineContext;
   private readonly tasks = new PartitionTasks();
   private readonly commitPolicy: CommitPolicy;
+  private readonly commitMetadataMaxBytes: number;
   private commitTimer: Timer | undefined;
   private committing: Promise<void> | undefined;
   private commitAgain = false;
@@ -75,6 +86,7 @@ export class Engine {
   constructor(private readonly options: EngineOptions) {
     const { topology, clock, observer = {} } = options;
     this.commitPolicy = checkCommitPolicy(options.commit ?? { everyMs: 5_000 });
+    this.commitMetadataMaxBytes = checkMetadataMaxBytes(options.commitMetadataMaxBytes ?? COMMIT_METADATA_MAX_BYTES);
     const metrics = new MetricsRecorder();
     const store = new AttemptsIndexedStore(options.store);
     const writer = new StateWriter(store);
@@ -200,16 +212,21 @@ export class Engine {
     await this.options.log.close();
   }
 
-  private async assign(tps: readonly TopicPartition[]): Promise<void> {
+  private async assign(assigned: readonly AssignedPartition[]): Promise<void> {
     const max = this.options.maxBufferedPerPartition ?? 1_000;
-    for (const tp of tps) {
+    for (const { topic, partition, committed } of assigned) {
+      const tp = { topic, partition };
       // The partition's state first (a changelog store restores it here), then its task reads it.
       await this.options.store.openPartition?.(tp);
       const task = new PartitionTask(tp, this.ctx, {
         maxBuffered: max,
+        commitMetadataMaxBytes: this.commitMetadataMaxBytes,
         onFinished: () => this.finished(),
         onFatal: (error) => this.fail(error),
       });
+      // The finished offsets the last commit listed above its offset: skipped when they come again.
+      const resumed = task.tracker.resume(committed);
+      this.ctx.observer.resumed?.({ ...tp, offset: committed?.offset, ...resumed, atMs: this.ctx.clock.now() });
       this.tasks.set(tp, task);
       await task.restore();
     }
@@ -296,16 +313,16 @@ export class Engine {
   private async commitLoop(): Promise<void> {
     do {
       this.commitAgain = false;
-      const offsets: Array<CommitOffset & { task: PartitionTask }> = [];
+      const offsets: Array<{ task: PartitionTask; commit: TrackerCommit }> = [];
       for (const task of this.tasks.values()) {
-        const offset = task.tracker.toCommit();
-        if (offset !== undefined) offsets.push({ ...task.tp, offset, task });
+        const commit = task.tracker.toCommit();
+        if (commit) offsets.push({ task, commit });
       }
       // A transactional log commits its open transaction even when no offset moves: a revoked
       // partition's last records must be committed before its state is vouched for.
       if (offsets.length === 0 && !this.options.log.atomic) continue;
       try {
-        await this.options.log.commit(offsets.map(({ topic, partition, offset }) => ({ topic, partition, offset })));
+        await this.options.log.commit(offsets.map(({ task, commit }) => commitOffset(task.tp, commit)));
       } catch (error) {
         if (!isCommitRefused(error)) {
           this.fail(error as Error);
@@ -313,14 +330,18 @@ export class Engine {
         }
         // A rebalance took the commit: a later commit carries these offsets again if the
         // partitions stay here, else their next owner starts from the last committed offset.
-        this.ctx.observer.commitRefused?.({ partitions: offsets.map((o) => partitionId(o)), error: (error as Error).message, atMs: this.ctx.clock.now() });
+        this.ctx.observer.commitRefused?.({
+          partitions: offsets.map((o) => partitionId(o.task.tp)),
+          error: (error as Error).message,
+          atMs: this.ctx.clock.now(),
+        });
         this.scheduleCommit();
         return;
       }
-      for (const { task, topic, partition, offset } of offsets) {
-        task.tracker.committedUpTo(offset);
+      for (const { task, commit } of offsets) {
+        task.tracker.committedUpTo(commit);
         this.ctx.metrics.commit();
-        this.ctx.observer.committed?.({ topic, partition, offset, atMs: this.ctx.clock.now() });
+        this.ctx.observer.committed?.({ ...task.tp, offset: commit.offset, atMs: this.ctx.clock.now() });
       }
     } while (this.commitAgain);
   }
@@ -336,6 +357,21 @@ export class Engine {
 
 /** How soon a commit refused by a rebalance is tried again under commit: 'each'. */
 const REFUSED_COMMIT_RETRY_MS = 1_000;
+
+/** A partition's commit: its offset, and its metadata only when it lists something (an absent one clears what the last commit kept). */
+function commitOffset(tp: TopicPartition, commit: TrackerCommit): CommitOffset {
+  const { topic, partition } = tp;
+  return commit.metadata ? { topic, partition, offset: commit.offset, metadata: commit.metadata } : { topic, partition, offset: commit.offset };
+}
+
+function checkMetadataMaxBytes(bytes: number): number {
+  if (!Number.isInteger(bytes) || bytes < 0) {
+    throw new RangeError(
+      `Engine: commitMetadataMaxBytes must be a whole number of 0 or more (the broker's offset.metadata.max.bytes or less), got ${JSON.stringify(bytes)}`,
+    );
+  }
+  return bytes;
+}
 
 function checkCommitPolicy(policy: CommitPolicy): CommitPolicy {
   if (policy === 'each') return policy;

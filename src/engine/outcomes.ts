@@ -86,6 +86,14 @@ export interface EngineObserver {
   /** A call of the agent step ended, `durationMs` after it started (clock port time). */
   modelCallEnded?(call: { step: string; effectId: string; atMs: number; durationMs: number; result: ModelCallResult }): void;
   committed?(commit: { topic: string; partition: number; offset: number; atMs: number }): void;
+  /**
+   * A partition was assigned: the offset its group had committed (undefined: none) and how many
+   * finished offsets above it that commit's metadata listed, which are skipped when the log
+   * delivers them again (no outputs sent again, no effect lookup). `ignored` says why metadata
+   * found there was not used (another consumer's, another version's, or damaged): its offsets
+   * then run again as without metadata, their effects found recorded.
+   */
+  resumed?(resume: { topic: string; partition: number; offset: number | undefined; finishedAbove: number; ignored?: string; atMs: number }): void;
   /** The log refused a commit because a rebalance took its partitions (not fatal: see CommitRefusedError). */
   commitRefused?(refusal: { partitions: readonly string[]; error: string; atMs: number }): void;
   /**

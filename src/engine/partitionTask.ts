@@ -38,6 +38,8 @@ const SPARE_LANES = 256;
 export interface PartitionTaskOptions {
   /** Events received and unfinished before the partition is paused. */
   readonly maxBuffered: number;
+  /** The longest metadata (the finished offsets above the committed one) a commit may carry; 0: none. */
+  readonly commitMetadataMaxBytes: number;
   readonly onFinished: (tp: TopicPartition) => void;
   readonly onFatal: (error: Error) => void;
 }
@@ -75,7 +77,7 @@ export class PartitionTask {
     private readonly ctx: EngineContext,
     private readonly options: PartitionTaskOptions,
   ) {
-    this.tracker = new CommitTracker(partitionId(tp));
+    this.tracker = new CommitTracker(partitionId(tp), options.commitMetadataMaxBytes);
     // Every model call, Retry-After wait and retry delay in flight listens to this one signal:
     // many listeners are the design, not a leak, so Node must not warn past its default of 10.
     setMaxListeners(0, this.abort.signal);
@@ -110,7 +112,12 @@ export class PartitionTask {
         `partition ${partitionId(this.tp)} received offset ${record.offset} while ${this.state}: the log delivered a record of a partition that is not running (being restored, closed or revoked)`,
       );
     }
-    this.tracker.received(record.offset);
+    if (this.tracker.received(record.offset)) {
+      // It finished before this partition was assigned here (its commit's metadata listed it):
+      // nothing runs, no outputs go out again.
+      this.finish(record.offset);
+      return;
+    }
     this.horizon?.received(record.offset);
     const lane = this.lane(laneOf(record));
     lane.queue.push(record);

@@ -33,6 +33,12 @@ export interface RunTopologyOptions {
    * @defaultValue 1500
    */
   readonly maxBufferedPerPartition?: number;
+  /**
+   * The longest commit metadata (the finished offsets above the committed one, skipped after a
+   * restart or a rebalance): below the broker's `offset.metadata.max.bytes` (the client adds a
+   * NUL byte); 0 commits offsets alone. See docs/delivery.md. @defaultValue 4095
+   */
+  readonly commitMetadataMaxBytes?: number;
   /** More of the consumer group's and clients' settings (protocol, session timeout, librdkafka properties). */
   readonly kafka?: Omit<KafkaSettings, 'bootstrap' | 'group'>;
   /** Hears every outcome, model call, commit and fatal error, besides the log lines. */

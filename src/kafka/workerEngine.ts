@@ -30,6 +30,7 @@ export async function startEngine(run: CheckedRun, log: KafkaLog, store: Changel
     ),
     ...(run.commit ? { commit: run.commit } : {}),
     maxBufferedPerPartition: maxBufferedPerPartition(run),
+    ...(run.options.commitMetadataMaxBytes !== undefined ? { commitMetadataMaxBytes: run.options.commitMetadataMaxBytes } : {}),
   });
   worker.running({ rateLimits, engine, store });
   try {

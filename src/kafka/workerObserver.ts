@@ -11,7 +11,8 @@ export function withUserObserver(user: EngineObserver | undefined, own: EngineOb
 }
 
 /**
- * Logs outcomes (debug; PARKED, DEAD_LETTERED and SKIPPED at warn), commits (debug), a fallback's
+ * Logs outcomes (debug; PARKED, DEAD_LETTERED and SKIPPED at warn), commits (debug), the finished
+ * offsets a commit's metadata listed at assignment (info; metadata ignored: warn), a fallback's
  * circuit changes (an opening at warn), shadow disagreements with their key (info) and fatal errors.
  */
 export function loggingObserver(logger: Logger, onFatal: (error: Error) => void, rateLimits: RateLimitWatch): EngineObserver {
@@ -32,6 +33,10 @@ export function loggingObserver(logger: Logger, onFatal: (error: Error) => void,
     },
     committed(commit) {
       logger.debug(commit, 'committed');
+    },
+    resumed(resume) {
+      if (resume.ignored) logger.warn(resume, `commit metadata ignored: ${resume.ignored}; its offsets are redelivered`);
+      else if (resume.finishedAbove > 0) logger.info(resume, 'finished offsets above the committed one: skipped when redelivered');
     },
     // A refused commit: the Kafka log has logged it at warn already.
     fatal(error) {

@@ -28,6 +28,21 @@ export interface OutRecord {
 /** The next offset to read of a partition, as Kafka commits it. */
 export interface CommitOffset extends TopicPartition {
   readonly offset: number;
+  /**
+   * Kept with the offset (Kafka's commit metadata, at most the broker's `offset.metadata.max.bytes`,
+   * 4,096 by default): the engine lists there the finished offsets above this one. Absent or
+   * empty: none; a commit replaces what the previous one kept.
+   */
+  readonly metadata?: string;
+}
+
+/** A partition given to this consumer, with what its group committed for it when it was given. */
+export interface AssignedPartition extends TopicPartition {
+  /**
+   * The group's committed offset and its metadata, read back at assignment; absent when nothing
+   * was committed (or the log could not read it: the engine then redelivers as without metadata).
+   */
+  readonly committed?: { readonly offset: number; readonly metadata?: string };
 }
 
 /**
@@ -35,8 +50,11 @@ export interface CommitOffset extends TopicPartition {
  * so that a slow step never delays the next poll.
  */
 export interface LogListener {
-  /** Partitions now owned; the log delivers none of their records before this settles. */
-  assigned(partitions: readonly TopicPartition[]): Promise<void>;
+  /**
+   * Partitions now owned, each with its committed offset and metadata; the log delivers none of
+   * their records before this settles, and then delivers them from that committed offset.
+   */
+  assigned(partitions: readonly AssignedPartition[]): Promise<void>;
   /**
    * Partitions about to be taken away; the log waits for this to settle before giving them up, so
    * the engine may still commit them (it aborts their work in flight first, to settle quickly).
@@ -86,7 +104,10 @@ export interface Log {
   /** Stop delivering records of these partitions until resumed; what was delivered stays delivered. */
   pause(partitions: readonly TopicPartition[]): void;
   resume(partitions: readonly TopicPartition[]): void;
-  /** Settles when the broker has the offsets; rejects with {@link CommitRefusedError} when a rebalance took them. */
+  /**
+   * Settles when the broker has the offsets and their metadata; rejects with
+   * {@link CommitRefusedError} when a rebalance took them.
+   */
   commit(offsets: readonly CommitOffset[]): Promise<void>;
   /** Settles once every record is durably appended (acknowledged). */
   produce(records: readonly OutRecord[]): Promise<void>;
@@ -99,7 +120,8 @@ export interface Log {
   /**
    * Present only on a transactional log (Kafka with exactly-once): the records that `work`
    * produces, state changelog records included, become visible in one transaction or not at all,
-   * and no commit falls between two of them. The engine runs the end of each event (its state
+   * and no commit falls between two of them; a commit's offsets and their metadata go in the
+   * transaction too (Kafka's sendOffsetsToTransaction keeps the metadata). The engine runs the end of each event (its state
    * write and its outputs) inside it, and then need not send a finished event's outputs again
    * when it is redelivered: they were committed with its effect record.
    */

@@ -2,7 +2,8 @@ import type { Node } from 'ts-morph';
 import { effect, madeByEffect } from '../dsl/effect.js';
 import { json, string } from '../dsl/serde.js';
 import { stream, StreamBuilder } from '../dsl/stream.js';
-import type { Placeholders } from './placeholders.js';
+import type { ProcessorNode, SourceNode } from '../graph/nodes.js';
+import { UNKNOWN_TOKEN_PREFIX, type Placeholders } from './placeholders.js';
 import { FunctionValue, Unknown } from './values.js';
 
 /**
@@ -10,7 +11,7 @@ import { FunctionValue, Unknown } from './values.js';
  * to the real DSL: names and numbers as themselves (or a placeholder when unknown), functions,
  * schemas and serdes as stand-ins (describe() prints none of them), effects by their name.
  */
-type Shape = 'string' | 'number' | 'fraction' | 'function' | 'schema' | 'serde' | 'effect' | { readonly [option: string]: Shape };
+type Shape = 'string' | 'number' | 'fraction' | 'disposition' | 'function' | 'schema' | 'serde' | 'effect' | { readonly [option: string]: Shape };
 
 const nameOption = { name: 'string' } as const;
 
@@ -60,7 +61,7 @@ const operatorShapes: Readonly<Record<string, Signature>> = {
     ['handler', 'function'],
     ['options', { afterMs: 'number', halfOpenAfterMs: 'number' }],
   ],
-  park: [['options', { name: 'string', attempts: 'number', retryDelayMs: 'number', retryJitter: 'fraction', topic: 'string', onExhausted: 'string' }]],
+  park: [['options', { name: 'string', attempts: 'number', retryDelayMs: 'number', retryJitter: 'fraction', topic: 'string', onExhausted: 'disposition' }]],
   applyOnce: [
     ['effect', 'effect'],
     ['options', nameOption],
@@ -111,7 +112,22 @@ export function callDslOperator(operator: DslOperator, args: readonly unknown[],
   if (!shapes) throw new NotStatic(`the operator '${operator.name}' is not one orderly describe knows`, call);
   const converted = convertArguments(operator.name, shapes, args, call, placeholders);
   const method = (operator.builder as unknown as Record<string, (...a: unknown[]) => unknown>)[operator.name]!;
-  return method.apply(operator.builder, converted);
+  const options = converted[0] as { onExhausted?: unknown } | undefined;
+  if (operator.name !== 'park' || !isToken(options?.onExhausted)) return method.apply(operator.builder, converted);
+  // The DSL takes only the four dispositions: the chain is built with the default, and its park
+  // node then carries the token, which the description shows as a marker.
+  const built = method.apply(operator.builder, [{ ...options, onExhausted: undefined }]) as StreamBuilder<unknown>;
+  return withLastNode(built, (node) => ({ ...node, onExhausted: options.onExhausted }) as ProcessorNode);
+}
+
+function isToken(value: unknown): value is string {
+  return typeof value === 'string' && value.startsWith(UNKNOWN_TOKEN_PREFIX);
+}
+
+/** A copy of `builder` whose last node is replaced by `change(node)`. */
+function withLastNode(builder: StreamBuilder<unknown>, change: (node: ProcessorNode) => ProcessorNode): StreamBuilder<unknown> {
+  const { source, nodes } = builder as unknown as { source: SourceNode; nodes: readonly ProcessorNode[] };
+  return new StreamBuilder(source, [...nodes.slice(0, -1), change(nodes.at(-1)!)]);
 }
 
 /** Whether `value` is a builder's operator. */
@@ -142,6 +158,9 @@ function convert(value: unknown, shape: Shape, use: Use, placeholders: Placehold
     case 'fraction':
       // Not printed by describe(): any number the DSL accepts will do.
       return value instanceof Unknown ? 0 : value;
+    case 'disposition':
+      // The DSL refuses any other string: see callDslOperator.
+      return value instanceof Unknown ? placeholders.token(value, use) : value;
     case 'function':
       return value instanceof FunctionValue || value instanceof Unknown || typeof value === 'function' ? standIn : value;
     case 'schema':

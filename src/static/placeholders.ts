@@ -16,6 +16,8 @@ export interface PlaceholderEntry {
   readonly uses: UnknownUse[];
 }
 
+/** How every token of an unknown string starts. */
+export const UNKNOWN_TOKEN_PREFIX = '__orderly_unknown_';
 const TOKEN = /__orderly_unknown_(\d+)__/g;
 // Far above any real option value, and whole, so that the DSL's own checks accept it.
 const SENTINEL_BASE = 987_654_321_000;

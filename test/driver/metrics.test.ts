@@ -1,13 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import { scenarioMetrics } from '../../src/cli/scenarioMetrics.js';
-import { runWorkedExample, workedExampleVariants, type VariantResult } from '../../testkit/scenarios/workedExample.js';
+import { sleep } from '../../src/ports/clock.js';
+import type { DecideContext } from '../../src/graph/nodes.js';
+import { PrometheusExporter } from '../../src/metrics/index.js';
+import { TopologyTestDriver } from '../../testkit/driver.js';
+import { workedExampleVariants, type VariantResult } from '../../testkit/scenarios/workedExample.js';
+import { orderlyCli } from '../unit/cli/orderlyCli.js';
 import { exposition } from '../unit/metrics/exposition.js';
+import { decisionTopology, type Ev } from './helpers.js';
 
-describe('scenario worked-example --metrics', () => {
-  it('prints valid Prometheus text whose figures agree with each variant’s JSON row', async () => {
-    const m = exposition(await scenarioMetrics(() => ({})));
-    const rows: VariantResult[] = [];
-    for (const variant of workedExampleVariants) rows.push(await runWorkedExample(variant));
+describe('./bin/orderly scenario worked-example --metrics', () => {
+  it('prints valid Prometheus text whose figures agree with each variant’s --json row', async () => {
+    const [metrics, json] = await Promise.all([orderlyCli(['scenario', 'worked-example', '--metrics']), orderlyCli(['scenario', 'worked-example', '--json'])]);
+    expect([metrics.code, metrics.stderr, json.code, json.stderr]).toEqual([0, '', 0, '']);
+    const m = exposition(metrics.stdout);
+    const rows = JSON.parse(json.stdout) as VariantResult[];
+    expect(rows.map((r) => r.variant)).toEqual([...workedExampleVariants]);
     const driverRows = rows.filter((r) => r.variant !== 'retry-topic');
     expect(driverRows).toHaveLength(5);
     for (const row of driverRows) {
@@ -39,5 +46,50 @@ describe('scenario worked-example --metrics', () => {
     expect(m.sum('orderly_rate_budget_calls', { variant: 'declared-limit', source: 'declared' })).toBe(6);
     expect(m.sum('orderly_rate_budget_calls', { variant: 'retry-after', source: 'learned' })).toBeGreaterThan(0);
     expect(m.samples('orderly_events_total', { variant: 'retry-topic' })).toHaveLength(0);
+  });
+});
+
+describe('orderly_consumer_lag on the driver', () => {
+  it("follows the driver log's high watermark and the committed offset of each partition", async () => {
+    const exporter = new PrometheusExporter();
+    const decide = async (e: Ev, ctx: DecideContext) => {
+      await sleep(ctx.clock, 1_000, ctx.signal);
+      return { action: e.bad ? 'reject' : 'refund' };
+    };
+    const driver = new TopologyTestDriver(decisionTopology(decide), { partitions: 2, commit: { everyMs: 5_000 }, observer: exporter.observer() });
+    try {
+      const input = driver.createInputTopic<Ev>('events');
+      for (let i = 0; i < 4; i++) input.pipeInput('a', { id: `a${i}` }, { partition: 0 });
+      input.pipeInput('b', { id: 'b0' }, { partition: 1 });
+      const scrape = async () => {
+        exporter.update(driver.status());
+        return exposition(await exporter.metrics());
+      };
+
+      // At 5 s the first commit: partition 0 has finished a0..a3 (one a second), partition 1 b0.
+      await driver.advanceWallClockTime(3_500);
+      let m = await scrape();
+      expect(m.sum('orderly_high_watermark', { partition: 0 })).toBe(4);
+      expect(m.sum('orderly_high_watermark', { partition: 1 })).toBe(1);
+      expect(m.samples('orderly_consumer_lag')).toHaveLength(0); // nothing committed yet: no lag claimed
+      await driver.advanceWallClockTime(2_000);
+      m = await scrape();
+      expect(m.sum('orderly_committed_offset', { partition: 0 })).toBe(4);
+      expect(m.sum('orderly_consumer_lag')).toBe(0);
+
+      // New records raise the lag at once (the high watermark is the log's end), until committed.
+      input.pipeInput('a', { id: 'a4' }, { partition: 0 });
+      input.pipeInput('a', { id: 'a5' }, { partition: 0 });
+      m = await scrape();
+      expect(m.sum('orderly_high_watermark', { partition: 0 })).toBe(6);
+      expect(m.sum('orderly_consumer_lag', { partition: 0 })).toBe(2);
+      expect(m.sum('orderly_consumer_lag', { partition: 1 })).toBe(0);
+      await driver.runUntilIdle();
+      m = await scrape();
+      expect(m.sum('orderly_consumer_lag')).toBe(0);
+      expect(m.sum('orderly_committed_offset', { partition: 0 })).toBe(6);
+    } finally {
+      await driver.close();
+    }
   });
 });

@@ -143,3 +143,21 @@ export async function readAll(bootstrap: string, topic: string, quietMs = 1_500)
     { timeoutMs: 120_000, describe: (records) => `still growing at ${records.length} records` },
   );
 }
+
+/** The offsets `group` has committed on each partition of `topic`, as the broker holds them (undefined: none). */
+export async function committedOffsets(bootstrap: string, group: string, topic: string, partitions: number): Promise<Array<number | undefined>> {
+  const consumer = new rdkafka.KafkaConsumer({ 'bootstrap.servers': bootstrap, 'group.id': group }, {});
+  await new Promise<void>((resolve, reject) => consumer.connect({}, (error) => (error ? reject(error) : resolve())));
+  try {
+    const tps = Array.from({ length: partitions }, (_, partition) => ({ topic, partition }));
+    const offsets = await new Promise<Array<{ partition: number; offset: number }>>((resolve, reject) =>
+      consumer.committed(tps, 10_000, (error, result) => (error ? reject(error) : resolve(result))),
+    );
+    return tps.map((tp) => {
+      const offset = offsets.find((o) => o.partition === tp.partition)?.offset;
+      return offset === undefined || offset < 0 ? undefined : offset;
+    });
+  } finally {
+    await new Promise<void>((resolve) => consumer.disconnect(() => resolve()));
+  }
+}

@@ -11,6 +11,7 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readAll, readUntil } from './kafkaClient.js';
 import { checkDecisions, decided, dedupe, parkedDisputeId, prefilledScenario } from './disputes.js';
+import { modelServer } from './modelServer.js';
 import type { SeededRandom } from '../../testkit/seededRandom.js';
 import { appliedCount, expectEachInputAppliedOnceInOrder, testRandom } from './robustness.js';
 import { Worker, type WorkerOptions } from './worker.js';
@@ -29,7 +30,7 @@ describe('orderly run: kill -9 at random moments and restart, on Kafka', () => {
   it(`applies every decision exactly once across ${KILLS} kill -9s, and keeps per-account order`, async () => {
     const { runs, inputs, summary } = await killAndFinish('kill -9 test', 'crash', KILLS, { count: 400, accounts: 20, partitions: 4 });
     console.log(
-      `kill -9 test: ${runs.map((w) => w.outcomes('APPLIED').length).join('+')} applied, ${summary.duplicates} redelivered duplicates, ${summary.repeatedOutputs} repeated outputs`,
+      `kill -9 test: ${runs.map((w) => w.outcomes('APPLIED').length).join('+')} applied, ${summary.duplicates} redelivered duplicates, ${summary.repeatedOutputs} repeated outputs, ${skippedFinished(runs)} finished offsets listed in the commit metadata at assignments (skipped when redelivered)`,
     );
     // Every input was applied (APPLIED) or found applied after a restart (DUPLICATE) by some run;
     // a kill after the effect was recorded and before its outcome line leaves only the DUPLICATE.
@@ -94,6 +95,56 @@ describe('orderly run: kill -9 at random moments and restart, on Kafka', () => {
     expect([...perEvent.keys()].sort()).toEqual([...parkedIds].sort());
     expect(copies, 'park records a read_committed reader sees more than once').toBe(0);
   });
+
+  // The finished events above an unfinished one travel in the commit's metadata (docs/delivery.md):
+  // a kill -9 while one call hangs, then a restart that must skip the eleven events finished above it.
+  for (const exactlyOnce of [false, true]) {
+    it(`${exactlyOnce ? 'with --exactly-once, ' : ''}after a kill -9 while one call hangs, the restarted worker skips the events the last commit listed as finished above it`, async () => {
+      const { prefix, group, stateDir, inputs } = await prefilledScenario(bootstrap, exactlyOnce ? 'skip-eos' : 'skip', {
+        count: 12,
+        accounts: 12,
+        partitions: 1,
+      });
+      const stuck = inputs[0]!.disputeId;
+      let held = false;
+      const { url } = await modelServer((dispute, reply) => {
+        // The first call for the first dispute never ends: its worker is killed while it waits.
+        if (dispute.disputeId === stuck && !held) {
+          held = true;
+          return;
+        }
+        reply.decide();
+      });
+      const options: WorkerOptions = {
+        bootstrap,
+        group,
+        stateDir,
+        topicPrefix: prefix,
+        env: { ORDERLY_MODEL_URL: url, ORDERLY_MAX_IN_FLIGHT: '4' },
+        args: ['--instance-id', `${prefix}worker`, ...(exactlyOnce ? ['--exactly-once'] : [])],
+      };
+      const first = new Worker(options);
+      workers.push(first);
+      await first.waitFor('the 11 other events applied', () => first.outcomes('APPLIED').length === inputs.length - 1);
+      const appliedAt = first.lines.length;
+      await first.waitFor('a commit after them', (lines) => lines.slice(appliedAt).some((l) => l.msg === 'committed'), 30_000);
+      await first.kill();
+
+      const second = new Worker(options);
+      workers.push(second);
+      const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length, {
+        timeoutMs: 60_000,
+        describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${second.tail()}`,
+      });
+      expect(await second.stop()).toBe(0);
+      const resumed = second.lines.filter((l) => l.msg === 'finished offsets above the committed one: skipped when redelivered');
+      expect(resumed.map((l) => [l.offset, l.finishedAbove])).toEqual([[0, inputs.length - 1]]);
+      // Only the stuck event runs again: no DUPLICATE, no output sent again.
+      expect(second.outcomes().map((l) => [l.offset, l.outcome])).toEqual([[0, 'APPLIED']]);
+      expect(checkDecisions(inputs, output)).toEqual([]);
+      expect(dedupe(output).copies, 'decisions sent twice').toBe(0);
+    });
+  }
 });
 
 /**
@@ -137,6 +188,16 @@ async function killAndFinish(
   expect(await last.stop()).toBe(0);
   const summary = await expectEachInputAppliedOnceInOrder(inputs, output, runs, [stateDir]);
   return { runs, inputs, summary };
+}
+
+/** Finished offsets the workers skipped when they came again, as their commit's metadata listed them (logged at each assignment). */
+function skippedFinished(runs: readonly Worker[]): number {
+  return runs.reduce(
+    (n, w) =>
+      n +
+      w.lines.filter((l) => l.msg === 'finished offsets above the committed one: skipped when redelivered').reduce((m, l) => m + Number(l.finishedAbove), 0),
+    0,
+  );
 }
 
 /**

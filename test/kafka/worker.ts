@@ -26,6 +26,12 @@ export interface WorkerOptions {
   readonly args?: readonly string[];
   /** A topology module run from source (through tsx) instead of the compiled disputes example. */
   readonly sourceModule?: string;
+  /**
+   * The checkout whose `bin/orderly` and `dist/` run, and the directory the module paths are
+   * relative to: this repository by default; a build of another commit from `buildOfCommit`
+   * (commitBuild.ts) runs that commit's code.
+   */
+  readonly root?: string;
 }
 
 /** One parsed pino line of the worker. */
@@ -58,7 +64,7 @@ export class Worker {
       ...(options.args ?? []),
     ];
     this.child = spawn(process.execPath, args, {
-      cwd: REPO,
+      cwd: options.root ?? REPO,
       env: {
         ...process.env,
         ORDERLY_TOPIC_PREFIX: options.topicPrefix,
@@ -120,10 +126,27 @@ export class Worker {
     return code;
   }
 
+  /** Waits for the worker to exit by itself (no signal sent), and returns its exit code; throws after `timeoutMs`. */
+  async exit(timeoutMs: number): Promise<number | null> {
+    const timer = new AbortController();
+    try {
+      const code = await Promise.race([this.exited, sleep(timeoutMs, 'timeout' as const, { signal: timer.signal })]);
+      if (code === 'timeout') throw new Error(`worker did not exit within ${timeoutMs} ms\n${this.tail()}`);
+      return code;
+    } finally {
+      timer.abort();
+    }
+  }
+
   /** kill -9: no cleanup at all, as a crash. */
   async kill(): Promise<void> {
     if (this.running) this.child.kill('SIGKILL');
     await this.exited;
+  }
+
+  /** What the worker wrote on stderr so far. */
+  get errors(): string {
+    return this.stderr;
   }
 
   /** The last log lines and stderr, for failure messages. */

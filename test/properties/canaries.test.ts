@@ -36,6 +36,16 @@ test(
 );
 
 test(
+  'canary: a commit whose metadata lists an unfinished offset as finished (a restart would skip it) is caught',
+  async () => {
+    const result = await caught({ metadataListsUnfinished: true });
+    expect(result.failed).toBe(true);
+    expect(String(result.errorInstance)).toMatch(/commit-past-unfinished|lost-event/);
+  },
+  timeout,
+);
+
+test(
   'canary: an engine that ignores Retry-After (its gate reopens at once after a 429) is caught',
   async () => {
     const result = await caught({ ignoreRetryAfter: true });

@@ -22,6 +22,8 @@ const budget = { interruptAfterTimeLimit: 10 * 60_000, markInterruptAsFailure: t
 const byMode: Record<DriverMode, number> = { plain: 0, staged: 0, exactlyOnce: 0 };
 // Exactly-once schedules whose partitions were reset after an aborted transaction (lost partitions, a refused write).
 let withResets = 0;
+// Schedules in which a restart or a new assignment skipped finished offsets its commit's metadata listed, per mode.
+const withSkipsByMode: Record<DriverMode, number> = { plain: 0, staged: 0, exactlyOnce: 0 };
 // Schedules of a two-step topology (classify, then decide) per production path.
 const twoStepsByMode: Record<DriverMode, number> = { plain: 0, staged: 0, exactlyOnce: 0 };
 // Schedules whose 'decide' ran durable steps (ctx.step) per production path, and of those with 2 or 3 steps.
@@ -34,6 +36,7 @@ async function runAndCheck(scenario: CrashScenario, stateDir?: string): Promise<
     assertCrashScenario(run);
     byMode[scenario.mode ?? 'plain'] += 1;
     if (run.driver.metrics().partitionResets > 0) withResets += 1;
+    if (run.driver.metrics().finishedOffsetsResumed > 0) withSkipsByMode[scenario.mode ?? 'plain'] += 1;
     if (scenario.steps === 2) twoStepsByMode[scenario.mode ?? 'plain'] += 1;
     if ((scenario.runSteps ?? 0) > 0) runsByMode[scenario.mode ?? 'plain'] += 1;
     if ((scenario.runSteps ?? 0) > 1) multiStepRuns += 1;
@@ -76,6 +79,10 @@ test('every production path ran: schedules checked per mode', () => {
   for (const mode of driverModes) expect(runsByMode[mode], `durable runs, ${mode}`).toBeGreaterThan(0);
   // A fifth of the schedules at least (2,000 of the default 10,000) run several durable steps.
   expect(multiStepRuns, 'schedules with 2 or 3 durable steps').toBeGreaterThanOrEqual(schedules / 5);
+  console.log(
+    `of which a restart or an assignment skipped finished offsets listed in the commit metadata: plain ${withSkipsByMode.plain}, staged ${withSkipsByMode.staged}, exactly-once ${withSkipsByMode.exactlyOnce}`,
+  );
+  for (const mode of driverModes) expect(withSkipsByMode[mode], `skipped finished offsets, ${mode}`).toBeGreaterThan(0);
 });
 
 test('the same seed replays the same history', async () => {

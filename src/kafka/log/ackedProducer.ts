@@ -97,7 +97,8 @@ export class AckedProducer {
 
   /** Adds the consumer's offsets (with its group metadata, so a fenced member cannot commit) to the open transaction. */
   sendOffsetsToTransaction(offsets: readonly CommitOffset[], consumer: KafkaConsumer, timeoutMs: number): Promise<void> {
-    const tpos = offsets.map(({ topic, partition, offset }) => ({ topic, partition, offset }));
+    // The metadata goes in the transaction with its offset (librdkafka's TxnOffsetCommit carries it).
+    const tpos = offsets.map(({ topic, partition, offset, metadata }) => (metadata ? { topic, partition, offset, metadata } : { topic, partition, offset }));
     return this.call('sendOffsetsToTransaction', (cb) => this.producer.sendOffsetsToTransaction(tpos, consumer, timeoutMs, cb));
   }
 

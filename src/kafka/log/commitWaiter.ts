@@ -50,6 +50,13 @@ export function isRetriableCommitError(error: unknown): boolean {
   return error instanceof CommitError && RETRIABLE.has(error.code);
 }
 
+/** OFFSET_METADATA_TOO_LARGE: the broker refused the commit's metadata (past its offset.metadata.max.bytes). */
+const METADATA_TOO_LARGE = 12;
+
+export function isMetadataTooLarge(error: unknown): boolean {
+  return error instanceof CommitError && error.code === METADATA_TOO_LARGE;
+}
+
 /** True when a rebalance took the commit: see REFUSED_BY_REBALANCE. */
 export function isRefusedByRebalance(error: unknown): boolean {
   return error instanceof CommitError && REFUSED_BY_REBALANCE.has(error.code);
@@ -81,7 +88,8 @@ export class CommitWaiter {
   private readonly pending: Pending[] = [];
 
   commit(consumer: Committer, offsets: readonly CommitOffset[]): Promise<void> {
-    const list = offsets.map(({ topic, partition, offset }) => ({ topic, partition, offset }));
+    // The metadata goes with its offset (librdkafka keeps it; an offset without it clears the one committed before).
+    const list = offsets.map(({ topic, partition, offset, metadata }) => (metadata ? { topic, partition, offset, metadata } : { topic, partition, offset }));
     return new Promise<void>((resolve, reject) => {
       const entry: Pending = { key: keyOf(list), resolve, reject };
       this.pending.push(entry);

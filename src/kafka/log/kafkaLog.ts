@@ -1,4 +1,10 @@
-import rdkafka, { type Assignment, type LibrdKafkaError, type Message, type TopicPartitionOffset } from '@confluentinc/kafka-javascript';
+import rdkafka, {
+  type Assignment,
+  type LibrdKafkaError,
+  type Message,
+  type TopicPartitionOffset,
+  type TopicPartitionOffsetAndMetadata,
+} from '@confluentinc/kafka-javascript';
 import type { Logger } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -6,6 +12,7 @@ import {
   isCommitRefused,
   PartitionResetError,
   partitionId,
+  type AssignedPartition,
   type CommitOffset,
   type Log,
   type LogListener,
@@ -14,7 +21,7 @@ import {
 } from '../../ports/log.js';
 import { AckedProducer } from './ackedProducer.js';
 import { AssignmentWait } from './assignmentWait.js';
-import { CommitWaiter, isRefusedByRebalance, isRetriableCommitError } from './commitWaiter.js';
+import { CommitWaiter, isMetadataTooLarge, isRefusedByRebalance, isRetriableCommitError } from './commitWaiter.js';
 import { consumerConfig, type KafkaSettings, type TransactionSettings } from '../kafkaConfig.js';
 import { logClientTo } from './kafkaLogger.js';
 import { transition, type Ownership } from './partitionOwnership.js';
@@ -25,6 +32,29 @@ const ERR_ASSIGN_PARTITIONS = -175;
 const OFFSET_BEGINNING = -2;
 const OFFSET_END = -1;
 const ERR_REVOKE_PARTITIONS = -174;
+/** How long reading the committed offsets back at assignment may take. */
+const COMMITTED_TIMEOUT_MS = 10_000;
+
+/** The group's committed offsets (and their metadata) of these partitions. */
+function fetchCommitted(consumer: rdkafka.KafkaConsumer, tps: readonly TopicPartition[], timeoutMs: number): Promise<TopicPartitionOffsetAndMetadata[]> {
+  return new Promise((resolve, reject) =>
+    consumer.committed(
+      tps.map(({ topic, partition }) => ({ topic, partition })),
+      timeoutMs,
+      (error, offsets) => (error ? reject(error) : resolve(offsets)),
+    ),
+  );
+}
+
+/** The partitions, each with its committed offset and metadata when it has one. */
+function withCommitted(tps: readonly TopicPartition[], committed: readonly TopicPartitionOffsetAndMetadata[]): AssignedPartition[] {
+  const byId = new Map(committed.map((c) => [partitionId(c), c]));
+  return tps.map((tp) => {
+    const c = byId.get(partitionId(tp));
+    if (c?.offset === undefined || c.offset < 0) return { ...tp };
+    return { ...tp, committed: c.metadata ? { offset: c.offset, metadata: c.metadata } : { offset: c.offset } };
+  });
+}
 
 /** The consumer methods orderly uses that the library's typings leave out. */
 interface Consumer extends rdkafka.KafkaConsumer {
@@ -46,6 +76,10 @@ interface PartitionState {
    * committed, or the first delivered since assignment), so that every transaction carries offsets.
    */
   position?: number;
+  /** Exactly-once: the metadata committed with `position`, sent with it again so that a transaction keeps it. */
+  metadata?: string;
+  /** The committed offset and metadata read back at assignment: `metadata` while `position` is that offset. */
+  readBack?: { readonly offset: number; readonly metadata?: string };
 }
 
 export interface KafkaLogOptions {
@@ -180,6 +214,12 @@ export class KafkaLog implements Log {
           this.logger.warn({ offsets: what, error: (error as Error).message }, 'commit refused: a rebalance took these partitions');
           throw new CommitRefusedError(`Kafka commit of ${what} refused by a rebalance: ${(error as Error).message}`, { cause: error });
         }
+        if (isMetadataTooLarge(error)) {
+          throw new Error(
+            `Kafka commit of ${what} failed: its metadata (the finished offsets above each committed one, up to commitMetadataMaxBytes) is longer than the broker's offset.metadata.max.bytes; set runTopology's commitMetadataMaxBytes below that limit (0: commit offsets alone)`,
+            { cause: error },
+          );
+        }
         if (!isRetriableCommitError(error) || Date.now() >= deadline) {
           throw new Error(`Kafka commit of ${live.map((o) => `${partitionId(o)}@${o.offset}`).join(', ')} failed: ${(error as Error).message}`, {
             cause: error,
@@ -252,7 +292,8 @@ export class KafkaLog implements Log {
     const given = new Set(offsets.map(partitionId));
     const all = [...offsets];
     for (const state of this.partitions.values()) {
-      if (state.ownership === 'owned' && state.position !== undefined && !given.has(partitionId(state.tp))) all.push({ ...state.tp, offset: state.position });
+      if (state.ownership === 'owned' && state.position !== undefined && !given.has(partitionId(state.tp)))
+        all.push({ ...state.tp, offset: state.position, ...(state.metadata ? { metadata: state.metadata } : {}) });
     }
     // Nothing delivered yet, so nothing of this worker's partitions can be in the transaction.
     if (all.length === 0) return;
@@ -260,7 +301,7 @@ export class KafkaLog implements Log {
       await this.transactions!.commit(all);
       for (const o of all) {
         const state = this.partitions.get(partitionId(o));
-        if (state) state.position = o.offset;
+        if (state) Object.assign(state, { position: o.offset, metadata: o.metadata });
       }
     } catch (error) {
       if (!(error instanceof TransactionAbortedError)) throw error;
@@ -303,6 +344,8 @@ export class KafkaLog implements Log {
           moveTo(state, 'assigning', 'reset after an aborted transaction');
           state.paused = false;
           delete state.position;
+          delete state.metadata;
+          delete state.readBack;
         }
         const consumer = this.requireConsumer('reset');
         if (tps.length > 0) consumer.pause(tps);
@@ -312,8 +355,9 @@ export class KafkaLog implements Log {
         });
         // A worker that is stopping (or failed) takes nothing back.
         if (tps.length === 0 || !this.listener || this.closing || this.fatal) return;
-        await this.rewind(consumer, tps);
-        await this.listener.assigned(tps);
+        const assigned = withCommitted(tps, await this.rewind(consumer, tps));
+        this.noteReadBack(assigned);
+        await this.listener.assigned(assigned);
         ownRestored(states, 'restored again after a reset');
         const resume = states.filter((p) => p.ownership === 'owned' && !p.paused).map((p) => p.tp);
         if (resume.length > 0) consumer.resume(resume);
@@ -324,20 +368,40 @@ export class KafkaLog implements Log {
     });
   }
 
-  /** Seeks each partition to its committed offset (none: where auto.offset.reset says). */
-  private async rewind(consumer: Consumer, tps: readonly TopicPartition[]): Promise<void> {
+  /** Seeks each partition to its committed offset (none: where auto.offset.reset says); returns what was committed. */
+  private async rewind(consumer: Consumer, tps: readonly TopicPartition[]): Promise<TopicPartitionOffsetAndMetadata[]> {
     const timeoutMs = 30_000;
-    const committed = await new Promise<TopicPartitionOffset[]>((resolve, reject) =>
-      consumer.committed(
-        tps.map(({ topic, partition }) => ({ topic, partition })),
-        timeoutMs,
-        (error, offsets) => (error ? reject(error) : resolve(offsets)),
-      ),
-    );
+    const committed = await fetchCommitted(consumer, tps, timeoutMs);
     const fallback = this.options.settings.autoOffsetReset === 'latest' ? OFFSET_END : OFFSET_BEGINNING;
     for (const { topic, partition, offset } of committed) {
       const to = offset !== undefined && offset >= 0 ? offset : fallback;
       await new Promise<void>((resolve, reject) => consumer.seek({ topic, partition, offset: to }, timeoutMs, (error) => (error ? reject(error) : resolve())));
+    }
+    return committed;
+  }
+
+  /** Keeps what was read back, so that a transaction that carries a partition's first offset keeps its metadata too. */
+  private noteReadBack(assigned: readonly AssignedPartition[]): void {
+    for (const { committed, ...tp } of assigned) {
+      const state = this.partitions.get(partitionId(tp));
+      if (state && committed) state.readBack = committed;
+    }
+  }
+
+  /**
+   * The partitions with their committed offsets and metadata, read back for the engine (it skips
+   * the finished offsets the metadata lists). Without them (the read failed) the engine runs every
+   * redelivered offset, as before: slower after a crash, never wrong.
+   */
+  private async committedOf(consumer: Consumer, tps: readonly TopicPartition[]): Promise<AssignedPartition[]> {
+    try {
+      return withCommitted(tps, await fetchCommitted(consumer, tps, COMMITTED_TIMEOUT_MS));
+    } catch (error) {
+      this.logger.warn(
+        { partitions: tps.map(partitionId), error: (error as Error).message },
+        'could not read the committed offsets back: finished offsets above them will run again',
+      );
+      return [...tps];
     }
   }
 
@@ -399,7 +463,11 @@ export class KafkaLog implements Log {
         dropped += 1;
         continue;
       }
-      state.position ??= message.offset;
+      if (state.position === undefined) {
+        state.position = message.offset;
+        // Delivered from the committed offset: its metadata stays, until a commit of this partition replaces it.
+        if (state.readBack?.offset === message.offset) state.metadata = state.readBack.metadata;
+      }
       records.push(toLogRecord(message));
     }
     if (dropped > 0) this.logger.debug({ dropped }, 'dropped records of partitions being revoked');
@@ -421,7 +489,11 @@ export class KafkaLog implements Log {
       this.serialize(async () => {
         const states = tps.map((tp): PartitionState => ({ tp, ownership: 'assigning', paused: false }));
         for (const state of states) this.partitions.set(partitionId(state.tp), state);
-        if (this.listener && tps.length > 0) await this.listener.assigned(tps);
+        if (this.listener && tps.length > 0) {
+          const assigned = await this.committedOf(consumer, tps);
+          this.noteReadBack(assigned);
+          await this.listener.assigned(assigned);
+        }
         ownRestored(states, 'restored by the engine');
         if (cooperative) consumer.incrementalAssign(assignment);
         else consumer.assign(assignment);

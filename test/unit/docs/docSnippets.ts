@@ -24,20 +24,21 @@ export function tsBlocks(file: string, from?: string, until?: string): string[] 
   return blocks;
 }
 
-/** Writes `code` as a module under .cache/doc-snippets, with `orderly` and `orderly/testkit` pointing at this repository's source. */
+/** Writes `code` as a module under .cache/doc-snippets, with `orderly`, `orderly/testkit` and `orderly/metrics` pointing at this repository's source. */
 export function writeSnippet(name: string, code: string): string {
   mkdirSync(snippetsDir, { recursive: true });
   const file = join(snippetsDir, `${name}.ts`);
   const pointed = code
     .replaceAll("from 'orderly/testkit'", `from '${join(root, 'testkit', 'index.js')}'`)
+    .replaceAll("from 'orderly/metrics'", `from '${join(root, 'src', 'metrics', 'index.js')}'`)
     .replaceAll("from 'orderly'", `from '${join(root, 'src', 'index.js')}'`);
   writeFileSync(file, pointed);
   return file;
 }
 
-/** The type errors of one module, in strict mode, as messages. */
-export function typeProblems(file: string): string[] {
-  return typeProblemsIn([file]);
+/** The type errors of some modules (checked together: one may import another), in strict mode, as messages. */
+export function typeProblems(...files: string[]): string[] {
+  return typeProblemsIn(files);
 }
 
 /** The type errors of several modules, checked in one program (one load of the libraries and of orderly's source), as messages naming the module. */

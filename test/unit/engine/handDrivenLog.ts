@@ -1,18 +1,18 @@
 import type { CommitOffset, Log, LogListener, OutRecord, TopicPartition } from '../../../src/ports/log.js';
 
 /**
- * A Log that assigns one partition on subscribe and otherwise only records what the engine asks
- * of it: the test drives the engine through `listener()`. `atomic`: it offers units, as an
- * exactly-once log does (each runs as it is).
+ * A Log that assigns one partition on subscribe (with `committed`, as read back at assignment)
+ * and otherwise only records what the engine asks of it: the test drives the engine through
+ * `listener()`. `atomic`: it offers units, as an exactly-once log does (each runs as it is).
  */
-export function handDrivenLog(tp: TopicPartition, options: { atomic?: boolean } = {}) {
+export function handDrivenLog(tp: TopicPartition, options: { atomic?: boolean; committed?: { offset: number; metadata?: string } } = {}) {
   let listener: LogListener | undefined;
   const commits: CommitOffset[][] = [];
   const produced: OutRecord[] = [];
   const log: Log = {
     subscribe: async (_topics, l) => {
       listener = l;
-      await l.assigned([tp]);
+      await l.assigned([options.committed ? { ...tp, committed: options.committed } : tp]);
     },
     pause: () => undefined,
     resume: () => undefined,

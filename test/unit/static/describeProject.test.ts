@@ -47,6 +47,16 @@ describe('orderly describe, read statically', { timeout: 180_000 }, () => {
     ]);
   });
 
+  it("shows a park's onExhausted known only at run time as a marker, which the DSL alone would refuse", () => {
+    const [row, ...more] = readStatically('test/fixtures/describe/unknownDisposition.ts');
+    expect(more).toEqual([]);
+    expect(row!.error).toBeUndefined();
+    expect(row!.description).toContain('review-park (stores: [review-park], attempts: 2, retryDelayMs: 1000, topic: claims.parked, onExhausted: <?1>)');
+    expect(row!.unknowns.map((u) => [u.marker, u.expression, u.uses.map((use) => `${use.operator} ${use.option}`)])).toEqual([
+      ['<?1>', 'onExhausted: Disposition', ['park onExhausted']],
+    ]);
+  });
+
   describe('the disputes example', () => {
     const saved = { ...process.env };
     afterEach(() => {
