@@ -107,6 +107,14 @@ export class CircuitBreaker {
     this.changed('closed', this.clock.now());
   }
 
+  /**
+   * The engine stops: the timer that would open or half-open the circuit is cancelled. Left
+   * running, a real clock's timer would keep a stopped worker's process alive until it fired.
+   */
+  dispose(): void {
+    this.cancelTimer();
+  }
+
   private cancelTimer(): void {
     this.timer?.cancel();
     this.timer = undefined;

@@ -14,6 +14,7 @@ import type { EngineObserver } from './outcomes.js';
 import { checkResolution } from './checkResolution.js';
 import type { ParkedEvent, ParkedKeyState, Resolution } from './parkedKeys.js';
 import { PartitionTasks } from './partitionTasks.js';
+import { disposeProcessors } from './processors/index.js';
 import { PartitionTask } from './partitionTask.js';
 import { eventEndFor } from './eventEnd.js';
 import type { TrackerCommit } from './commitTracker.js';
@@ -209,6 +210,7 @@ export class Engine {
     grace?.cancel();
     await this.commit();
     await this.closePartitions([...this.tasks.values()].map((t) => t.tp));
+    disposeProcessors(this.ctx);
     await this.options.log.close();
   }
 

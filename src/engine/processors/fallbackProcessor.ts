@@ -57,6 +57,11 @@ export const fallbackProcessor: ProcessorFactory<FallbackNode> = (node, ctx, par
   return NOTHING;
 };
 
+/** Cancels the timers of the engine's circuits: it stops (see CircuitBreaker.dispose). */
+export function disposeCircuits(ctx: EngineContext): void {
+  for (const breaker of circuits.get(ctx)?.values() ?? []) breaker.dispose();
+}
+
 /** The circuits of each engine, by step: the partitions of one engine share their step's circuit; a new engine (a restart) starts closed. */
 const circuits = new WeakMap<EngineContext, Map<string, CircuitBreaker>>();
 

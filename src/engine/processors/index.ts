@@ -2,7 +2,7 @@ import type { ParkNode, ProcessorNode } from '../../graph/nodes.js';
 import type { EngineContext } from '../engineContext.js';
 import { agentStepProcessor } from './agentStepProcessor.js';
 import { applyOnceProcessor } from './applyOnceProcessor.js';
-import { fallbackProcessor } from './fallbackProcessor.js';
+import { disposeCircuits, fallbackProcessor } from './fallbackProcessor.js';
 import { filterProcessor } from './filterProcessor.js';
 import { mapValuesProcessor } from './mapValuesProcessor.js';
 import type { Parking, Processor, ProcessorFactory, StepGuard, StepGuards } from './processor.js';
@@ -31,6 +31,11 @@ const factories: { readonly [K in ProcessorNode['kind']]: ProcessorFactory<Extra
 export function buildProcessors(ctx: EngineContext, nodes: readonly ProcessorNode[]): Processor[] {
   const guards = stepGuards();
   return nodes.map((node, index) => (factories[node.kind] as ProcessorFactory<ProcessorNode>)(node, ctx, parkingAt(nodes, index), guards));
+}
+
+/** What the processors of an engine keep beyond its partitions (a fallback's circuit and its timer), let go when the engine stops. */
+export function disposeProcessors(ctx: EngineContext): void {
+  disposeCircuits(ctx);
 }
 
 /** The guards of one set of processors: an agent step's processor is built before its guard's, so it looks its guard up as events come. */

@@ -65,4 +65,22 @@ describe('CircuitBreaker', () => {
     breaker.released('fallback');
     expect(breaker.permit()).toBe('fallback');
   });
+
+  it('dispose cancels the timer that would open or half-open it: a stopped engine leaves none behind', () => {
+    const closing = setup();
+    closing.breaker.saw(false);
+    closing.breaker.dispose();
+    closing.runTo(60_000);
+    expect(closing.breaker.state).toBe('closed');
+    expect(closing.changes).toEqual(['closed@0']);
+
+    const open = setup();
+    open.breaker.saw(false);
+    open.runTo(2_000);
+    expect(open.breaker.state).toBe('open');
+    open.breaker.dispose();
+    open.runTo(60_000);
+    expect(open.breaker.state).toBe('open');
+    expect(open.changes).toEqual(['closed@0', 'open@2000']);
+  });
 });
