@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { partitionId, type LogListener, type LogRecord, type TopicPartition } from '../../src/ports/log.js';
 import { KafkaLog } from '../../src/kafka/log/kafkaLog.js';
 import { ensureTopics, TopicError } from '../../src/kafka/topics.js';
-import { createTopic, produce } from './kafkaClient.js';
+import { committedOffsets, createTopic, produce } from './kafkaClient.js';
 import { scenario } from './disputes.js';
 
 const bootstrap = inject('kafkaBootstrap');
@@ -66,23 +66,6 @@ function kafkaLog(group: string, options: { sessionTimeoutMs?: number } = {}): K
   return log;
 }
 
-async function committed(group: string, topic: string, partitions: number): Promise<Array<number | undefined>> {
-  const consumer = new rdkafka.KafkaConsumer({ 'bootstrap.servers': bootstrap, 'group.id': group }, {});
-  await new Promise<void>((resolve, reject) => consumer.connect({}, (error) => (error ? reject(error) : resolve())));
-  try {
-    const tps = Array.from({ length: partitions }, (_, partition) => ({ topic, partition }));
-    const offsets = await new Promise<Array<{ partition: number; offset: number }>>((resolve, reject) =>
-      consumer.committed(tps, 10_000, (error, result) => (error ? reject(error) : resolve(result))),
-    );
-    return tps.map((tp) => {
-      const offset = offsets.find((o) => o.partition === tp.partition)?.offset;
-      return offset === undefined || offset < 0 ? undefined : offset;
-    });
-  } finally {
-    await new Promise<void>((resolve) => consumer.disconnect(() => resolve()));
-  }
-}
-
 const values = (records: readonly LogRecord[]) => records.map((r) => new TextDecoder().decode(r.value!));
 
 describe('KafkaLog', () => {
@@ -108,12 +91,12 @@ describe('KafkaLog', () => {
 
     await log.commit([{ topic, partition: 0, offset: 4 }]);
     // Settled means the broker has it.
-    expect(await committed(group, topic, 2)).toEqual([4, undefined]);
+    expect(await committedOffsets(bootstrap, group, topic, 2)).toEqual([4, undefined]);
     await log.commit([
       { topic, partition: 0, offset: 7 },
       { topic, partition: 1, offset: 10 },
     ]);
-    expect(await committed(group, topic, 2)).toEqual([7, 10]);
+    expect(await committedOffsets(bootstrap, group, topic, 2)).toEqual([7, 10]);
   });
 
   it('delivers nothing of a paused partition until it is resumed, then goes on where it stopped', async () => {

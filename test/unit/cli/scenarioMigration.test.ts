@@ -1,22 +1,8 @@
 // `orderly scenario migration --json` (the compiled CLI): one row per way of moving the worked
 // example's decision to an agent step, every figure measured by the run.
 import { expect, test } from 'vitest';
+import type { MigrationRow as Row } from '../../../testkit/scenarios/migration.js';
 import { orderlyCli } from './orderlyCli.js';
-
-interface Row {
-  readonly mode: string;
-  readonly events: number;
-  readonly modelCalls: number;
-  readonly decidedByRule: number;
-  readonly decidedByAgent: number;
-  readonly decidedByFallback: number;
-  readonly shadowDisagreements: number;
-  readonly shadowApplied: number;
-  readonly endMs: number;
-  readonly doubleEffects: number;
-  readonly orderViolations: number;
-  readonly parked: number;
-}
 
 test('orderly scenario migration --json prints the four modes: rules first saves calls, no shadow decision is applied, the fallback decides while the model is down', async () => {
   const run = await orderlyCli(['scenario', 'migration', '--json']);
