@@ -9,6 +9,7 @@ export type {
   ToOptions,
   RespondOptions,
   NameOption,
+  ApplyOnceOptions,
   ShadowOptions,
   FallbackOptions,
 } from './dsl/stream.js';

@@ -2,6 +2,7 @@ import type { Topology } from '../src/dsl/topology.js';
 import { json, type Serde } from '../src/dsl/serde.js';
 import { Engine, type CommitPolicy, type ParkedKeyInfo } from '../src/engine/engine.js';
 import { combineObservers } from '../src/engine/combineObservers.js';
+import type { EffectRecord } from '../src/engine/outputs.js';
 import type { EngineStatus } from '../src/engine/engineStatus.js';
 import type { EngineObserver } from '../src/engine/outcomes.js';
 import type { ParkedEvent, ParkedKeyState, Resolution } from '../src/engine/parkedKeys.js';
@@ -482,6 +483,15 @@ export class TopologyTestDriver {
   async storedEntries<T>(prefix: string): Promise<Array<[string, T]>> {
     if (!this.state) return [];
     return this.state.entries<T>(prefix);
+  }
+
+  /**
+   * The effect records the engine pruned once no event could need them (below the committed
+   * offset, or declared ids past their retention), by state key, as they were before: durable
+   * deletes only. For invariants that compare the state with the effects recorded.
+   */
+  prunedEffectRecords(): ReadonlyMap<string, EffectRecord> {
+    return this.observations.prunedEffects;
   }
 
   /**

@@ -182,6 +182,13 @@ export class DriverObservations {
   /** Durable steps whose journal entry was durable once, by `store|effectId|name`. */
   private readonly journaledSteps = new Set<string>();
   private readonly effectPrefix: string | undefined;
+  /** Effect records durable now, by state key: what a prune deletes is moved to {@link prunedEffects}. */
+  private readonly storedEffects = new Map<string, EffectRecord>();
+  /**
+   * Effect records pruned (deleted once durable, as the engine prunes those no event can need), by
+   * state key, as they were before: the state still shows their effects.
+   */
+  readonly prunedEffects = new Map<string, EffectRecord>();
   private readonly tablePrefix: string | undefined;
 
   constructor(topology: Topology) {
@@ -306,6 +313,17 @@ export class DriverObservations {
     }
     const prefix = this.effectPrefix;
     if (!prefix) return;
+    for (const op of ops) {
+      if (!op.key.startsWith(prefix)) continue;
+      if (op.type === 'put') {
+        this.storedEffects.set(op.key, op.value as EffectRecord);
+        this.prunedEffects.delete(op.key);
+        continue;
+      }
+      const record = this.storedEffects.get(op.key);
+      this.storedEffects.delete(op.key);
+      if (record) this.prunedEffects.set(op.key, record);
+    }
     // An event's ops are contiguous in a batch, its effect record last: its rows are the ones since the previous record.
     let rows: Array<{ partition: number; row: { row: string; value?: unknown } }> = [];
     for (const op of ops) {

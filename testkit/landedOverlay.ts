@@ -72,7 +72,8 @@ export class LandedOverlay {
       if (op.type === 'put') rows.set(key, JSON.parse(op.json) as T);
       else rows.delete(key);
     }
-    const sorted = [...rows].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const after = options?.after;
+    const sorted = [...rows].filter(([key]) => after === undefined || key > after).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return options?.limit === undefined ? sorted : sorted.slice(0, options.limit);
   }
 }

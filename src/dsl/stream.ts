@@ -48,6 +48,18 @@ export interface AgentStepOptions<S extends StandardSchemaV1 | undefined> {
   timeoutMs?: number;
 }
 
+/** Options of {@link StreamBuilder.applyOnce}. */
+export interface ApplyOnceOptions extends NameOption {
+  /**
+   * How long the record of a declared effect id (`stream(topic, { effectId })`) is kept after its
+   * effect was applied: an event with the same id that comes within it is a DUPLICATE, one that
+   * comes after it is applied again. Pruned past it (docs/guarantees.md, "How long effect records
+   * are kept"). Ids derived from offsets (the default) need no window: their records are pruned
+   * once the committed offset is past them. @defaultValue 604800000 (7 days)
+   */
+  idRetentionMs?: number;
+}
+
 export interface ParkOptions extends NameOption {
   /** Attempts before the event is parked (a 429 is not an attempt). */
   attempts: number;
@@ -280,12 +292,15 @@ export class StreamBuilder<T> {
   /**
    * Applies `effect` once per event: its effect id is looked up before any model call, and the
    * effect's writes are recorded with the id in one atomic batch. Stateful: its store is named
-   * after the effect.
+   * after the effect. An effect record is pruned once it can no longer be needed: below the
+   * committed offset (ids derived from offsets), or past `idRetentionMs` (declared ids).
    */
-  applyOnce<R>(effect: Effect<T, R>, options: NameOption = {}): StreamBuilder<R> {
+  applyOnce<R>(effect: Effect<T, R>, options: ApplyOnceOptions = {}): StreamBuilder<R> {
     if (!isEffect(effect)) throw new TopologyError('applyOnce', notAnEffect(effect));
     const name = requireName('applyOnce', 'its name', options.name ?? effect.name);
-    return this.with({ kind: 'applyOnce', name, effect: effect as Effect<unknown, unknown> });
+    const retention =
+      options.idRetentionMs === undefined ? {} : { idRetentionMs: requireInteger(`applyOnce '${name}'`, 'idRetentionMs', options.idRetentionMs, 1) };
+    return this.with({ kind: 'applyOnce', name, effect: effect as Effect<unknown, unknown>, ...retention });
   }
 
   /** Writes each value to `topic`, keyed as the input, and passes it on. */

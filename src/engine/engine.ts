@@ -1,8 +1,17 @@
 import type { Topology } from '../graph/topology.js';
 import type { Clock, Timer } from '../ports/clock.js';
-import { isCommitRefused, partitionId, type AssignedPartition, type CommitOffset, type Log, type LogRecord, type TopicPartition } from '../ports/log.js';
+import {
+  isCommitRefused,
+  isPartitionReset,
+  partitionId,
+  type AssignedPartition,
+  type CommitOffset,
+  type Log,
+  type LogRecord,
+  type TopicPartition,
+} from '../ports/log.js';
 import type { Random } from '../ports/random.js';
-import type { Store } from '../ports/store.js';
+import type { Store, StoreOp } from '../ports/store.js';
 import { AttemptsIndexedStore } from './attemptsIndex.js';
 import { AttemptsRecords } from './attemptsRecords.js';
 import type { EngineContext } from './engineContext.js';
@@ -223,6 +232,7 @@ export class Engine {
       const task = new PartitionTask(tp, this.ctx, {
         maxBuffered: max,
         commitMetadataMaxBytes: this.commitMetadataMaxBytes,
+        committedAtAssignment: committed?.offset,
         onFinished: () => this.finished(),
         onFatal: (error) => this.fail(error),
       });
@@ -345,7 +355,35 @@ export class Engine {
         this.ctx.metrics.commit();
         this.ctx.observer.committed?.({ ...task.tp, offset: commit.offset, atMs: this.ctx.clock.now() });
       }
+      await this.prune(offsets);
     } while (this.commitAgain);
+  }
+
+  /**
+   * Prunes the effect records the committed offsets passed, in one batch after the commit: on
+   * Kafka each delete is a tombstone on the changelog (in the next transaction, exactly-once).
+   * A crash before it leaves them to the partition's next assignment, which finds them.
+   */
+  private async prune(committed: ReadonlyArray<{ task: PartitionTask; commit: TrackerCommit }>): Promise<void> {
+    if (this.failed || this.stopping) return;
+    const ops: StoreOp[] = [];
+    for (const { task, commit } of committed) for (const op of await task.prunable(commit.offset)) ops.push(op);
+    if (ops.length === 0) return;
+    const failed = (error: unknown) => {
+      // Taken back by the log (exactly-once: its transaction aborted): the reset finds them again.
+      if (!isPartitionReset(error)) this.fail(error as Error);
+    };
+    const pruned = () => this.ctx.observer.pruned?.({ records: ops.length, atMs: this.ctx.clock.now() });
+    if (this.ctx.end.kind === 'transactional') {
+      // In the transaction, as every changelog write: the next commit commits it.
+      await this.ctx.end.atomically(() => this.ctx.writer.write(ops)).then(pruned, failed);
+      return;
+    }
+    // Landed (in order, its tombstones handed to the producer) is enough to go on: the next commit
+    // need not wait for their acknowledgement, and a failure of it stops the engine as any would.
+    const staged = this.ctx.writer.stage(ops);
+    staged.durable.then(pruned, failed);
+    await staged.landed.catch(() => undefined);
   }
 
   private fail(error: Error): void {

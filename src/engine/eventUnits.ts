@@ -5,6 +5,7 @@ import type { OutRecord } from '../ports/log.js';
 import { validateDecision } from './agentStepRunner.js';
 import { isThenable } from './attemptLoop.js';
 import type { EffectHorizon } from './effectHorizon.js';
+import type { EffectPruning } from './effectPruning.js';
 import type { EngineContext } from './engineContext.js';
 import type { Landed } from './eventEnd.js';
 import { fromStoredEvent } from './events.js';
@@ -43,6 +44,7 @@ export class EventUnits {
     private readonly tp: TopicPartition,
     private readonly parked: ParkedKeys | undefined,
     private readonly horizon: EffectHorizon | undefined,
+    private readonly pruning: EffectPruning | undefined,
   ) {
     this.processors = buildProcessors(ctx, ctx.topology.processors);
     this.through = ctx.topology.applyOnce ? Outcome.APPLIED : Outcome.FORWARDED;
@@ -81,7 +83,18 @@ export class EventUnits {
       return undefined;
     }
     // The end of the event.
-    return endEvent(this.ctx, event, stopped ? Outcome.FILTERED : this.through, unit.ops, unit.outputs, signal, stopped ? undefined : decidedDetails(unit));
+    const landed = await endEvent(
+      this.ctx,
+      event,
+      stopped ? Outcome.FILTERED : this.through,
+      unit.ops,
+      unit.outputs,
+      signal,
+      stopped ? undefined : decidedDetails(unit),
+    );
+    // Its record is pruned once the committed offset is past it (which waits for it to be durable).
+    if (!stopped && this.through === Outcome.APPLIED) this.pruning?.recorded(event.offset, event.effectId);
+    return landed;
   }
 
   /** Checks a resolution and makes it durable; the lane then replays the key. */
@@ -106,6 +119,7 @@ export class EventUnits {
     if (resolution && 'discard' in resolution) {
       signal.throwIfAborted();
       await this.ctx.writer.write([...advance(), discardRecordOp(this.ctx, head.event), ...this.ctx.runs.clear(head.event)]);
+      this.pruning?.recorded(head.event.offset, head.event.effectId);
       this.ctx.report(Outcome.DISCARDED, head.event, { replayed: true });
       return parked.get(lane) ? 'more' : 'released';
     }
@@ -113,6 +127,8 @@ export class EventUnits {
     const recorded = recordedEffect(this.ctx, event);
     if (recorded) {
       await endReplayed(this.ctx, event, ...this.endOfRecorded(recorded), advance, signal);
+      // Released from its parked key only now: its record may go once the committed offset is past it.
+      this.pruning?.recorded(event.offset, event.effectId);
       return parked.get(lane) ? 'more' : 'released';
     }
     // The decisions made before the event was parked, and a person's for the step that parked it.
@@ -136,6 +152,7 @@ export class EventUnits {
       signal,
       stopped ? undefined : decidedDetails(unit),
     );
+    if (!stopped && this.through === Outcome.APPLIED) this.pruning?.recorded(event.offset, event.effectId);
     return parked.get(lane) ? 'more' : 'released';
   }
 

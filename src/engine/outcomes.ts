@@ -94,6 +94,12 @@ export interface EngineObserver {
    * then run again as without metadata, their effects found recorded.
    */
   resumed?(resume: { topic: string; partition: number; offset: number | undefined; finishedAbove: number; ignored?: string; atMs: number }): void;
+  /**
+   * Effect records no event can need any more were pruned after a commit (below the committed
+   * offset, or declared ids past their retention): `records` deletes written, tombstones on the
+   * changelog on Kafka (docs/guarantees.md).
+   */
+  pruned?(pruning: { records: number; atMs: number }): void;
   /** The log refused a commit because a rebalance took its partitions (not fatal: see CommitRefusedError). */
   commitRefused?(refusal: { partitions: readonly string[]; error: string; atMs: number }): void;
   /**

@@ -1,9 +1,11 @@
 import { setMaxListeners } from 'node:events';
 import type { LogRecord, TopicPartition } from '../ports/log.js';
+import type { StoreOp } from '../ports/store.js';
 import { isPartitionReset, partitionId } from '../ports/log.js';
 import { attemptsOwners } from './attemptsRecords.js';
 import { CommitTracker } from './commitTracker.js';
 import { EffectHorizon } from './effectHorizon.js';
+import { DEFAULT_ID_RETENTION_MS, EffectPruning } from './effectPruning.js';
 import type { EngineContext } from './engineContext.js';
 import { laneOf } from './events.js';
 import type { Landed } from './eventEnd.js';
@@ -40,6 +42,8 @@ export interface PartitionTaskOptions {
   readonly maxBuffered: number;
   /** The longest metadata (the finished offsets above the committed one) a commit may carry; 0: none. */
   readonly commitMetadataMaxBytes: number;
+  /** The group's committed offset when the partition was assigned (undefined: none): effect records below it are pruned at once. */
+  readonly committedAtAssignment: number | undefined;
   readonly onFinished: (tp: TopicPartition) => void;
   readonly onFatal: (error: Error) => void;
 }
@@ -62,6 +66,7 @@ export class PartitionTask {
   private readonly ready = new MinHeap<Lane>();
   private readonly parked: ParkedKeys | undefined;
   private readonly horizon: EffectHorizon | undefined;
+  private readonly pruning: EffectPruning | undefined;
   private readonly units: EventUnits;
   private inFlight = 0;
   /** Events whose lane went on once their end landed, and which wait for it to be durable to finish. */
@@ -86,7 +91,16 @@ export class PartitionTask {
     // Declared effect ids may repeat at any offset: only offset-derived ones have a horizon.
     const apply = ctx.topology.applyOnce;
     this.horizon = apply && !ctx.topology.source.effectId ? new EffectHorizon(ctx.store, ctx.writer, apply.name, tp, options.onFatal) : undefined;
-    this.units = new EventUnits(ctx, tp, this.parked, this.horizon);
+    this.pruning =
+      apply &&
+      new EffectPruning({
+        store: ctx.store,
+        effectStore: apply.name,
+        parkStore: park?.name,
+        tp,
+        idRetentionMs: ctx.topology.source.effectId ? (apply.idRetentionMs ?? DEFAULT_ID_RETENTION_MS) : undefined,
+      });
+    this.units = new EventUnits(ctx, tp, this.parked, this.horizon, this.pruning);
   }
 
   /** Loads the partition's attempts records, run journals and parked keys, and resumes the replays a crash interrupted. */
@@ -98,6 +112,9 @@ export class PartitionTask {
       const entries = await this.ctx.store.entries<ParkedKeyState>(this.parked.prefix);
       for (const interrupted of this.parked.load(entries)) this.startReplay(interrupted.lane);
     }
+    // Effect records a crash, another worker or an older version left below the committed offset.
+    const leftovers = (await this.pruning?.load(this.options.committedAtAssignment)) ?? [];
+    if (leftovers.length > 0 && this.state === 'restoring') await this.ctx.end.atomically(() => this.ctx.writer.write(leftovers));
     // Closed while it restored (the engine stopped, or the partition was revoked or lost): it never runs.
     if (this.state !== 'restoring') return;
     this.moveTo('running');
@@ -127,6 +144,16 @@ export class PartitionTask {
       this.ctx.log.pause([this.tp]);
     }
     this.pump();
+  }
+
+  /**
+   * The deletes of the effect records no event of this partition can need any more, now that it
+   * is committed up to `committed`: built only while it runs (a closing partition's are left to
+   * its next owner, which finds them at assignment).
+   */
+  async prunable(committed: number): Promise<StoreOp[]> {
+    if (!this.pruning || this.state !== 'running') return [];
+    return this.pruning.prunable(committed, this.ctx.clock.now());
   }
 
   /** Resolves a parked key; its events then replay in order, ahead of its new ones. */

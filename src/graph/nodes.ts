@@ -175,6 +175,8 @@ export interface ApplyOnceNode {
   readonly kind: 'applyOnce';
   readonly name: string;
   readonly effect: Effect<unknown, unknown>;
+  /** How long a declared effect id's record is kept (see ApplyOnceOptions.idRetentionMs); absent: the default. */
+  readonly idRetentionMs?: number;
 }
 
 export interface SinkNode {

@@ -4,6 +4,8 @@ import type { TopicPartition } from './log.js';
 export interface EntriesOptions {
   /** At most this many entries, the first in key order. */
   readonly limit?: number;
+  /** Only the entries whose keys sort after this one: a scan goes on in pages from the last key it read. */
+  readonly after?: string;
 }
 
 /** One write of an atomic batch. */

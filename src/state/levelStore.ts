@@ -45,7 +45,8 @@ class LevelStore implements LocalStore {
 
   async entries<T>(prefix: string, options?: EntriesOptions): Promise<Array<[string, T]>> {
     // '\uffff' sorts after every character a key of ours can hold, so this is the prefix's range.
-    const range = { gte: prefix, lt: `${prefix}\uffff`, ...(options?.limit !== undefined ? { limit: options.limit } : {}) };
+    const from = options?.after !== undefined && options.after >= prefix ? { gt: options.after } : { gte: prefix };
+    const range = { ...from, lt: `${prefix}\uffff`, ...(options?.limit !== undefined ? { limit: options.limit } : {}) };
     const raw = (await this.db.iterator(range).all()) as Array<[string, string]>;
     return raw.map(([key, text]) => [key, decodeLocalValue(key, text) as T]);
   }
