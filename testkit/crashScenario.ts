@@ -84,7 +84,8 @@ export interface ScenarioRun {
  * - `unfencedProducer` (exactly-once): a worker fenced out of its group still commits its transactions (see DriverOptions.faults);
  * - `changelogGaps` (staged): writes after one Kafka refused are still acknowledged, a gap in the changelog (see DriverOptions.faults);
  * - `resetKeepsLocalState` (exactly-once): the reset after an aborted transaction keeps the landed writes it threw away (see DriverOptions.faults);
- * - `skipRunJournal`: reads of run journals find nothing, as an engine that skipped the journal lookup of `ctx.step` would (see DriverOptions.faults).
+ * - `skipRunJournal`: reads of run journals find nothing, as an engine that skipped the journal lookup of `ctx.step` would (see DriverOptions.faults);
+ * - `pruneAheadOfCommit`: a prune of a partition's effect records deletes them all, those at or above the committed offset too (see DriverOptions.faults).
  */
 export interface ScenarioFaults {
   readonly commitAheadBy?: number;
@@ -98,6 +99,7 @@ export interface ScenarioFaults {
   readonly changelogGaps?: boolean;
   readonly resetKeepsLocalState?: boolean;
   readonly skipRunJournal?: boolean;
+  readonly pruneAheadOfCommit?: boolean;
 }
 
 /** The share of the model's answers, and of the effect's, that come synchronously. */
@@ -158,6 +160,7 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
     ...(options.changelogGaps ? { changelogGaps: true } : {}),
     ...(options.resetKeepsLocalState ? { resetKeepsLocalState: true } : {}),
     ...(options.skipRunJournal ? { skipRunJournal: true } : {}),
+    ...(options.pruneAheadOfCommit ? { pruneAheadOfCommit: true } : {}),
     ...(options.syncAnswerSkipsAttempts ? { dropWrite: (op: StoreOp) => isAttemptsAfterSyncAnswer(op, model) } : {}),
   };
   driver = new TopologyTestDriver(topology, {
@@ -187,7 +190,25 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
     caller: 'runCrashScenario',
   });
   await checkState();
+  stateViolations.push(...(await checkNothingLeftBehind(driver)));
   return { scenario, driver, placed, beforeResolutions, model, stateViolations, toolRuns: tool.runs };
+}
+
+/** Kinds of state an event keeps only until it ends: attempts, run journals, parked keys, held events and their index. */
+const ENDED_WITH_THEIR_EVENT = ['attempts/', 'run/', 'parked/', 'held/', 'heldid/'] as const;
+
+/**
+ * Once every event has ended and every key is resolved, the state holds none of the records that
+ * live only as long as their event (a state that grows with every event ever seen is unbounded).
+ */
+async function checkNothingLeftBehind(driver: TopologyTestDriver): Promise<InvariantViolation[]> {
+  const found: InvariantViolation[] = [];
+  for (const prefix of ENDED_WITH_THEIR_EVENT) {
+    const left = await driver.storedEntries(prefix);
+    if (left.length > 0)
+      found.push({ invariant: 'state-left-behind', detail: `${left.length} ${prefix} record(s) outlived their events, first ${left[0]![0]}` });
+  }
+  return found;
 }
 
 type EffectInput = { event: ScenarioValue; decision: ScenarioDecisionValue };

@@ -73,6 +73,8 @@ export interface DriverOptions {
    * matches, as an engine that skipped them would. `metadataListsUnfinished`: each commit's
    * metadata lists one more offset as finished, an unfinished one polled above the committed
    * offset, as an engine that listed what it had not finished would (a restart skips it).
+   * `pruneAheadOfCommit`: a batch that prunes effect records of a partition deletes all of them,
+   * those at or above the committed offset too, as an engine that pruned past its commit would.
    */
   faults?: DriverFaults;
   /** Hears every engine instance's outcomes, model calls and commits too (a metrics exporter, say). */

@@ -7,6 +7,7 @@ import type { DriverIo } from './driverIo.js';
 import type { DriverTransaction } from './driverTransaction.js';
 import type { LandedOverlay } from './landedOverlay.js';
 import type { MemoryLog } from './memoryLog.js';
+import { stateKeys } from '../src/state/stateKeys.js';
 
 /** Faults of a {@link GatedStore}, each breaking one path on purpose (see DriverOptions.faults). */
 export interface StoreFaults {
@@ -18,6 +19,11 @@ export interface StoreFaults {
   readonly dropWrite?: (op: StoreOp) => boolean;
   /** Reads of run journals (`run/...`) find nothing, as an engine that skipped the journal lookup of `ctx.step` would. */
   readonly skipRunJournal?: boolean;
+  /**
+   * A batch that prunes effect records of a partition prunes every one the partition holds, those
+   * at or above the committed offset too, as an engine that pruned past its commit would.
+   */
+  readonly pruneAheadOfCommit?: boolean;
 }
 
 /** How one engine instance's store reaches the driver's state. */
@@ -93,10 +99,27 @@ export class GatedStore implements Store {
   private write(ops: StoreOp[]): Promise<void> {
     const { state, acknowledged, madeDurable } = this.options;
     return this.io.enqueue(this.owner, { kind: 'batch', ops }, async () => {
-      await state().batch(ops);
-      acknowledged(ops);
-      madeDurable(ops);
+      const written = await this.widened(ops);
+      await state().batch(written);
+      acknowledged(written);
+      madeDurable(written);
     });
+  }
+
+  /** The batch with the fault `pruneAheadOfCommit`: a prune of a partition's effect records deletes all of them. */
+  private async widened(ops: StoreOp[]): Promise<StoreOp[]> {
+    if (!this.options.faults?.pruneAheadOfCommit) return ops;
+    const prefixes = new Set<string>();
+    for (const op of ops) {
+      if (op.type !== 'del' || !op.key.startsWith('effect/')) continue;
+      const { store, topic, partition } = stateKeys.parse(op.key);
+      prefixes.add(stateKeys.effectPartitionPrefix(store, { topic, partition }));
+    }
+    if (prefixes.size === 0) return ops;
+    const from = this.options.overlay ?? this.options.state();
+    const all = [...ops];
+    for (const prefix of prefixes) for (const [key] of await from.entries(prefix)) all.push({ type: 'del', key });
+    return all;
   }
 
   private stageSplit(ops: readonly StoreOp[]): StagedBatch {
@@ -110,9 +133,10 @@ export class GatedStore implements Store {
   private stageOne(ops: StoreOp[]): StagedBatch {
     let acked!: Promise<void>;
     const landed = this.io.enqueue(this.owner, { kind: 'batch', ops, staged: true }, async () => {
-      const seq = this.options.overlay!.land(ops);
+      const written = await this.widened(ops);
+      const seq = this.options.overlay!.land(written);
       // Asked for as the batch lands: acknowledgements come in landing order.
-      acked = this.io.enqueue(this.owner, { kind: 'durable', ops }, () => this.acknowledge(seq, ops), 'acks');
+      acked = this.io.enqueue(this.owner, { kind: 'durable', ops: written }, () => this.acknowledge(seq, written), 'acks');
     });
     if (this.options.faults?.durableAtLanding) {
       // The fault drops the acknowledgement: nobody waits for it, so its failure (a refused write) must not go unhandled.

@@ -14,6 +14,7 @@ export interface InvariantViolation {
     | 'attempt-unrecorded'
     | 'step-run-again'
     | 'state-mismatch'
+    | 'state-left-behind'
     | 'output-out-of-order'
     | 'commit-backwards'
     | 'applied-while-parked'

@@ -28,14 +28,17 @@ export interface AttemptsOwner {
   readonly name: string;
 }
 
-/** What keeps attempts records in a topology: its agent step, and its effect when a park retries it. */
+/**
+ * What keeps attempts records in a topology: each of its agent steps (every one, so that an event
+ * parked at a later step leaves none of that step's records behind), and its effect when a park
+ * retries it.
+ */
 export function attemptsOwners(topology: {
-  readonly agentStep?: AttemptsOwner | undefined;
+  readonly agentSteps: readonly AttemptsOwner[];
   readonly applyOnce?: AttemptsOwner | undefined;
   readonly park?: unknown;
 }): AttemptsOwner[] {
-  const owners: AttemptsOwner[] = [];
-  if (topology.agentStep) owners.push(topology.agentStep);
+  const owners: AttemptsOwner[] = [...topology.agentSteps];
   if (topology.applyOnce && topology.park) owners.push(topology.applyOnce);
   return owners;
 }

@@ -163,3 +163,14 @@ test(
   },
   timeout,
 );
+
+test(
+  'canary: an engine that prunes effect records at or above the committed offset (their events may come again) is caught',
+  async () => {
+    const result = await caught({ pruneAheadOfCommit: true });
+    expect(result.failed).toBe(true);
+    // An event finished after the last commit comes again after a crash, its record gone: applied twice.
+    expect(String(result.errorInstance)).toMatch(/^Error: double-effect: /);
+  },
+  timeout,
+);
