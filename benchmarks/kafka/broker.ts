@@ -10,6 +10,8 @@ export interface BenchBroker {
   /** `started`, or the bootstrap given. */
   readonly description: string;
   readonly started: boolean;
+  /** The broker's log directory (`log.dirs`) when it was started here: the soak measures the changelogs there. */
+  readonly dataDir?: string;
   stop(): Promise<void>;
 }
 
@@ -32,6 +34,7 @@ export async function benchBroker(options: { bootstrap?: string; port: number })
     bootstrap: cluster.bootstrapServers,
     description: `started (1 node, ${process.env.ORDERLY_KAFKA_JVM_OPTS})`,
     started: true,
+    dataDir: join(dir, 'node-1', 'data'),
     stop: () => down({ dir, purge: true, graceSeconds: 10, log }),
   };
 }

@@ -31,7 +31,7 @@ export interface MeasuredVariant extends VariantResult {
  * Runs one variant in a child process (Node with tsx), samples its VmRSS every 100 ms, forwards
  * its output to stderr and its progress to `phase`; resolves with its result.
  */
-export function runVariant(spec: VariantSpec, phase: Phase, timeoutMs: number): Promise<MeasuredVariant> {
+export function runVariant(spec: VariantSpec, phase: Phase, timeoutMs: number, onMark?: (mark: number) => void): Promise<MeasuredVariant> {
   return new Promise((resolve, reject) => {
     const child = fork(VARIANT, [JSON.stringify(spec)], { execArgv: ['--import', 'tsx', ...EXTRA_ARGS], stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
     running.add(child);
@@ -46,6 +46,7 @@ export function runVariant(spec: VariantSpec, phase: Phase, timeoutMs: number): 
     child.on('message', (message: VariantMessage) => {
       if (message.type === 'progress') phase.update(message.done);
       else if (message.type === 'first') sampler.mark();
+      else if (message.type === 'mark') onMark?.(message.mark);
       else result = message.result;
     });
     child.on('exit', (code, signal) => {

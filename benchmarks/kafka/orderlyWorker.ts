@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { finishedOutcomes } from '../../src/index.js';
 import { runTopology } from '../../src/kafka/index.js';
-import { Meter } from './meter.js';
+import { Meter, send } from './meter.js';
 import type { VariantResult, VariantSpec } from './spec.js';
 import { benchTopology } from './topology.js';
 
@@ -19,6 +19,13 @@ export async function runOrderlyWorker(spec: VariantSpec): Promise<VariantResult
   let reachedEnd!: () => void;
   const end = new Promise<void>((resolve) => (reachedEnd = resolve));
   const atEnd = () => spec.ends.every((offset, partition) => offset === 0 || (committed.get(partition) ?? 0) >= offset);
+  // The soak's marks not reached yet, ascending.
+  const marks = [...(spec.marks ?? [])].sort((a, b) => a - b);
+  const passMarks = () => {
+    let total = 0;
+    for (const offset of committed.values()) total += offset;
+    while (marks.length > 0 && total >= marks[0]!) send({ type: 'mark', mark: marks.shift()! });
+  };
   const worker = await runTopology({
     topology: benchTopology({ topic: spec.topic, decideMs: spec.decideMs, maxInFlight: spec.maxInFlight }),
     bootstrap: spec.bootstrap,
@@ -26,6 +33,7 @@ export async function runOrderlyWorker(spec: VariantSpec): Promise<VariantResult
     stateDir: spec.stateDir,
     logger: pino({ level: 'warn' }, pino.destination(2)),
     commit: { everyMs: spec.commitEveryMs },
+    ...(spec.changelogConfig ? { changelogTopicConfig: spec.changelogConfig } : {}),
     ...(spec.maxBuffered ? { maxBufferedPerPartition: spec.maxBuffered } : {}),
     ...(spec.consumerConfig || spec.producerConfig
       ? {
@@ -44,6 +52,7 @@ export async function runOrderlyWorker(spec: VariantSpec): Promise<VariantResult
       },
       committed(commit) {
         committed.set(commit.partition, commit.offset);
+        passMarks();
         if (atEnd()) reachedEnd();
       },
     },

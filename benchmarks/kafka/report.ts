@@ -1,6 +1,7 @@
 import type { Machine } from '../machine.js';
 import type { Goal } from '../report.js';
 import type { MeasuredVariant } from './child.js';
+import type { SoakDetails, SoakFigures } from './soak.js';
 
 /** What a run was asked to do. */
 export interface KafkaBenchSettings {
@@ -41,12 +42,14 @@ export interface KafkaFigures {
 }
 
 /** Everything `npm run -s bench:kafka -- --json` prints. */
-export interface KafkaBenchReport extends KafkaFigures {
+export interface KafkaBenchReport extends KafkaFigures, Partial<SoakFigures> {
   readonly date: string;
   readonly machine: Machine;
   readonly settings: KafkaBenchSettings;
   readonly goals: Readonly<Record<string, Goal & { readonly ratio?: number }>>;
   readonly details: {
+    /** The soak's measures (absent with --no-soak). */
+    readonly soak?: SoakDetails;
     readonly raw: MeasuredVariant;
     readonly serial: MeasuredVariant;
     readonly orderly: MeasuredVariant;

@@ -15,11 +15,16 @@ import { killVariants, runVariant, type MeasuredVariant } from './child.js';
 import { totalOf, type EndOffsets } from './events.js';
 import { deleteTopics, prefill } from './prefill.js';
 import { formatKafkaTable, kafkaGoals, type KafkaBenchReport, type KafkaBenchSettings } from './report.js';
+import { runSoak, soakGoals } from './soak.js';
 import type { VariantSpec } from './spec.js';
 
 const usage = `npm run -s bench:kafka -- [--json] [--bootstrap HOST:PORT | --port P] [--events N] [--partitions N] [--keys N]
   [--serial-events N] [--slow-events N] [--slow-decide-ms MS] [--backlog N] [--backlog-decide-ms MS] [--backlog-hold-ms MS]
-  [--max-in-flight N] [--max-buffered N] [--commit-every-ms MS] [--consumer-config KEY=VALUE]... [--producer-config KEY=VALUE]...`;
+  [--max-in-flight N] [--max-buffered N] [--commit-every-ms MS] [--consumer-config KEY=VALUE]... [--producer-config KEY=VALUE]...
+  [--soak-events N] [--soak-only] [--no-soak] [--soak-changelog-config KEY=VALUE]... [--broker-data-dir DIR]`;
+
+/** The soak's changelog topics' settings over orderly's, unless --soak-changelog-config is given (docs/benchmarks.md, "The soak"). */
+const SOAK_CHANGELOG_CONFIG = ['delete.retention.ms=60000'];
 
 function parse(argv: string[]) {
   const { values } = parseArgs({
@@ -43,6 +48,11 @@ function parse(argv: string[]) {
       'max-buffered': { type: 'string' },
       'consumer-config': { type: 'string', multiple: true, default: [] },
       'producer-config': { type: 'string', multiple: true, default: [] },
+      'soak-events': { type: 'string', default: '2000000' },
+      'soak-only': { type: 'boolean', default: false },
+      'no-soak': { type: 'boolean', default: false },
+      'soak-changelog-config': { type: 'string', multiple: true },
+      'broker-data-dir': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -53,9 +63,9 @@ function parse(argv: string[]) {
     return n;
   };
   const events = int('events', 1);
-  const pairs = (name: 'consumer-config' | 'producer-config'): Record<string, string> =>
+  const pairs = (name: 'consumer-config' | 'producer-config' | 'soak-changelog-config', given = values[name]!): Record<string, string> =>
     Object.fromEntries(
-      values[name]!.map((pair) => {
+      given.map((pair) => {
         const at = pair.indexOf('=');
         if (at <= 0) throw new Error(`bench:kafka: --${name} takes KEY=VALUE, got '${pair}'`);
         return [pair.slice(0, at), pair.slice(at + 1)];
@@ -66,6 +76,12 @@ function parse(argv: string[]) {
     help: values.help!,
     bootstrap: values.bootstrap,
     port: int('port', 1),
+    soak: {
+      events: values['no-soak'] ? 0 : int('soak-events', 2),
+      only: values['soak-only']!,
+      changelogConfig: pairs('soak-changelog-config', values['soak-changelog-config'] ?? SOAK_CHANGELOG_CONFIG),
+      brokerDataDir: values['broker-data-dir'],
+    },
     settings: {
       events,
       partitions: int('partitions', 1),
@@ -105,8 +121,53 @@ async function main(argv: string[]): Promise<void> {
   process.once('SIGINT', interrupt);
   process.once('SIGTERM', interrupt);
   const run = `orderly-bench-${Date.now()}`;
-  const topics = { events: `${run}.events`, slow: `${run}.slow`, backlog: `${run}.backlog` };
+  const topics = { events: `${run}.events`, slow: `${run}.slow`, backlog: `${run}.backlog`, soak: `${run}.soak` };
   const stateRoot = await mkdtemp(join(tmpdir(), 'orderly-bench-kafka-'));
+  const soak = async () => {
+    if (options.soak.events === 0) return undefined;
+    const brokerDataDir = options.soak.brokerDataDir ?? broker.dataDir;
+    if (!brokerDataDir)
+      throw new Error("bench:kafka: the soak measures the changelogs on the broker's disk: give --broker-data-dir with --bootstrap (or --no-soak)");
+    const soakEnds = await prefill(broker.bootstrap, { topic: topics.soak, events: options.soak.events, partitions: s.partitions, keys: s.keys }, progress);
+    return runSoak({
+      spec: {
+        kind: 'orderly',
+        bootstrap: broker.bootstrap,
+        topic: topics.soak,
+        group: `${run}.soak`,
+        stateDir: join(stateRoot, 'soak'),
+        ends: soakEnds,
+        decideMs: 0,
+        maxInFlight: s.maxInFlight,
+        commitEveryMs: s.commitEveryMs,
+        changelogConfig: options.soak.changelogConfig,
+      },
+      brokerDataDir,
+      phase: progress.phase('soak', options.soak.events, 'events'),
+      timeoutMs: 60 * 60_000,
+    });
+  };
+  if (options.soak.only) {
+    try {
+      const result = (await soak())!;
+      const report = {
+        date: new Date().toISOString(),
+        machine,
+        settings: { partitions: s.partitions, keys: s.keys, maxInFlight: s.maxInFlight, commitEveryMs: s.commitEveryMs, broker: broker.description },
+        ...result.figures,
+        goals: soakGoals(result.figures),
+        details: { soak: result.details, totalSeconds: Math.round((performance.now() - started) / 1_000) },
+      };
+      process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    } finally {
+      await rm(stateRoot, { recursive: true, force: true });
+      process.off('SIGINT', interrupt);
+      process.off('SIGTERM', interrupt);
+      if (broker.started) await broker.stop();
+      else await deleteTopics(broker.bootstrap, [topics.soak]).catch(() => undefined);
+    }
+    return;
+  }
   try {
     const prefillSeconds: Record<string, number> = {};
     const fill = async (name: keyof typeof topics, count: number): Promise<EndOffsets> => {
@@ -147,6 +208,8 @@ async function main(argv: string[]): Promise<void> {
       holdMs: s.backlogHoldMs,
     });
 
+    const soaked = await soak();
+
     const figures = {
       rawEventsPerSec: raw.eventsPerSec,
       serialEventsPerSec: serial.eventsPerSec,
@@ -162,8 +225,10 @@ async function main(argv: string[]): Promise<void> {
       machine,
       settings,
       ...figures,
-      goals: kafkaGoals(figures),
+      ...soaked?.figures,
+      goals: { ...kafkaGoals(figures), ...(soaked ? soakGoals(soaked.figures) : {}) },
       details: {
+        ...(soaked ? { soak: soaked.details } : {}),
         raw,
         serial,
         orderly,

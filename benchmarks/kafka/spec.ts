@@ -25,6 +25,10 @@ export interface VariantSpec {
   readonly producerConfig?: Readonly<Record<string, string>>;
   /** orderly only: run this long after the first record, then stop, however far it got (the backlog run). */
   readonly holdMs?: number;
+  /** orderly only (the soak): tell the benchmark when the committed offsets first add up to each of these, so it measures the state there. */
+  readonly marks?: readonly number[];
+  /** orderly only: settings of the changelog topics it creates, over orderly's (RunTopologyOptions.changelogTopicConfig). */
+  readonly changelogConfig?: Readonly<Record<string, string>>;
 }
 
 /** What a variant measured, sent to the parent when it is done. */
@@ -49,4 +53,8 @@ export interface VariantResult {
 
 /** Messages of a variant child to the benchmark, over the IPC channel. */
 export type VariantMessage =
-  { readonly type: 'progress'; readonly done: number } | { readonly type: 'first' } | { readonly type: 'result'; readonly result: VariantResult };
+  | { readonly type: 'progress'; readonly done: number }
+  | { readonly type: 'first' }
+  /** The committed offsets reached `mark` events (see VariantSpec.marks). */
+  | { readonly type: 'mark'; readonly mark: number }
+  | { readonly type: 'result'; readonly result: VariantResult };

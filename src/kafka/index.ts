@@ -4,7 +4,7 @@ export type { RunTopologyOptions, RunningTopology } from './runner.js';
 export { KafkaLog } from './log/kafkaLog.js';
 export type { KafkaLogOptions } from './log/kafkaLog.js';
 export type { KafkaSettings, LibrdkafkaConfig } from './kafkaConfig.js';
-export { ensureTopics, TopicError } from './topics.js';
+export { ensureTopics, TopicError, CHANGELOG_TOPIC_CONFIG } from './topics.js';
 export { BootstrapError, checkBootstrap, parseBootstrap } from './bootstrapCheck.js';
 export type { BootstrapCheckOptions, BootstrapServer } from './bootstrapCheck.js';
 export type { TopicPlan } from './topics.js';

@@ -52,6 +52,12 @@ export interface RunTopologyOptions {
   /** Hears how the state of each partition this worker takes over was restored from its changelogs. */
   readonly onRestored?: (report: RestoreReport) => void;
   /**
+   * Topic settings of the changelog topics this worker creates (those missing), over orderly's
+   * (`segment.ms` 60000, `min.cleanable.dirty.ratio` 0.1, `delete.retention.ms` 3600000: see
+   * docs/state.md, "Changelog topics"); `cleanup.policy` stays `compact`.
+   */
+  readonly changelogTopicConfig?: Readonly<Record<string, string>>;
+  /**
    * When a step refused by its provider (429) with no answer between is logged at warn: after
    * `afterMs` of refusals, then at most once every `everyMs`. @defaultValue `{ afterMs: 60000, everyMs: 60000 }`
    */
@@ -105,7 +111,12 @@ export async function checkRunOptions(options: RunTopologyOptions): Promise<Chec
     logger,
     settings,
     stores,
-    topics: { source: topology.source.topic, outputs: topology.outputTopics, changelogs },
+    topics: {
+      source: topology.source.topic,
+      outputs: topology.outputTopics,
+      changelogs,
+      ...(options.changelogTopicConfig ? { changelogConfig: options.changelogTopicConfig } : {}),
+    },
     exactlyOnce,
     log: { settings, logger: logger.child({ component: 'kafka' }), ...(exactlyOnce ? { exactlyOnce } : {}) },
     // Each commit ends a transaction, and outputs are visible only then.

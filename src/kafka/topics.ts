@@ -29,12 +29,39 @@ export interface TopicPlan {
    * partition count (a changelog partition holds the state of the source partition of its number).
    */
   readonly changelogs?: readonly string[];
+  /**
+   * Topic settings of the changelog topics orderly creates, over {@link CHANGELOG_TOPIC_CONFIG}
+   * (an existing topic is left as it is: change it with your tools).
+   */
+  readonly changelogConfig?: Readonly<Record<string, string>>;
   /** Partitions of a created topic. @defaultValue the source topic's count (co-partitioned by key) */
   readonly partitions?: number;
   /** @defaultValue -1: the broker's default.replication.factor */
   readonly replicationFactor?: number;
   readonly timeoutMs?: number;
 }
+
+/**
+ * The settings of a changelog topic orderly creates, so that compaction bounds it (docs/state.md,
+ * "Changelog topics"). Every event writes records that are soon overwritten or deleted (its
+ * effect record is pruned once committed past), so a changelog holds little live state and much
+ * that compaction can drop; but compaction never touches a partition's active segment, and with
+ * Kafka's defaults (`segment.ms` 7 days, `segment.bytes` 1 GiB) a changelog would hold a week of
+ * writes before the first cleaning.
+ * - `segment.ms` 60000: the active segment rolls after a minute (at its next write), so at most
+ *   about a minute of writes waits for compaction.
+ * - `min.cleanable.dirty.ratio` 0.1: a partition is cleaned once a tenth of it is dirty (Kafka's
+ *   default, half, lets a changelog grow to twice its live size).
+ * - `delete.retention.ms` 3600000: a tombstone stays an hour after its segment is cleaned, so a
+ *   restore (seconds; it must finish within this or it may miss one) sees every delete, and the
+ *   tombstones of pruned records leave after an hour (Kafka's default is a day).
+ */
+export const CHANGELOG_TOPIC_CONFIG: Readonly<Record<string, string>> = Object.freeze({
+  'cleanup.policy': 'compact',
+  'segment.ms': '60000',
+  'min.cleanable.dirty.ratio': '0.1',
+  'delete.retention.ms': '3600000',
+});
 
 /**
  * Checks that the source topic exists and creates the missing output topics. Fails with a
@@ -63,7 +90,11 @@ export async function ensureTopics(settings: KafkaSettings, logger: Logger, plan
       let found = described.get(topic)!;
       if (found.error) {
         if (found.error.code !== UNKNOWN_TOPIC) throw describeError(topic, found.error, settings.bootstrap, 'output');
-        await create(admin, topic, sourcePartitions, plan.replicationFactor ?? -1, timeout, { 'cleanup.policy': 'compact' });
+        await create(admin, topic, sourcePartitions, plan.replicationFactor ?? -1, timeout, {
+          ...CHANGELOG_TOPIC_CONFIG,
+          ...plan.changelogConfig,
+          'cleanup.policy': 'compact',
+        });
         logger.info({ topic, partitions: sourcePartitions }, 'created changelog topic');
         // Described again once visible: "unknown" may have been a topic just created by another
         // worker (or by hand), whose partitions must match all the same.
