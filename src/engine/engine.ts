@@ -234,6 +234,7 @@ export class Engine {
         commitMetadataMaxBytes: this.commitMetadataMaxBytes,
         committedAtAssignment: committed?.offset,
         onFinished: () => this.finished(),
+        onReplayed: () => this.finished(),
         onFatal: (error) => this.fail(error),
       });
       // The finished offsets the last commit listed above its offset: skipped when they come again.
@@ -332,7 +333,11 @@ export class Engine {
       }
       // A transactional log commits its open transaction even when no offset moves: a revoked
       // partition's last records must be committed before its state is vouched for.
-      if (offsets.length === 0 && !this.options.log.atomic) continue;
+      if (offsets.length === 0 && !this.options.log.atomic) {
+        // Nothing to commit, but a replay may have ended a held event below the committed offset.
+        await this.prune();
+        continue;
+      }
       try {
         await this.options.log.commit(offsets.map(({ task, commit }) => commitOffset(task.tp, commit)));
       } catch (error) {
@@ -355,19 +360,19 @@ export class Engine {
         this.ctx.metrics.commit();
         this.ctx.observer.committed?.({ ...task.tp, offset: commit.offset, atMs: this.ctx.clock.now() });
       }
-      await this.prune(offsets);
+      await this.prune();
     } while (this.commitAgain);
   }
 
   /**
-   * Prunes the effect records the committed offsets passed, in one batch after the commit: on
+   * Prunes the effect records the committed offsets passed, in one batch after a commit: on
    * Kafka each delete is a tombstone on the changelog (in the next transaction, exactly-once).
    * A crash before it leaves them to the partition's next assignment, which finds them.
    */
-  private async prune(committed: ReadonlyArray<{ task: PartitionTask; commit: TrackerCommit }>): Promise<void> {
+  private async prune(): Promise<void> {
     if (this.failed || this.stopping) return;
     const ops: StoreOp[] = [];
-    for (const { task, commit } of committed) for (const op of await task.prunable(commit.offset)) ops.push(op);
+    for (const task of [...this.tasks.values()]) for (const op of await task.prunable()) ops.push(op);
     if (ops.length === 0) return;
     const failed = (error: unknown) => {
       // Taken back by the log (exactly-once: its transaction aborted): the reset finds them again.

@@ -45,6 +45,8 @@ export interface PartitionTaskOptions {
   /** The group's committed offset when the partition was assigned (undefined: none): effect records below it are pruned at once. */
   readonly committedAtAssignment: number | undefined;
   readonly onFinished: (tp: TopicPartition) => void;
+  /** A replay step of a parked key ended: no offset moves, but its effect record may now be pruned. */
+  readonly onReplayed: () => void;
   readonly onFatal: (error: Error) => void;
 }
 
@@ -147,12 +149,13 @@ export class PartitionTask {
   }
 
   /**
-   * The deletes of the effect records no event of this partition can need any more, now that it
-   * is committed up to `committed`: built only while it runs (a closing partition's are left to
+   * The deletes of the effect records no event of this partition can need any more, with its
+   * offsets committed as they are now: built only while it runs (a closing partition's are left to
    * its next owner, which finds them at assignment).
    */
-  async prunable(committed: number): Promise<StoreOp[]> {
-    if (!this.pruning || this.state !== 'running') return [];
+  async prunable(): Promise<StoreOp[]> {
+    const committed = this.tracker.committedOffset ?? this.options.committedAtAssignment;
+    if (!this.pruning || this.state !== 'running' || committed === undefined) return [];
     return this.pruning.prunable(committed, this.ctx.clock.now());
   }
 
@@ -250,8 +253,10 @@ export class PartitionTask {
           // The commit tracker: the event finishes now, or once its landed end is durable.
           if (landed) this.finishWhenDurable(record.offset, landed);
           else this.finish(record.offset);
-        } else if ((await this.units.replayStep(lane.id, signal)) !== 'more') {
-          lane.replaying = false;
+        } else {
+          if ((await this.units.replayStep(lane.id, signal)) !== 'more') lane.replaying = false;
+          // Its record (below the committed offset) is pruned at the next commit, which this asks for.
+          this.options.onReplayed();
         }
       } catch (error) {
         // Given up on purpose, or taken back by the log: the event stays unfinished, so its offset

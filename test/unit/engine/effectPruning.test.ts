@@ -21,7 +21,8 @@ async function storeWith(records: EffectRecord[], held: string[] = []): Promise<
   return store;
 }
 
-const deleted = (ops: readonly StoreOp[]) => ops.map((op) => (op.type === 'del' ? op.key.slice(stateKeys.effectPartitionPrefix('fx', tp).length) : `put ${op.key}`));
+const deleted = (ops: readonly StoreOp[]) =>
+  ops.map((op) => (op.type === 'del' ? op.key.slice(stateKeys.effectPartitionPrefix('fx', tp).length) : `put ${op.key}`));
 
 describe('EffectPruning, ids derived from offsets', () => {
   it('prunes at assignment the records below the committed offset, and those at or above it once the committed offset passes them', async () => {
