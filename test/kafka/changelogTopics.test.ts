@@ -4,10 +4,10 @@ import rdkafka from '@confluentinc/kafka-javascript';
 import { pino } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, inject, it } from 'vitest';
-import { ensureTopics, TopicError } from '../../src/kafka/topics.js';
+import { CHANGELOG_TOPIC_CONFIG, ensureTopics, TopicError } from '../../src/kafka/topics.js';
 import { createTopic } from './kafkaClient.js';
 import { scenario } from './disputes.js';
-import { topicConfig } from './topicConfig.js';
+import { topicConfig, topicConfigs } from './topicConfig.js';
 
 const bootstrap = inject('kafkaBootstrap');
 const logger = pino({ level: process.env.ORDERLY_TEST_LOG_LEVEL ?? 'silent' });
@@ -39,8 +39,14 @@ describe('changelog topics', () => {
     await ensureTopics({ bootstrap, group }, logger, plan);
     await ensureTopics({ bootstrap, group }, logger, plan);
     expect(await partitionsOf(changelogs)).toEqual([3, 3]);
-    expect(await topicConfig(bootstrap, changelogs[0]!, 'cleanup.policy')).toBe('compact');
+    // Set so that compaction bounds them (docs/state.md, "Changelog topics").
+    const settings = ['cleanup.policy', 'segment.ms', 'min.cleanable.dirty.ratio', 'delete.retention.ms'];
+    expect(await topicConfigs(bootstrap, changelogs[0]!, settings)).toEqual({ ...CHANGELOG_TOPIC_CONFIG });
     expect(await topicConfig(bootstrap, `${prefix}out`, 'cleanup.policy'), 'outputs stay as the broker makes them').toBe('delete');
+    // A worker's own settings go over orderly's, for the changelogs it creates; an existing one is left as it is.
+    const own = `${group}-own-changelog`;
+    await ensureTopics({ bootstrap, group }, logger, { ...plan, changelogs: [...changelogs, own], changelogConfig: { 'segment.ms': '600000' } });
+    expect(await topicConfigs(bootstrap, own, settings)).toEqual({ ...CHANGELOG_TOPIC_CONFIG, 'segment.ms': '600000' });
   });
 
   it('refuses an existing changelog whose partitions do not match the source, naming it and the fix', async () => {

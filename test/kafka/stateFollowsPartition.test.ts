@@ -135,6 +135,14 @@ describe('state follows its partition on Kafka', () => {
     } finally {
       await local.close();
     }
+
+    // Effect records are pruned once committed past (docs/guarantees.md): each owner prunes, when it
+    // takes a partition over, what the last one committed, and the deletes reach the changelog as tombstones.
+    const effects = await readAll(bootstrap, `${group}-dispute-decisions-changelog`);
+    const tombstones = effects.filter((r) => r.value === null && r.key!.startsWith('effect/'));
+    expect(tombstones.length, "A's effect records, pruned by B, tombstoned").toBeGreaterThanOrEqual(appliedIn[0]!);
+    const folded = await changelogState(`${group}-dispute-decisions-changelog`);
+    expect([...folded.keys()].filter((k) => k.startsWith('effect/')).length, 'effect records left on the changelog').toBeLessThan(expected.length);
   });
 
   it('moves a partition from a running worker to one that joins: checkpointed at revocation, restored before its first record', async () => {
