@@ -62,7 +62,9 @@ export async function runSoak(options: SoakOptions): Promise<{ figures: SoakFigu
       })(),
     );
   };
-  const worker = await runVariant({ ...spec, events, marks: [half, events] }, options.phase, options.timeoutMs, onMark);
+  // Every tenth too, to show the shape of the growth (a sawtooth of compactions, or a line).
+  const tenths = Array.from({ length: 9 }, (_, i) => Math.floor((events * (i + 1)) / 10));
+  const worker = await runVariant({ ...spec, events, marks: [...new Set([...tenths, half, events])] }, options.phase, options.timeoutMs, onMark);
   await Promise.all(measuring);
   marks.sort((a, b) => a.mark - b.mark);
   const [atHalf, atEnd] = [marks.find((m) => m.mark === half), marks.find((m) => m.mark === events)];
