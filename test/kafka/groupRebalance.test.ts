@@ -71,7 +71,7 @@ describe('orderly run: workers joining and leaving one group, on Kafka', () => {
     // Cooperative, orderly changes: no partition was lost, no commit failed for good.
     for (const r of [ra!, rb!, rc!]) expect(r.lost).toEqual([]);
 
-    const summary = await expectEachInputAppliedOnceInOrder(inputs, output, all, stateDirs);
+    const summary = await expectEachInputAppliedOnceInOrder(inputs, output, all, stateDirs, group);
     console.log(`group test: ${summary.applied} applied, ${summary.duplicates} redelivered duplicates, ${summary.repeatedOutputs} repeated outputs`);
   });
 });

@@ -186,7 +186,7 @@ async function killAndFinish(
     describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${last.tail()}`,
   });
   expect(await last.stop()).toBe(0);
-  const summary = await expectEachInputAppliedOnceInOrder(inputs, output, runs, [stateDir]);
+  const summary = await expectEachInputAppliedOnceInOrder(inputs, output, runs, [stateDir], group);
   return { runs, inputs, summary };
 }
 

@@ -97,7 +97,7 @@ describe('orderly run: a model that answers 429 for longer than max.poll.interva
 
     // A 429 is not an attempt: nothing parked; every input applied once, in order.
     expect(worker.outcomes('PARKED')).toEqual([]);
-    const summary = await expectEachInputAppliedOnceInOrder(inputs, output, [worker], [stateDir]);
+    const summary = await expectEachInputAppliedOnceInOrder(inputs, output, [worker], [stateDir], group);
     expect(summary.applied).toBe(inputs.length);
     expect(summary.repeatedOutputs).toBe(0);
   });
@@ -168,6 +168,6 @@ describe('orderly run: a model that answers 429 for longer than max.poll.interva
     );
     expect(appliedCount([a, b])).toBe(inputs.length);
     expect(a.outcomes('PARKED').length + b.outcomes('PARKED').length).toBe(0);
-    await expectEachInputAppliedOnceInOrder(inputs, output, [a, b], stateDirs);
+    await expectEachInputAppliedOnceInOrder(inputs, output, [a, b], stateDirs, group);
   });
 });

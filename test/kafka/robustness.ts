@@ -2,7 +2,8 @@
 // once", "nothing lost" and "per-key order" mean, measured on the effects themselves.
 //
 // - Nothing lost: every input has a decision on `dispute-decisions` and an effect record in the
-//   state of some worker.
+//   state of some worker, or had one that was pruned once committed past (a tombstone of its key
+//   on the effects' changelog, kept there for its delete.retention.ms, an hour).
 // - Effect applied once: (1) no effect id was reported APPLIED twice, by one worker process or by
 //   two (a worker writes its outcome lines synchronously, so a killed run's lines are all there);
 //   (2) across the state directories of all workers, each input has exactly one effect record: a
@@ -14,16 +15,16 @@
 //   `orderly-effect-id` header) and only counted.
 // - Per-key order: for each account, (1) its decisions on the output, each taken at the first
 //   appearance of its effect id in partition-offset order, follow the input order (checkDecisions);
-//   (2) its effect records, ordered by input offset, have non-decreasing appliedAtMs (all workers
-//   run on this machine's clock).
-import { expect } from 'vitest';
+//   (2) its effect records still in the state (not pruned), ordered by input offset, have
+//   non-decreasing appliedAtMs (all workers run on this machine's clock).
+import { expect, inject } from 'vitest';
 import type { EffectRecord } from '../../src/engine/outputs.js';
 import { openLevelStore } from '../../src/state/levelStore.js';
 import { stateKeys } from '../../src/state/stateKeys.js';
 import { SeededRandom } from '../../testkit/seededRandom.js';
 import type { Dispute } from '../../testkit/scenarios/disputes.js';
 import { checkDecisions, dedupe } from './disputes.js';
-import type { ReadRecord } from './kafkaClient.js';
+import { readAll, type ReadRecord } from './kafkaClient.js';
 import type { Worker } from './worker.js';
 
 /** A seeded random for a test: ORDERLY_TEST_SEED if set, else a fresh seed; printed, so a failure can be replayed. */
@@ -71,6 +72,7 @@ export async function expectEachInputAppliedOnceInOrder(
   output: readonly ReadRecord[],
   runs: readonly Worker[],
   stateDirs: readonly string[],
+  group: string,
 ): Promise<RunSummary> {
   // Output: nothing lost, nothing under two effect ids, per-account order of first appearances.
   expect(checkDecisions(inputs, output)).toEqual([]);
@@ -89,7 +91,14 @@ export async function expectEachInputAppliedOnceInOrder(
   expect(appliedTwice, 'effect ids recorded by two workers at different times').toEqual([]);
   const records = [...byId.values()].map((list) => list[0]!);
   const disputeOf = new Map(output.map((r) => [r.headers['orderly-effect-id']!, (JSON.parse(r.value!) as Dispute).disputeId]));
-  const recordedDisputes = records.map((r) => disputeOf.get(r.effectId) ?? `(no output for ${r.effectId})`);
+  // Pruned records: tombstones of effect keys with no record left in any state directory.
+  const pruned = new Set<string>();
+  for (const r of await readAll(inject('kafkaBootstrap'), `${group}-dispute-decisions-changelog`)) {
+    if (r.value !== null || !r.key?.startsWith('effect/')) continue;
+    const effectId = stateKeys.parse(r.key).rest;
+    if (!byId.has(effectId)) pruned.add(effectId);
+  }
+  const recordedDisputes = [...records.map((r) => r.effectId), ...pruned].map((id) => disputeOf.get(id) ?? `(no output for ${id})`);
   expect(recordedDisputes.sort()).toEqual(inputs.map((d) => d.disputeId).sort());
 
   // State: per account, effects applied in input (offset) order.

@@ -155,7 +155,7 @@ describe('a rolling upgrade from the code before stored-format versions, on Kafk
       const restores = w.lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('restored the state of'));
       expect(restores.length, 'partitions restored by a new worker').toBeGreaterThan(0);
     }
-    const summary = await expectEachInputAppliedOnceInOrder(inputs, output, all, [dirs.a, dirs.b]);
+    const summary = await expectEachInputAppliedOnceInOrder(inputs, output, all, [dirs.a, dirs.b], group);
     // The killed old A's uncommitted effects came back to new workers, which found them applied.
     const byOldA = new Set(oldA.outcomes('APPLIED').map((l) => String(l.effectId)));
     const foundApplied = [newB2, newA].flatMap((w) => w.outcomes('DUPLICATE')).filter((l) => byOldA.has(String(l.effectId)));

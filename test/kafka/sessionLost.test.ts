@@ -52,7 +52,7 @@ describe('orderly run: partitions lost after a session timeout, on Kafka', () =>
     expect(worker.lines.filter((l) => l.msg === 'engine failed' || l.msg === 'Kafka log failed')).toEqual([]);
     expect(await worker.stop()).toBe(0);
 
-    const summary = await expectEachInputAppliedOnceInOrder(inputs, output, [worker], [stateDir]);
+    const summary = await expectEachInputAppliedOnceInOrder(inputs, output, [worker], [stateDir], group);
     console.log(
       `session lost test: ${appliedAtFreeze} applied before the freeze; lost ${r.lost.flat().length} partitions; ` +
         `${summary.duplicates} redelivered duplicates, ${summary.repeatedOutputs} repeated outputs`,
