@@ -27,7 +27,7 @@ export async function runOrderlyWorker(spec: VariantSpec): Promise<VariantResult
     while (marks.length > 0 && total >= marks[0]!) send({ type: 'mark', mark: marks.shift()! });
   };
   const worker = await runTopology({
-    topology: benchTopology({ topic: spec.topic, decideMs: spec.decideMs, maxInFlight: spec.maxInFlight }),
+    topology: benchTopology({ topic: spec.topic, decideMs: spec.decideMs, maxInFlight: spec.maxInFlight, ...(spec.perKeyState ? { perKeyState: true } : {}) }),
     bootstrap: spec.bootstrap,
     group: spec.group,
     stateDir: spec.stateDir,

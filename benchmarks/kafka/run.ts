@@ -141,6 +141,7 @@ async function main(argv: string[]): Promise<void> {
         maxInFlight: s.maxInFlight,
         commitEveryMs: s.commitEveryMs,
         changelogConfig: options.soak.changelogConfig,
+        perKeyState: true,
       },
       brokerDataDir,
       phase: progress.phase('soak', options.soak.events, 'events'),

@@ -25,6 +25,8 @@ export interface VariantSpec {
   readonly producerConfig?: Readonly<Record<string, string>>;
   /** orderly only: run this long after the first record, then stop, however far it got (the backlog run). */
   readonly holdMs?: number;
+  /** orderly only (the soak): the effect keeps a row per key, not per event (BenchTopologyOptions.perKeyState). */
+  readonly perKeyState?: boolean;
   /** orderly only (the soak): tell the benchmark when the committed offsets first add up to each of these, so it measures the state there. */
   readonly marks?: readonly number[];
   /** orderly only: settings of the changelog topics it creates, over orderly's (RunTopologyOptions.changelogTopicConfig). */
