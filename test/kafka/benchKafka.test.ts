@@ -1,6 +1,7 @@
 // The Kafka benchmark's code on a tiny input against the suite's broker: every variant runs to its
 // end point and the report has its figures. No figure is judged: this is not a speed test.
 import { execFile } from 'node:child_process';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect, inject, it } from 'vitest';
 import type { KafkaBenchReport } from '../../benchmarks/kafka/report.js';
@@ -10,6 +11,8 @@ const run = promisify(execFile);
 
 it('bench:kafka runs every variant to its end point and reports each figure', async () => {
   const args = ['--events', '600', '--serial-events', '60', '--slow-events', '120', '--backlog', '3000', '--backlog-hold-ms', '300', '--keys', '50'];
+  // The soak on 400 events, measuring the changelogs in the suite's broker's log directory.
+  args.push('--soak-events', '400', '--broker-data-dir', join(inject('kafkaDir'), 'node-1', 'data'));
   const { stdout } = await run(process.execPath, ['--import', 'tsx', 'benchmarks/kafka/run.ts', '--json', '--bootstrap', inject('kafkaBootstrap'), ...args], {
     cwd: REPO,
     maxBuffer: 16 * 2 ** 20,
@@ -26,5 +29,9 @@ it('bench:kafka runs every variant to its end point and reports each figure', as
   expect(report.backlogRssMb).toBe(d.backlog.peakRssMb);
   expect(report.peakRssMb).toBe(Math.max(d.orderly.peakRssMb, d.orderlySlow.peakRssMb));
   expect(report.backlogRssMb).toBeGreaterThan(0);
-  expect(Object.keys(report.goals).sort()).toEqual(['backlogRssMb', 'orderlyVsRaw', 'slowOrderlyVsSerial']);
+  expect(Object.keys(report.goals).sort()).toEqual(['backlogRssMb', 'orderlyVsRaw', 'slowOrderlyVsSerial', 'soakChangelog', 'soakStateDir']);
+  // The soak measured at every tenth, half and the end included: a state directory and changelogs that exist.
+  expect(d.soak!.worker.events).toBe(400);
+  expect(d.soak!.marks.map((m) => m.mark)).toEqual([40, 80, 120, 160, 200, 240, 280, 320, 360, 400]);
+  for (const figure of ['stateDirMbAt1M', 'stateDirMbAt2M', 'changelogMbAt1M', 'changelogMbAt2M'] as const) expect(report[figure], figure).toBeGreaterThan(0);
 });
