@@ -123,7 +123,10 @@ export function restoreWrites(
     const key = record.key;
     if (key === null) throw new Error('a changelog record has no key; orderly writes every record with its state key');
     recordVersion(key, record.headers);
-    last.set(key, record.value === null ? { type: 'del', key } : { type: 'put', key, value: localFromJson(decoder.decode(record.value)), valueEncoding: 'utf8' });
+    last.set(
+      key,
+      record.value === null ? { type: 'del', key } : { type: 'put', key, value: localFromJson(decoder.decode(record.value)), valueEncoding: 'utf8' },
+    );
   }
   return [...last.values()];
 }
