@@ -167,8 +167,13 @@ export class ChangelogReader {
         },
         reject,
       };
+      try {
+        this.consumer.incrementalAssign(wanted.map(({ topic, partition, from }) => ({ topic, partition, offset: from })));
+      } catch (error) {
+        reject(new Error(`changelog read of ${wanted.map(partitionId).join(', ')} could not start: ${(error as Error).message}`, { cause: error }));
+        return;
+      }
       for (const id of job.pending.keys()) this.owners.set(id, job);
-      this.consumer.incrementalAssign(wanted.map(({ topic, partition, from }) => ({ topic, partition, offset: from })));
       this.polling ??= this.pollWhileReading().finally(() => (this.polling = undefined));
     });
   }
