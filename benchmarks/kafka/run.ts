@@ -14,6 +14,7 @@ import { benchBroker } from './broker.js';
 import { killVariants, runVariant, type MeasuredVariant } from './child.js';
 import { totalOf, type EndOffsets } from './events.js';
 import { deleteTopics, prefill } from './prefill.js';
+import { measureRestore } from './restore.js';
 import { formatKafkaTable, kafkaGoals, type KafkaBenchReport, type KafkaBenchSettings } from './report.js';
 import { runSoak, soakGoals } from './soak.js';
 import type { VariantSpec } from './spec.js';
@@ -21,6 +22,7 @@ import type { VariantSpec } from './spec.js';
 const usage = `npm run -s bench:kafka -- [--json] [--bootstrap HOST:PORT | --port P] [--events N] [--partitions N] [--keys N]
   [--serial-events N] [--slow-events N] [--slow-decide-ms MS] [--backlog N] [--backlog-decide-ms MS] [--backlog-hold-ms MS]
   [--max-in-flight N] [--max-buffered N] [--commit-every-ms MS] [--consumer-config KEY=VALUE]... [--producer-config KEY=VALUE]...
+  [--restore-keys N] [--restore-only]
   [--soak-events N] [--soak-only] [--no-soak] [--soak-changelog-config KEY=VALUE]... [--broker-data-dir DIR]`;
 
 /** The soak's changelog topics' settings over orderly's, unless --soak-changelog-config is given (docs/benchmarks.md, "The soak"). */
@@ -46,6 +48,8 @@ function parse(argv: string[]) {
       'max-in-flight': { type: 'string', default: '32' },
       'commit-every-ms': { type: 'string', default: '250' },
       'max-buffered': { type: 'string' },
+      'restore-keys': { type: 'string', default: '10000' },
+      'restore-only': { type: 'boolean', default: false },
       'consumer-config': { type: 'string', multiple: true, default: [] },
       'producer-config': { type: 'string', multiple: true, default: [] },
       'soak-events': { type: 'string', default: '2000000' },
@@ -74,6 +78,7 @@ function parse(argv: string[]) {
   return {
     json: values.json!,
     help: values.help!,
+    restoreOnly: values['restore-only']!,
     bootstrap: values.bootstrap,
     port: int('port', 1),
     soak: {
@@ -94,6 +99,7 @@ function parse(argv: string[]) {
       backlogHoldMs: int('backlog-hold-ms', 1),
       maxInFlight: int('max-in-flight', 1),
       commitEveryMs: int('commit-every-ms', 1),
+      restoreKeysPerPartition: int('restore-keys', 1),
       ...(values['max-buffered'] === undefined ? {} : { maxBuffered: int('max-buffered', 1) }),
       consumerConfig: pairs('consumer-config'),
       producerConfig: pairs('producer-config'),
@@ -121,7 +127,7 @@ async function main(argv: string[]): Promise<void> {
   process.once('SIGINT', interrupt);
   process.once('SIGTERM', interrupt);
   const run = `orderly-bench-${Date.now()}`;
-  const topics = { events: `${run}.events`, slow: `${run}.slow`, backlog: `${run}.backlog`, soak: `${run}.soak` };
+  const topics = { events: `${run}.events`, slow: `${run}.slow`, backlog: `${run}.backlog`, restore: `${run}.restore`, soak: `${run}.soak` };
   const stateRoot = await mkdtemp(join(tmpdir(), 'orderly-bench-kafka-'));
   const soak = async () => {
     if (options.soak.events === 0) return undefined;
@@ -170,6 +176,26 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   try {
+    // A worker restarting on an empty state directory for 12 partitions (issue 15 §5).
+    const restore = () =>
+      measureRestore(
+        {
+          bootstrap: broker.bootstrap,
+          topic: topics.restore,
+          partitions: 12,
+          keysPerPartition: s.restoreKeysPerPartition,
+          maxInFlight: s.maxInFlight,
+          commitEveryMs: s.commitEveryMs,
+          stateRoot,
+        },
+        progress,
+      );
+    if (options.restoreOnly) {
+      const restored = await restore();
+      const report = { date: new Date().toISOString(), machine, restoreMsFor12Partitions: restored.restoreMs, restore: restored };
+      process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+      return;
+    }
     const prefillSeconds: Record<string, number> = {};
     const fill = async (name: keyof typeof topics, count: number): Promise<EndOffsets> => {
       const t0 = performance.now();
@@ -209,6 +235,7 @@ async function main(argv: string[]): Promise<void> {
       holdMs: s.backlogHoldMs,
     });
 
+    const restored = await restore();
     const soaked = await soak();
 
     const figures = {
@@ -219,6 +246,7 @@ async function main(argv: string[]): Promise<void> {
       orderlySlowEventsPerSec: orderlySlow.eventsPerSec,
       peakRssMb: Math.max(orderly.peakRssMb, orderlySlow.peakRssMb),
       backlogRssMb: backlog.peakRssMb,
+      restoreMsFor12Partitions: restored.restoreMs,
     };
     const settings: KafkaBenchSettings = { ...s, broker: broker.description };
     const report: KafkaBenchReport = {
@@ -236,6 +264,7 @@ async function main(argv: string[]): Promise<void> {
         serialSlow,
         orderlySlow,
         backlog,
+        restore: restored,
         prefillSeconds,
         totalSeconds: Math.round((performance.now() - started) / 1_000),
       },

@@ -10,7 +10,22 @@ import { REPO } from './worker.js';
 const run = promisify(execFile);
 
 it('bench:kafka runs every variant to its end point and reports each figure', async () => {
-  const args = ['--events', '600', '--serial-events', '60', '--slow-events', '120', '--backlog', '3000', '--backlog-hold-ms', '300', '--keys', '50'];
+  const args = [
+    '--events',
+    '600',
+    '--serial-events',
+    '60',
+    '--slow-events',
+    '120',
+    '--backlog',
+    '3000',
+    '--backlog-hold-ms',
+    '300',
+    '--keys',
+    '50',
+    '--restore-keys',
+    '20',
+  ];
   // The soak on 400 events, measuring the changelogs in the suite's broker's log directory.
   args.push('--soak-events', '400', '--broker-data-dir', join(inject('kafkaDir'), 'node-1', 'data'));
   const { stdout } = await run(process.execPath, ['--import', 'tsx', 'benchmarks/kafka/run.ts', '--json', '--bootstrap', inject('kafkaBootstrap'), ...args], {
@@ -29,7 +44,18 @@ it('bench:kafka runs every variant to its end point and reports each figure', as
   expect(report.backlogRssMb).toBe(d.backlog.peakRssMb);
   expect(report.peakRssMb).toBe(Math.max(d.orderly.peakRssMb, d.orderlySlow.peakRssMb));
   expect(report.backlogRssMb).toBeGreaterThan(0);
-  expect(Object.keys(report.goals).sort()).toEqual(['backlogRssMb', 'orderlyVsRaw', 'slowOrderlyVsSerial', 'soakChangelog', 'soakStateDir']);
+  // The restart restores 12 partitions of 20 events' state each, and runs one new event on each.
+  expect(d.restore.partitions.map((p) => p.partition)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+  expect(d.restore.records).toBeGreaterThanOrEqual(12 * 20);
+  expect(report.restoreMsFor12Partitions).toBe(Math.max(...d.restore.partitions.map((p) => p.firstEventMs)));
+  expect(Object.keys(report.goals).sort()).toEqual([
+    'backlogRssMb',
+    'orderlyVsRaw',
+    'restoreMsFor12Partitions',
+    'slowOrderlyVsSerial',
+    'soakChangelog',
+    'soakStateDir',
+  ]);
   // The soak measured at every tenth, half and the end included: a state directory and changelogs that exist.
   expect(d.soak!.worker.events).toBe(400);
   expect(d.soak!.marks.map((m) => m.mark)).toEqual([40, 80, 120, 160, 200, 240, 280, 320, 360, 400]);
