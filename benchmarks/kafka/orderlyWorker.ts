@@ -1,17 +1,18 @@
 import { pino } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { finishedOutcomes } from '../../src/index.js';
-import { runTopology } from '../../src/kafka/index.js';
+import { loadCompiled } from './compiled.js';
 import { Meter } from './meter.js';
 import type { VariantResult, VariantSpec } from './spec.js';
 import { benchTopology } from './topology.js';
 
 /**
  * orderly's worker: the real runTopology (KafkaLog, Engine, LevelDB state) on the benchmark's
- * topology. Its end point is the engine's commit reaching every partition's end offset; with
+ * topology, compiled ({@link loadCompiled}: `dist/`, or `ORDERLY_BENCH_DIST`). Its end point is the engine's commit reaching every partition's end offset; with
  * `holdMs` (the backlog run) it stops that long after the first record instead.
  */
 export async function runOrderlyWorker(spec: VariantSpec): Promise<VariantResult> {
+  const compiled = await loadCompiled();
+  const { finishedOutcomes } = compiled.orderly;
   let finished = 0;
   let lastFinishedMs = 0;
   const meter = new Meter(() => finished);
@@ -19,8 +20,8 @@ export async function runOrderlyWorker(spec: VariantSpec): Promise<VariantResult
   let reachedEnd!: () => void;
   const end = new Promise<void>((resolve) => (reachedEnd = resolve));
   const atEnd = () => spec.ends.every((offset, partition) => offset === 0 || (committed.get(partition) ?? 0) >= offset);
-  const worker = await runTopology({
-    topology: benchTopology({ topic: spec.topic, decideMs: spec.decideMs, maxInFlight: spec.maxInFlight }),
+  const worker = await compiled.kafka.runTopology({
+    topology: benchTopology(compiled, { topic: spec.topic, decideMs: spec.decideMs, maxInFlight: spec.maxInFlight }),
     bootstrap: spec.bootstrap,
     group: spec.group,
     stateDir: spec.stateDir,

@@ -1,6 +1,6 @@
-import { sleep, stream, type DecideContext, type DecideFn } from '../../src/index.js';
-import { applyDecision, Decision, standInDecision, type Dispute } from '../../testkit/scenarios/disputes.js';
-import { disputeSerde } from '../../examples/disputes/topology.js';
+import type { DecideContext, DecideFn } from '../../src/index.js';
+import type { Decision, Dispute } from '../../testkit/scenarios/disputes.js';
+import type { CompiledOrderly } from './compiled.js';
 
 /** The benchmark's topology: the disputes example's shape (schema-checked decide, park, applyOnce on LevelDB), with a decide of a fixed latency. */
 export interface BenchTopologyOptions {
@@ -10,7 +10,10 @@ export interface BenchTopologyOptions {
   readonly maxInFlight: number;
 }
 
-export function benchTopology(options: BenchTopologyOptions) {
+/** Builds it from the compiled orderly the worker loaded ({@link CompiledOrderly}). */
+export function benchTopology(compiled: CompiledOrderly, options: BenchTopologyOptions) {
+  const { sleep, stream } = compiled.orderly;
+  const { applyDecision, Decision, standInDecision } = compiled.disputes;
   const decide: DecideFn<Dispute, Decision> =
     options.decideMs === 0
       ? (dispute) => standInDecision(dispute)
@@ -18,7 +21,7 @@ export function benchTopology(options: BenchTopologyOptions) {
           await sleep(ctx.clock, options.decideMs);
           return standInDecision(dispute);
         };
-  return stream<Dispute>(options.topic, { value: disputeSerde })
+  return stream<Dispute>(options.topic, { value: compiled.disputesExample.disputeSerde })
     .keyedSerial({ maxInFlight: options.maxInFlight })
     .agentStep('decide', decide, { schema: Decision })
     .park({ attempts: 3 })
