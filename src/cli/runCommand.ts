@@ -17,7 +17,11 @@ export function registerRunCommand(program: Command): void {
     .option('--group-protocol <protocol>', 'classic (cooperative-sticky) or consumer (KIP-848)', 'classic')
     .option('--session-timeout-ms <ms>', 'classic protocol: how long a silent worker keeps its partitions', toPositive)
     .option('--instance-id <id>', 'static group membership: a restarted worker with the same id gets its partitions back without a rebalance')
-    .option('--commit-every-ms <ms>', "commit each partition's finished prefix this often (default 5000)", toPositive)
+    .option(
+      '--commit-every-ms <ms>',
+      "commit each partition's finished prefix this often, on whole multiples of it since the Unix epoch (default 5000)",
+      toPositive,
+    )
     .option(
       '--commit-metadata-max-bytes <n>',
       "longest commit metadata, which lists the finished offsets above each committed one so that a restart skips them; below the broker's offset.metadata.max.bytes, 0: none (default 4095)",

@@ -44,6 +44,7 @@ export class DurableSteps {
     const journaled = this.ctx.runs.get(this.node.name, this.event, position);
     if (journaled) {
       if (journaled.name !== name) throw this.mismatch(position, journaled.name, name);
+      this.report(name, position, 'replayed');
       return copy(journaled.result);
     }
     const result = await fn({ effectId: this.event.effectId, step: name, signal: this.signal });
@@ -58,6 +59,7 @@ export class DurableSteps {
     const json = result === undefined ? undefined : JSON.stringify(result);
     const record = json === undefined ? { name, atMs: this.ctx.clock.now() } : { name, atMs: this.ctx.clock.now(), result: JSON.parse(json) as unknown };
     await this.journal(position, record);
+    this.report(name, position, 'ran');
     return json === undefined ? undefined : JSON.parse(json);
   }
 
@@ -75,6 +77,10 @@ export class DurableSteps {
       throw error;
     }
     if (this.ctx.end.kind === 'transactional') await this.ctx.commitNow();
+  }
+
+  private report(name: string, position: number, result: 'ran' | 'replayed'): void {
+    this.ctx.observer.durableStep?.({ step: this.node.name, name, effectId: this.event.effectId, position, result, atMs: this.ctx.clock.now() });
   }
 
   private mismatch(position: number, journaled: string, asked: string): Error {

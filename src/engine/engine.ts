@@ -23,7 +23,12 @@ import { RateGate } from './rateGate.js';
 import { RunJournals } from './runJournals.js';
 import { StateWriter } from './stateWriter.js';
 
-/** When the finished prefix is committed. */
+/**
+ * When the finished prefix is committed: `'each'` after every finished event, or on the
+ * boundaries of an interval of `everyMs`. The boundaries are whole multiples of `everyMs` on the
+ * clock (since the Unix epoch on the system clock), not counted from the engine's start, so
+ * commits do not drift with the load: with `everyMs` 3,600,000 a commit falls at every full hour.
+ */
 export type CommitPolicy = { readonly everyMs: number } | 'each';
 
 /** What an engine runs on. Everything outside the engine comes in through these ports. */

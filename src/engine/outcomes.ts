@@ -102,6 +102,12 @@ export interface EngineObserver {
    * step decides again.
    */
   circuit?(change: { step: string; fallback: string; state: CircuitState; atMs: number }): void;
+  /**
+   * A durable step (`ctx.step(name, fn)`) of an agent step's call ended: `ran`, its function ran
+   * and its result was journaled; `replayed`, its result came from the event's run journal and
+   * the function did not run (a call after a failed attempt, a crash or a rebalance).
+   */
+  durableStep?(step: { step: string; name: string; effectId: string; position: number; result: 'ran' | 'replayed'; atMs: number }): void;
   /** A shadow's handler and the agent step it shadows decided an event differently (the handler's decision is the one applied). */
   shadowDisagreed?(disagreement: { step: string; shadow: string; key: string | null; effectId: string; atMs: number; agent: unknown; applied: unknown }): void;
   /** An error the engine cannot continue after (a store or log failure); it stops. */

@@ -51,6 +51,7 @@ export class PrometheusExporter {
   private readonly decisions: Counter;
   private readonly shadowDisagreements: Counter;
   private readonly circuitState: Gauge;
+  private readonly durableSteps: Counter;
   /** The highest offset received of each partition: a record at or below it is a redelivery. */
   private readonly highestReceived = new Map<string, number>();
   /** The series of each gauge this exporter set at its last update, to remove those gone since. */
@@ -123,6 +124,11 @@ export class PrometheusExporter {
       "A fallback's circuit for its agent step: 1 for the state it is in (closed, open, half-open), 0 for the others.",
       ['step', 'state'],
     );
+    this.durableSteps = counter(
+      'orderly_durable_steps_total',
+      "Durable steps (ctx.step) of the agent steps' calls, by agent step, durable step name and result: ran (the function ran and its result was journaled) or replayed (its result came from the run journal).",
+      ['step', 'name', 'result'],
+    );
     // Every outcome shows, at 0 until it happens, so that rate() and absent() work from the first scrape.
     for (const outcome of Object.values(Outcome)) this.events.inc({ ...this.labels, outcome }, 0);
   }
@@ -135,6 +141,7 @@ export class PrometheusExporter {
         this.events.inc({ ...labels, outcome: event.outcome });
         for (const [step, by] of Object.entries(event.decidedBy ?? {})) this.decisions.inc({ ...labels, step, by });
       },
+      durableStep: (ended) => this.durableSteps.inc({ ...labels, step: ended.step, name: ended.name, result: ended.result }),
       shadowDisagreed: (disagreement) => this.shadowDisagreements.inc({ ...labels, step: disagreement.step }),
       circuit: (change) => {
         for (const state of circuitStates) this.circuitState.set({ ...labels, step: change.step, state }, state === change.state ? 1 : 0);

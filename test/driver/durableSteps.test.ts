@@ -34,6 +34,7 @@ describe('ctx.step: durable steps', () => {
   it('a failed attempt resumes at the first step not completed; the results come back as the first run saw them', async () => {
     const tool = countingTool();
     const seen: unknown[] = [];
+    const reported: string[] = [];
     driver = new TopologyTestDriver(
       decisionTopology(async (_event, ctx): Promise<Decision> => {
         const account = await ctx.step('lookup-account', (s) => tool.call(ctx, s));
@@ -42,6 +43,7 @@ describe('ctx.step: durable steps', () => {
         await ctx.step('open-case', (s) => tool.call(ctx, s));
         return { action: 'refund' };
       }),
+      { observer: { durableStep: (ended) => reported.push(`${ended.step} ${ended.effectId} ${ended.position} ${ended.name} ${ended.result}`) } },
     );
     driver.createInputTopic<Ev>('events').pipeInput('a', { id: 'a1' });
     await driver.runUntilIdle();
@@ -52,6 +54,7 @@ describe('ctx.step: durable steps', () => {
       { account: 'acct of events/0/0', step: 'lookup-account' },
       { account: 'acct of events/0/0', step: 'lookup-account' },
     ]);
+    expect(reported).toEqual(['decide events/0/0 0 lookup-account ran', 'decide events/0/0 0 lookup-account replayed', 'decide events/0/0 1 open-case ran']);
     // Pruned in the write that ended the event.
     expect(await journals(driver)).toEqual([]);
   });

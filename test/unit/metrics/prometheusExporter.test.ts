@@ -34,6 +34,10 @@ describe('PrometheusExporter over an observer stream', () => {
     observer.modelCallEnded!({ step: 'decide', effectId: 'e', atMs: 4_000, durationMs: 3_000, result: 'answered' });
     observer.modelCallEnded!({ step: 'decide', effectId: 'e', atMs: 4_000, durationMs: 500, result: 'failed' });
     observer.committed!({ topic: 'disputes', partition: 1, offset: 2, atMs: 0 });
+    const durable = { step: 'decide', effectId: 'e', position: 0, atMs: 0 };
+    observer.durableStep!({ ...durable, name: 'lookup', result: 'ran' });
+    observer.durableStep!({ ...durable, name: 'lookup', result: 'replayed' });
+    observer.durableStep!({ ...durable, name: 'lookup', result: 'replayed' });
 
     const m = exposition(await exporter.metrics());
     expect(m.type('orderly_events_total')).toBe('counter');
@@ -56,6 +60,8 @@ describe('PrometheusExporter over an observer stream', () => {
     expect(m.sum('orderly_model_call_duration_seconds_bucket', { ...answered, le: 4 })).toBe(2);
     expect(m.sum('orderly_model_call_duration_seconds_count', { result: 'failed' })).toBe(1);
     expect(m.sum('orderly_commits_total', { partition: 1 })).toBe(1);
+    expect(m.sum('orderly_durable_steps_total', { step: 'decide', name: 'lookup', result: 'ran' })).toBe(1);
+    expect(m.sum('orderly_durable_steps_total', { step: 'decide', name: 'lookup', result: 'replayed' })).toBe(2);
   });
 
   it('reads the gauges from the watched status at each scrape, and drops partitions no longer held', async () => {
