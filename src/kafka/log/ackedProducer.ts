@@ -140,7 +140,7 @@ export class AckedProducer {
     if (this.failure) return Promise.reject(this.failure);
     return new Promise<void>((resolve, reject) => {
       // In a transaction every record carries it: a failed record then fails its call at once, not only the commit.
-      const vouching = this.transactional ? everyRecord(records) : lastOfEachPartition(records);
+      const vouching = this.transactional || records.length === 1 ? everyRecord(records) : lastOfEachPartition(records);
       const pending: Pending = { left: vouching.count, resolve, reject };
       if (!this.transactional) this.unsettled.add(pending);
       try {
@@ -210,7 +210,11 @@ export class AckedProducer {
   }
 }
 
+const ONE: { readonly at: boolean[]; readonly count: number } = Object.freeze({ at: Object.freeze([true]) as boolean[], count: 1 });
+
+/** Every record carries its call (a transaction's; a call of one record, such as an event's output). */
 function everyRecord(records: readonly OutRecord[]): { readonly at: boolean[]; readonly count: number } {
+  if (records.length === 1) return ONE;
   return { at: new Array<boolean>(records.length).fill(true), count: records.length };
 }
 
