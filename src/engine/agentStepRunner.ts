@@ -82,8 +82,7 @@ function callOnce(
       ...(ctx.instance !== undefined ? { instance: ctx.instance } : {}),
       status: ctx.jobs.publisher(step, event, attempt, timed.signal),
       reportTokens: ignoreTokens,
-      // Made at the call's first ctx.step: most decides take none.
-      step: (name, fn) => (call.steps ??= new DurableSteps(ctx, step, event, timed.signal)).step(name, fn),
+      step: durableStepOf(call),
     };
     // Under the step's token limit the call first waits for room in its token budget.
     answer = tokens ? tokens.call(step.decide, unit.value, decideCtx) : step.decide(unit.value, decideCtx);
@@ -122,6 +121,15 @@ interface Call {
   steps: DurableSteps | undefined;
   /** Clock port time the call started. */
   readonly startedAtMs: number;
+}
+
+/**
+ * `DecideContext.step` of a call: its {@link DurableSteps} are made at its first `ctx.step` (most
+ * decides take none). A function of its own, so that the closure holds the call alone and
+ * `callOnce`'s variables stay off the heap.
+ */
+function durableStepOf(call: Call): DecideContext['step'] {
+  return (name, fn) => (call.steps ??= new DurableSteps(call.ctx, call.step, call.event, call.timed.signal)).step(name, fn);
 }
 
 /** Tells the observer how a call ended and how long it took. */
