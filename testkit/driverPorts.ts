@@ -218,8 +218,25 @@ export class DriverConsumer implements Log {
     this.listener = listener;
     const tps = topics.flatMap((topic) => this.log.partitions(topic).map((_, partition) => ({ topic, partition })));
     for (const tp of tps) this.positions.set(partitionId(tp), { tp, offset: this.log.committed(tp), paused: false, ready: false });
-    await listener.assigned(tps.map((tp) => this.withCommitted(tp)));
-    for (const position of this.positions.values()) position.ready = true;
+    await this.assignEach(tps);
+  }
+
+  /**
+   * As KafkaLog does: each partition is handed to the engine on its own, all at once, and its
+   * records flow as soon as its own assignment settled (its state restored), while the others'
+   * may still be restoring.
+   */
+  private async assignEach(tps: readonly TopicPartition[]): Promise<void> {
+    const listener = this.listener;
+    if (!listener) return;
+    await Promise.all(
+      tps.map(async (tp) => {
+        const position = this.positions.get(partitionId(tp));
+        await listener.assigned([this.withCommitted(tp)]);
+        // Still the same assignment (no reset or revocation replaced it meanwhile).
+        if (position && this.positions.get(partitionId(tp)) === position) position.ready = true;
+      }),
+    );
   }
 
   pause(tps: readonly TopicPartition[]): void {
@@ -370,11 +387,7 @@ export class DriverConsumer implements Log {
     // A worker fenced out of its group takes nothing back; nor does a closed one.
     if (this.fencedOut || !this.listener || kept.length === 0) return;
     for (const p of kept) this.positions.set(partitionId(p.tp), { tp: p.tp, offset: this.log.committed(p.tp), paused: false, ready: false });
-    await this.listener.assigned(kept.map((p) => this.withCommitted(p.tp)));
-    for (const p of kept) {
-      const position = this.positions.get(partitionId(p.tp));
-      if (position) position.ready = true;
-    }
+    await this.assignEach(kept.map((p) => p.tp));
   }
 
   /**
@@ -410,8 +423,7 @@ export class DriverConsumer implements Log {
       if (this.positions.has(partitionId(tp))) throw new Error(`${partitionId(tp)} is assigned to this consumer already`);
       this.positions.set(partitionId(tp), { tp, offset: this.log.committed(tp), paused: false, ready: false });
     }
-    if (this.listener) await this.listener.assigned(tps.map((tp) => this.withCommitted(tp)));
-    for (const tp of tps) this.position(tp).ready = true;
+    await this.assignEach(tps);
   }
 
   produce(records: readonly OutRecord[]): Promise<void> {

@@ -1,6 +1,7 @@
 import type { Machine } from '../machine.js';
 import type { Goal } from '../report.js';
 import type { MeasuredVariant } from './child.js';
+import type { RestoreResult } from './restore.js';
 
 /** What a run was asked to do. */
 export interface KafkaBenchSettings {
@@ -17,6 +18,8 @@ export interface KafkaBenchSettings {
   readonly backlogHoldMs: number;
   readonly maxInFlight: number;
   readonly commitEveryMs: number;
+  /** Events per partition (one state key each) in the changelogs the restarting worker restores (--restore-keys). */
+  readonly restoreKeysPerPartition: number;
   /** orderly's maxBufferedPerPartition when given (--max-buffered); else the Kafka runner's default, 1500. */
   readonly maxBuffered?: number;
   /** librdkafka properties given to orderly's consumer over its defaults (--consumer-config). */
@@ -38,6 +41,8 @@ export interface KafkaFigures {
   readonly peakRssMb: number;
   /** Peak VmRSS of the orderly worker while the backlog waits, MiB. */
   readonly backlogRssMb: number;
+  /** A worker restarting on an empty state directory: from its assignment until each of its 12 partitions has processed an event, ms. */
+  readonly restoreMsFor12Partitions: number;
 }
 
 /** Everything `npm run -s bench:kafka -- --json` prints. */
@@ -53,6 +58,7 @@ export interface KafkaBenchReport extends KafkaFigures {
     readonly serialSlow: MeasuredVariant;
     readonly orderlySlow: MeasuredVariant;
     readonly backlog: MeasuredVariant;
+    readonly restore: RestoreResult;
     /** Seconds each prefill took (not timed in any figure). */
     readonly prefillSeconds: Readonly<Record<string, number>>;
     readonly totalSeconds: number;
@@ -67,6 +73,7 @@ export function kafkaGoals(f: KafkaFigures): Record<string, Goal & { ratio: numb
     orderlyVsRaw: { goal: 'orderly >= 0.5 x raw', ratio: vsRaw, met: vsRaw >= 0.5 },
     slowOrderlyVsSerial: { goal: 'orderly >= 50 x serial (5 ms decide)', ratio: vsSerial, met: vsSerial >= 50 },
     backlogRssMb: { goal: '<= 300 MiB', ratio: round2(f.backlogRssMb / 300), met: f.backlogRssMb <= 300 },
+    restoreMsFor12Partitions: { goal: '<= 2000 ms', ratio: round2(f.restoreMsFor12Partitions / 2_000), met: f.restoreMsFor12Partitions <= 2_000 },
   };
 }
 
@@ -92,6 +99,7 @@ export function formatKafkaTable(r: KafkaBenchReport): string {
     row(`orderly events/s (${s.slowDecideMs} ms decide)`, int(r.orderlySlowEventsPerSec), g.slowOrderlyVsSerial),
     row('orderly peak RSS (MiB)', String(r.peakRssMb)),
     row(`RSS, ${int(s.backlogEvents)} backlog (MiB)`, String(r.backlogRssMb), g.backlogRssMb),
+    row('restore, 12 partitions (ms)', int(r.restoreMsFor12Partitions), g.restoreMsFor12Partitions),
     '',
     `raw: ${cpu(d.raw)}`,
     `serial: ${cpu(d.serial)}`,

@@ -14,12 +14,14 @@ import { benchBroker } from './broker.js';
 import { killVariants, runVariant, type MeasuredVariant } from './child.js';
 import { totalOf, type EndOffsets } from './events.js';
 import { deleteTopics, prefill } from './prefill.js';
+import { measureRestore } from './restore.js';
 import { formatKafkaTable, kafkaGoals, type KafkaBenchReport, type KafkaBenchSettings } from './report.js';
 import type { VariantSpec } from './spec.js';
 
 const usage = `npm run -s bench:kafka -- [--json] [--bootstrap HOST:PORT | --port P] [--events N] [--partitions N] [--keys N]
   [--serial-events N] [--slow-events N] [--slow-decide-ms MS] [--backlog N] [--backlog-decide-ms MS] [--backlog-hold-ms MS]
-  [--max-in-flight N] [--max-buffered N] [--commit-every-ms MS] [--consumer-config KEY=VALUE]... [--producer-config KEY=VALUE]...`;
+  [--max-in-flight N] [--max-buffered N] [--commit-every-ms MS] [--consumer-config KEY=VALUE]... [--producer-config KEY=VALUE]...
+  [--restore-keys N] [--restore-only]`;
 
 function parse(argv: string[]) {
   const { values } = parseArgs({
@@ -41,6 +43,8 @@ function parse(argv: string[]) {
       'max-in-flight': { type: 'string', default: '32' },
       'commit-every-ms': { type: 'string', default: '250' },
       'max-buffered': { type: 'string' },
+      'restore-keys': { type: 'string', default: '10000' },
+      'restore-only': { type: 'boolean', default: false },
       'consumer-config': { type: 'string', multiple: true, default: [] },
       'producer-config': { type: 'string', multiple: true, default: [] },
       help: { type: 'boolean', default: false },
@@ -64,6 +68,7 @@ function parse(argv: string[]) {
   return {
     json: values.json!,
     help: values.help!,
+    restoreOnly: values['restore-only']!,
     bootstrap: values.bootstrap,
     port: int('port', 1),
     settings: {
@@ -78,6 +83,7 @@ function parse(argv: string[]) {
       backlogHoldMs: int('backlog-hold-ms', 1),
       maxInFlight: int('max-in-flight', 1),
       commitEveryMs: int('commit-every-ms', 1),
+      restoreKeysPerPartition: int('restore-keys', 1),
       ...(values['max-buffered'] === undefined ? {} : { maxBuffered: int('max-buffered', 1) }),
       consumerConfig: pairs('consumer-config'),
       producerConfig: pairs('producer-config'),
@@ -105,9 +111,29 @@ async function main(argv: string[]): Promise<void> {
   process.once('SIGINT', interrupt);
   process.once('SIGTERM', interrupt);
   const run = `orderly-bench-${Date.now()}`;
-  const topics = { events: `${run}.events`, slow: `${run}.slow`, backlog: `${run}.backlog` };
+  const topics = { events: `${run}.events`, slow: `${run}.slow`, backlog: `${run}.backlog`, restore: `${run}.restore` };
   const stateRoot = await mkdtemp(join(tmpdir(), 'orderly-bench-kafka-'));
   try {
+    // A worker restarting on an empty state directory for 12 partitions (issue 15 §5).
+    const restore = () =>
+      measureRestore(
+        {
+          bootstrap: broker.bootstrap,
+          topic: topics.restore,
+          partitions: 12,
+          keysPerPartition: s.restoreKeysPerPartition,
+          maxInFlight: s.maxInFlight,
+          commitEveryMs: s.commitEveryMs,
+          stateRoot,
+        },
+        progress,
+      );
+    if (options.restoreOnly) {
+      const restored = await restore();
+      const report = { date: new Date().toISOString(), machine, restoreMsFor12Partitions: restored.restoreMs, restore: restored };
+      process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+      return;
+    }
     const prefillSeconds: Record<string, number> = {};
     const fill = async (name: keyof typeof topics, count: number): Promise<EndOffsets> => {
       const t0 = performance.now();
@@ -147,6 +173,7 @@ async function main(argv: string[]): Promise<void> {
       holdMs: s.backlogHoldMs,
     });
 
+    const restored = await restore();
     const figures = {
       rawEventsPerSec: raw.eventsPerSec,
       serialEventsPerSec: serial.eventsPerSec,
@@ -155,6 +182,7 @@ async function main(argv: string[]): Promise<void> {
       orderlySlowEventsPerSec: orderlySlow.eventsPerSec,
       peakRssMb: Math.max(orderly.peakRssMb, orderlySlow.peakRssMb),
       backlogRssMb: backlog.peakRssMb,
+      restoreMsFor12Partitions: restored.restoreMs,
     };
     const settings: KafkaBenchSettings = { ...s, broker: broker.description };
     const report: KafkaBenchReport = {
@@ -170,6 +198,7 @@ async function main(argv: string[]): Promise<void> {
         serialSlow,
         orderlySlow,
         backlog,
+        restore: restored,
         prefillSeconds,
         totalSeconds: Math.round((performance.now() - started) / 1_000),
       },

@@ -219,24 +219,30 @@ export class Engine {
     await this.options.log.close();
   }
 
+  /**
+   * Takes the partitions over side by side: each one's state is restored (by the store, then its
+   * task) independently of the others', so one large partition does not hold the small ones.
+   */
   private async assign(assigned: readonly AssignedPartition[]): Promise<void> {
     const max = this.options.maxBufferedPerPartition ?? 1_000;
-    for (const { topic, partition, committed } of assigned) {
-      const tp = { topic, partition };
-      // The partition's state first (a changelog store restores it here), then its task reads it.
-      await this.options.store.openPartition?.(tp);
-      const task = new PartitionTask(tp, this.ctx, {
-        maxBuffered: max,
-        commitMetadataMaxBytes: this.commitMetadataMaxBytes,
-        onFinished: () => this.finished(),
-        onFatal: (error) => this.fail(error),
-      });
-      // The finished offsets the last commit listed above its offset: skipped when they come again.
-      const resumed = task.tracker.resume(committed);
-      this.ctx.observer.resumed?.({ ...tp, offset: committed?.offset, ...resumed, atMs: this.ctx.clock.now() });
-      this.tasks.set(tp, task);
-      await task.restore();
-    }
+    await Promise.all(assigned.map((partition) => this.assignOne(partition, max)));
+  }
+
+  private async assignOne({ topic, partition, committed }: AssignedPartition, maxBuffered: number): Promise<void> {
+    const tp = { topic, partition };
+    // The partition's state first (a changelog store restores it here), then its task reads it.
+    await this.options.store.openPartition?.(tp);
+    const task = new PartitionTask(tp, this.ctx, {
+      maxBuffered,
+      commitMetadataMaxBytes: this.commitMetadataMaxBytes,
+      onFinished: () => this.finished(),
+      onFatal: (error) => this.fail(error),
+    });
+    // The finished offsets the last commit listed above its offset: skipped when they come again.
+    const resumed = task.tracker.resume(committed);
+    this.ctx.observer.resumed?.({ ...tp, offset: committed?.offset, ...resumed, atMs: this.ctx.clock.now() });
+    this.tasks.set(tp, task);
+    await task.restore();
   }
 
   /** Aborts the partitions' work in flight (a rebalance must not wait on a model), commits their finished prefix, drops them. */

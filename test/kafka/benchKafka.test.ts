@@ -9,7 +9,22 @@ import { REPO } from './worker.js';
 const run = promisify(execFile);
 
 it('bench:kafka runs every variant to its end point and reports each figure', async () => {
-  const args = ['--events', '600', '--serial-events', '60', '--slow-events', '120', '--backlog', '3000', '--backlog-hold-ms', '300', '--keys', '50'];
+  const args = [
+    '--events',
+    '600',
+    '--serial-events',
+    '60',
+    '--slow-events',
+    '120',
+    '--backlog',
+    '3000',
+    '--backlog-hold-ms',
+    '300',
+    '--keys',
+    '50',
+    '--restore-keys',
+    '20',
+  ];
   const { stdout } = await run(process.execPath, ['--import', 'tsx', 'benchmarks/kafka/run.ts', '--json', '--bootstrap', inject('kafkaBootstrap'), ...args], {
     cwd: REPO,
     maxBuffer: 16 * 2 ** 20,
@@ -26,5 +41,9 @@ it('bench:kafka runs every variant to its end point and reports each figure', as
   expect(report.backlogRssMb).toBe(d.backlog.peakRssMb);
   expect(report.peakRssMb).toBe(Math.max(d.orderly.peakRssMb, d.orderlySlow.peakRssMb));
   expect(report.backlogRssMb).toBeGreaterThan(0);
-  expect(Object.keys(report.goals).sort()).toEqual(['backlogRssMb', 'orderlyVsRaw', 'slowOrderlyVsSerial']);
+  // The restart restores 12 partitions of 20 events' state each, and runs one new event on each.
+  expect(d.restore.partitions.map((p) => p.partition)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+  expect(d.restore.records).toBeGreaterThanOrEqual(12 * 20);
+  expect(report.restoreMsFor12Partitions).toBe(Math.max(...d.restore.partitions.map((p) => p.firstEventMs)));
+  expect(Object.keys(report.goals).sort()).toEqual(['backlogRssMb', 'orderlyVsRaw', 'restoreMsFor12Partitions', 'slowOrderlyVsSerial']);
 });

@@ -51,28 +51,60 @@ export interface ChangelogMessage {
   readonly headers?: Readonly<Record<string, string>>;
 }
 
+/** One call of {@link ChangelogReader.read}: its partitions still being read, and whom to tell. */
+interface ReadJob {
+  /** Its partitions not read to their `to` yet, by partition id. */
+  readonly pending: Map<string, ChangelogRange>;
+  readonly apply: (messages: readonly ChangelogMessage[]) => Promise<void>;
+  read: number;
+  lastProgressMs: number;
+  readonly resolve: (read: number) => void;
+  readonly reject: (error: Error) => void;
+}
+
 /**
  * Reads changelog partitions to their end with a consumer of its own that joins no group: it is
  * assigned the partitions it reads and commits nothing. With `read_committed` (the default, as the
  * worker's consumer), a read ends at the last stable offset: never in an open transaction, never
  * an aborted record.
+ *
+ * Reads may run at the same time (a worker restores the partitions it is given concurrently): one
+ * consumer serves them all, each read's partitions added to its assignment as the read starts and
+ * taken out as each reaches its end, so a partition's read costs what it fetches, not a poll's
+ * timeout, and a small partition is done while a large one is still being read.
  */
 export class ChangelogReader {
+  /** The reads under way, by the id of each partition they still read. */
+  private readonly owners = new Map<string, ReadJob>();
+  /** Partitions whose end was seen in an event (partition.eof), at that offset. */
+  private readonly eofs = new Map<string, number>();
+  private polling: Promise<void> | undefined;
+
   private constructor(
-    private readonly consumer: rdkafka.KafkaConsumer,
+    private readonly consumer: ReaderConsumer,
     private readonly logger: Logger,
     private readonly timeoutMs: number,
-  ) {}
+  ) {
+    // A transaction's commit marker takes the last offset(s) of a partition and is never
+    // delivered: the partition's end event (or the consumer's position) says it was passed.
+    this.consumer.on('partition.eof', (eof: { topic: string; partition: number; offset: number }) => {
+      const id = partitionId(eof);
+      if (this.owners.has(id)) this.eofs.set(id, eof.offset);
+    });
+  }
 
   static async connect(settings: KafkaSettings, logger: Logger, timeoutMs = 60_000): Promise<ChangelogReader> {
-    const consumer = new rdkafka.KafkaConsumer(readerConfig(settings), { 'auto.offset.reset': 'earliest' });
+    const consumer = new rdkafka.KafkaConsumer(readerConfig(settings), { 'auto.offset.reset': 'earliest' }) as ReaderConsumer;
     logClientTo(consumer, logger, (error) => logger.error({ err: error }, 'changelog reader failed'));
     await new Promise<void>((resolve, reject) =>
       consumer.connect({ timeout: timeoutMs }, (error) =>
         error ? reject(new Error(`changelog reader could not connect to ${settings.bootstrap}: ${error.message}`)) : resolve(),
       ),
     );
-    consumer.setDefaultConsumeTimeout(200);
+    // A poll returns as soon as it has records (it waits only for the first): a restore is not
+    // held by a poll's timeout once its records have come.
+    consumer.setDefaultConsumeTimeout(POLL_TIMEOUT_MS);
+    consumer.setDefaultIsTimeoutOnlyForFirstMessage(true);
     return new ChangelogReader(consumer, logger, timeoutMs);
   }
 
@@ -114,68 +146,145 @@ export class ChangelogReader {
   }
 
   /**
-   * Reads every range to its `to` and hands each polled batch to `apply`, in offset order per
-   * partition. Returns the number of records read.
+   * Reads every range to its `to` (taken once, before the read: what is written after it is not
+   * waited for) and hands each polled batch of them to `apply`, in offset order per partition.
+   * Returns the number of records read. Several reads may run at once, of different partitions.
    */
-  async read(ranges: readonly ChangelogRange[], apply: (messages: readonly ChangelogMessage[]) => Promise<void>): Promise<number> {
-    const pending = new Map(ranges.filter((r) => r.from < r.to).map((r) => [partitionId(r), r]));
-    if (pending.size === 0) return 0;
-    // A transaction's commit marker takes the last offset(s) and is never delivered: the end of
-    // the partition (partition.eof at or past `to`) says the read is complete then. The client
-    // emits a batch's eof events before it hands over the batch: they are noted, and applied
-    // once the batch's records are.
-    const ended = new Set<string>();
-    const onEof = (eof: { topic: string; partition: number; offset: number }): void => {
-      const range = pending.get(partitionId(eof));
-      if (range && eof.offset >= range.to) ended.add(partitionId(eof));
-    };
-    this.consumer.on('partition.eof', onEof);
-    this.consumer.assign([...pending.values()].map(({ topic, partition, from }) => ({ topic, partition, offset: from })));
-    let read = 0;
-    let lastProgress = Date.now();
-    try {
-      while (pending.size > 0) {
-        const batch = await this.poll();
-        const wanted: ChangelogMessage[] = [];
-        for (const message of batch) {
-          const range = pending.get(partitionId(message));
-          if (!range || message.offset >= range.to) continue;
-          wanted.push({
-            partition: message.partition,
-            offset: message.offset,
-            key: message.key === null || message.key === undefined ? null : message.key.toString(),
-            value: message.value ?? null,
-            headers: fromKafkaHeaders(message.headers),
-          });
-          if (message.offset + 1 >= range.to) pending.delete(partitionId(message));
-        }
-        for (const id of ended) pending.delete(id);
-        ended.clear();
-        if (wanted.length > 0) {
-          await apply(wanted);
-          read += wanted.length;
-          lastProgress = Date.now();
-        } else if (Date.now() - lastProgress > this.timeoutMs) {
-          const where = [...pending.values()].map((r) => `${partitionId(r)} (to offset ${r.to})`).join(', ');
-          throw new Error(`changelog restore made no progress for ${this.timeoutMs} ms on ${where}: check that the brokers of these partitions are up`);
-        }
+  read(ranges: readonly ChangelogRange[], apply: (messages: readonly ChangelogMessage[]) => Promise<void>): Promise<number> {
+    const wanted = ranges.filter((r) => r.from < r.to);
+    if (wanted.length === 0) return Promise.resolve(0);
+    const busy = wanted.find((r) => this.owners.has(partitionId(r)));
+    if (busy) return Promise.reject(new Error(`changelog ${partitionId(busy)} is being read already: a partition is restored by one read at a time`));
+    return new Promise<number>((resolve, reject) => {
+      const job: ReadJob = {
+        pending: new Map(wanted.map((r) => [partitionId(r), r])),
+        apply,
+        read: 0,
+        lastProgressMs: Date.now(),
+        resolve: (read) => {
+          this.logger.debug({ ranges: wanted.map((r) => `${partitionId(r)}@${r.from}..${r.to}`), read }, 'read changelog');
+          resolve(read);
+        },
+        reject,
+      };
+      try {
+        this.consumer.incrementalAssign(wanted.map(({ topic, partition, from }) => ({ topic, partition, offset: from })));
+      } catch (error) {
+        reject(new Error(`changelog read of ${wanted.map(partitionId).join(', ')} could not start: ${(error as Error).message}`, { cause: error }));
+        return;
       }
-    } finally {
-      this.consumer.removeListener('partition.eof', onEof);
-      this.consumer.unassign();
-    }
-    this.logger.debug({ ranges: ranges.map((r) => `${partitionId(r)}@${r.from}..${r.to}`), read }, 'read changelog');
-    return read;
+      for (const id of job.pending.keys()) this.owners.set(id, job);
+      this.polling ??= this.pollWhileReading().finally(() => (this.polling = undefined));
+    });
   }
 
   async close(): Promise<void> {
+    await this.polling;
     await new Promise<void>((resolve) => this.consumer.disconnect(() => resolve()));
+  }
+
+  /** Polls while any read is under way, handing each read its records and ending each partition at its `to`. */
+  private async pollWhileReading(): Promise<void> {
+    while (this.owners.size > 0) {
+      let batch: Message[];
+      try {
+        batch = await this.poll();
+      } catch (error) {
+        for (const job of new Set(this.owners.values())) this.finish(job, error as Error);
+        return;
+      }
+      const byJob = new Map<ReadJob, ChangelogMessage[]>();
+      for (const message of batch) {
+        const id = partitionId(message);
+        const job = this.owners.get(id);
+        const range = job?.pending.get(id);
+        if (!job || !range || message.offset < range.from || message.offset >= range.to) continue;
+        let messages = byJob.get(job);
+        if (!messages) byJob.set(job, (messages = []));
+        messages.push({
+          partition: message.partition,
+          offset: message.offset,
+          key: message.key === null || message.key === undefined ? null : message.key.toString(),
+          value: message.value ?? null,
+          headers: fromKafkaHeaders(message.headers),
+        });
+      }
+      // Each read applies its records in order; different reads apply theirs side by side.
+      await Promise.all(
+        [...byJob].map(async ([job, messages]) => {
+          try {
+            await job.apply(messages);
+            job.read += messages.length;
+            job.lastProgressMs = Date.now();
+          } catch (error) {
+            this.finish(job, error as Error);
+          }
+        }),
+      );
+      this.endReachedPartitions(batch);
+    }
+  }
+
+  /**
+   * Takes out of the assignment each partition read to its `to`: its last record came, or its
+   * position (past any commit marker) or an end event reached `to`. Settles the reads that are done,
+   * and fails those that made no progress for the reader's timeout.
+   */
+  private endReachedPartitions(batch: readonly Message[]): void {
+    const last = new Map<string, number>();
+    for (const message of batch) last.set(partitionId(message), message.offset);
+    const tps = [...new Set(this.owners.values())].flatMap((job) => [...job.pending.values()]);
+    const positions = new Map<string, number>();
+    try {
+      for (const p of this.consumer.position(tps.map(({ topic, partition }) => ({ topic, partition }))))
+        if (p.offset !== undefined && p.offset >= 0) positions.set(partitionId(p), p.offset);
+    } catch {
+      // No position yet: the records and the end events still tell.
+    }
+    const done: ChangelogRange[] = [];
+    for (const range of tps) {
+      const id = partitionId(range);
+      const reached = Math.max((last.get(id) ?? -1) + 1, positions.get(id) ?? -1, this.eofs.get(id) ?? -1);
+      if (reached >= range.to) done.push(range);
+    }
+    if (done.length > 0) this.release(done);
+    for (const range of done) {
+      const job = this.owners.get(partitionId(range));
+      this.owners.delete(partitionId(range));
+      if (!job) continue;
+      job.pending.delete(partitionId(range));
+      if (job.pending.size === 0) job.resolve(job.read);
+    }
+    const now = Date.now();
+    for (const job of new Set(this.owners.values())) {
+      if (now - job.lastProgressMs <= this.timeoutMs) continue;
+      const where = [...job.pending.values()].map((r) => `${partitionId(r)} (to offset ${r.to})`).join(', ');
+      this.finish(job, new Error(`changelog restore made no progress for ${this.timeoutMs} ms on ${where}: check that the brokers of these partitions are up`));
+    }
+  }
+
+  /** Ends a read that failed: its partitions leave the assignment, and it rejects. */
+  private finish(job: ReadJob, error: Error): void {
+    const ranges = [...job.pending.values()];
+    for (const range of ranges) this.owners.delete(partitionId(range));
+    job.pending.clear();
+    this.release(ranges);
+    job.reject(error);
+  }
+
+  private release(ranges: readonly ChangelogRange[]): void {
+    for (const range of ranges) this.eofs.delete(partitionId(range));
+    try {
+      this.consumer.incrementalUnassign(ranges.map(({ topic, partition }) => ({ topic, partition })));
+    } catch (error) {
+      this.logger.debug({ err: error }, 'changelog read: unassigning read partitions failed');
+    }
   }
 
   /** One poll; a transient error (a broker down) is a poll that found nothing, and counts against the no-progress timeout. */
   private poll(): Promise<Message[]> {
     return new Promise((resolve, reject) =>
-      this.consumer.consume(1_000, (error: LibrdKafkaError, messages: Message[]) => {
+      this.consumer.consume(POLL_MAX_RECORDS, (error: LibrdKafkaError, messages: Message[]) => {
         if (!error) resolve(messages);
         else if (isTransient(error)) {
           this.logger.debug({ code: error.code }, `changelog read: ${error.message}; retrying`);
@@ -184,6 +293,18 @@ export class ChangelogReader {
       }),
     );
   }
+}
+
+/** Most records one poll of the reader returns. */
+const POLL_MAX_RECORDS = 5_000;
+/** How long a poll waits for its first record. */
+const POLL_TIMEOUT_MS = 100;
+
+/** The consumer methods the reader uses that the library's typings leave out. */
+interface ReaderConsumer extends rdkafka.KafkaConsumer {
+  incrementalAssign(assignments: rdkafka.Assignment[]): void;
+  incrementalUnassign(assignments: rdkafka.Assignment[]): void;
+  setDefaultIsTimeoutOnlyForFirstMessage(value: boolean): void;
 }
 
 /** A consumer that is assigned its partitions and never commits: no group is joined. */
@@ -198,6 +319,9 @@ function readerConfig(settings: KafkaSettings): rdkafka.ConsumerGlobalConfig {
     'enable.auto.offset.store': false,
     'isolation.level': settings.isolationLevel ?? 'read_committed',
     'enable.partition.eof': true,
+    // The end of a partition whose last offset is a commit marker is heard from an empty fetch:
+    // the broker answers it after this wait, not the default 500 ms (only while restoring).
+    'fetch.wait.max.ms': 10,
     'allow.auto.create.topics': false,
     ...settings.librdkafka,
   } as rdkafka.ConsumerGlobalConfig;

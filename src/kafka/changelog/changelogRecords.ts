@@ -112,3 +112,26 @@ export function fromChangelogRecord(record: {
   if (record.value === null) return { type: 'del', key: record.key };
   return { type: 'put', key: record.key, value: JSON.parse(decoder.decode(record.value)) as unknown };
 }
+
+/**
+ * The local writes a restore makes of one polled batch of changelog records: the last write of
+ * each key only (the batch lands in the local store at once, so the earlier ones would never be
+ * read: a key written by every event, as an effect horizon is, costs one write per batch), each
+ * value stored as the text the record carries, not parsed and encoded again. A record of a newer
+ * format than this orderly reads is refused as in {@link fromChangelogRecord}.
+ */
+export function restoreWrites(
+  records: ReadonlyArray<{ readonly key: string | null; readonly value: Uint8Array | null; readonly headers?: Readonly<Record<string, string>> | undefined }>,
+): Array<StoreOp | EncodedPut> {
+  const last = new Map<string, StoreOp | EncodedPut>();
+  for (const record of records) {
+    const key = record.key;
+    if (key === null) throw new Error('a changelog record has no key; orderly writes every record with its state key');
+    recordVersion(key, record.headers);
+    last.set(
+      key,
+      record.value === null ? { type: 'del', key } : { type: 'put', key, value: localFromJson(decoder.decode(record.value)), valueEncoding: 'utf8' },
+    );
+  }
+  return [...last.values()];
+}

@@ -5,7 +5,7 @@ import type { EntriesOptions, StagedBatch, Store, StoreOp } from '../../ports/st
 import type { LocalStore } from '../../state/levelStore.js';
 import { stateKeys } from '../../state/stateKeys.js';
 import type { ChangelogEnds, ChangelogMessage, ChangelogRange } from './changelogReader.js';
-import { changelogTopic, encodeWrite, fromChangelogRecord, type EncodedPut } from './changelogRecords.js';
+import { changelogTopic, encodeWrite, restoreWrites, type EncodedPut } from './changelogRecords.js';
 import { checkpoints, type Checkpoint } from './checkpoints.js';
 
 /** Where a restore reads changelogs from (Kafka's {@link ChangelogReader}). */
@@ -183,7 +183,7 @@ export class ChangelogStore implements Store {
       from: usable ? checkpoint.offsets[c.store]! : ends[i]!.low,
       to: ends[i]!.end,
     }));
-    const records = await source.read(ranges, (messages) => local.batch(messages.map(fromChangelogRecord)));
+    const records = await source.read(ranges, (messages) => local.batch(restoreWrites(messages) as StoreOp[]));
     const report: RestoreReport = {
       ...tp,
       mode: usable ? 'checkpoint' : 'full',

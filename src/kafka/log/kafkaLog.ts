@@ -357,10 +357,16 @@ export class KafkaLog implements Log {
         if (tps.length === 0 || !this.listener || this.closing || this.fatal) return;
         const assigned = withCommitted(tps, await this.rewind(consumer, tps));
         this.noteReadBack(assigned);
-        await this.listener.assigned(assigned);
-        ownRestored(states, 'restored again after a reset');
-        const resume = states.filter((p) => p.ownership === 'owned' && !p.paused).map((p) => p.tp);
-        if (resume.length > 0) consumer.resume(resume);
+        const listener = this.listener;
+        // Each partition runs again as soon as its own state is back.
+        await Promise.all(
+          assigned.map(async (partition, i) => {
+            await listener.assigned([partition]);
+            const state = states[i]!;
+            ownRestored([state], 'restored again after a reset');
+            if (state.ownership === 'owned' && !state.paused && !this.closing) consumer.resume([state.tp]);
+          }),
+        );
         this.logger.info({ partitions: tps.map(partitionId) }, 'partitions reset after an aborted transaction');
       } finally {
         this.resetting -= 1;
@@ -489,14 +495,33 @@ export class KafkaLog implements Log {
       this.serialize(async () => {
         const states = tps.map((tp): PartitionState => ({ tp, ownership: 'assigning', paused: false }));
         for (const state of states) this.partitions.set(partitionId(state.tp), state);
-        if (this.listener && tps.length > 0) {
-          const assigned = await this.committedOf(consumer, tps);
-          this.noteReadBack(assigned);
-          await this.listener.assigned(assigned);
+        const listener = this.listener;
+        if (!listener || tps.length === 0) {
+          if (cooperative) consumer.incrementalAssign(assignment);
+          else consumer.assign(assignment);
+          return;
         }
-        ownRestored(states, 'restored by the engine');
-        if (cooperative) consumer.incrementalAssign(assignment);
-        else consumer.assign(assignment);
+        const assigned = await this.committedOf(consumer, tps);
+        this.noteReadBack(assigned);
+        // KIP-848 (group protocol 'consumer'): assigned whole, as before; no broker test covers
+        // an assignment applied partition by partition under it yet.
+        if (!cooperative || this.options.settings.groupProtocol === 'consumer') {
+          await listener.assigned(assigned);
+          ownRestored(states, 'restored by the engine');
+          if (cooperative) consumer.incrementalAssign(assignment);
+          else consumer.assign(assignment);
+          return;
+        }
+        // Each partition is restored on its own and incrementally assigned in librdkafka as soon as
+        // its state is back: its records flow while the others still restore (a rebalance that comes meanwhile
+        // is handled once every one of them is assigned, as the steps run in turn).
+        await Promise.all(
+          assigned.map(async (partition, i) => {
+            await listener.assigned([partition]);
+            ownRestored([states[i]!], 'restored by the engine');
+            consumer.incrementalAssign([assignment[i]!]);
+          }),
+        );
       });
     } else if (error?.code === ERR_REVOKE_PARTITIONS) {
       const lost = consumer.assignmentLost();

@@ -4,8 +4,10 @@ import {
   checkedChangelogTopic,
   encodeWrite,
   fromChangelogRecord,
+  restoreWrites,
   toChangelogRecord,
 } from '../../../../src/kafka/changelog/changelogRecords.js';
+import { openMemoryStore } from '../../../../src/state/levelStore.js';
 import { stateKeys } from '../../../../src/state/stateKeys.js';
 import { StoredFormatError } from '../../../../src/state/storedFormat.js';
 
@@ -68,6 +70,29 @@ describe('changelog records', () => {
     );
     expect(() => fromChangelogRecord({ key, value: null, headers: { 'orderly-format': '3' } })).toThrow(StoredFormatError);
     expect(() => fromChangelogRecord({ key, value, headers: { 'orderly-format': 'two' } })).toThrow("its header orderly-format is 'two', not a format version");
+  });
+
+  it("restore a polled batch as the last write of each key, each value kept as the record's text", async () => {
+    const horizon = stateKeys.horizon('fx', tp);
+    const effect = stateKeys.effect('fx', tp, 'disputes/2/7');
+    const batch = [
+      toChangelogRecord('g', { type: 'put', key: horizon, value: { upTo: 5 } }),
+      toChangelogRecord('g', { type: 'put', key: effect, value: { outputs: [], appliedAtMs: 1 } }),
+      toChangelogRecord('g', { type: 'put', key: horizon, value: { upTo: 6 } }),
+      toChangelogRecord('g', { type: 'del', key: stateKeys.attempts('decide', tp, 9) }),
+    ];
+    const writes = restoreWrites(batch);
+    expect(writes).toEqual([
+      { type: 'put', key: horizon, value: 'v2:{"upTo":6}', valueEncoding: 'utf8' },
+      { type: 'put', key: effect, value: 'v2:{"outputs":[],"appliedAtMs":1}', valueEncoding: 'utf8' },
+      { type: 'del', key: stateKeys.attempts('decide', tp, 9) },
+    ]);
+    // Stored so, they read back as the values written.
+    const local = await openMemoryStore();
+    await local.batch(writes as never);
+    expect(local.get(horizon)).toEqual({ upTo: 6 });
+    expect(local.get(effect)).toEqual({ outputs: [], appliedAtMs: 1 });
+    expect(() => restoreWrites([{ key: horizon, value: null, headers: { 'orderly-format': '3' } }])).toThrow(StoredFormatError);
   });
 
   it('refuses a record without a key', () => {

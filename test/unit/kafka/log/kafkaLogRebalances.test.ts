@@ -37,7 +37,7 @@ interface Rig {
   settled(): Promise<void>;
 }
 
-async function rig(options: { assigned?: () => Promise<void>; disconnected?: boolean } = {}): Promise<Rig> {
+async function rig(options: { assigned?: (tps: readonly TopicPartition[]) => Promise<void>; disconnected?: boolean } = {}): Promise<Rig> {
   const calls: string[] = [];
   const logger = pino({ level: 'silent' });
   const producer = {
@@ -64,7 +64,7 @@ async function rig(options: { assigned?: () => Promise<void>; disconnected?: boo
   const listener: LogListener = {
     assigned: async (tps) => {
       calls.push(`assigned ${ids(tps)}`);
-      await options.assigned?.();
+      await options.assigned?.(tps);
     },
     revoked: async (tps) => void calls.push(`revoked ${ids(tps)}`),
     lost: async (tps) => void calls.push(`lost ${ids(tps)}`),
@@ -126,9 +126,10 @@ describe('KafkaLog, exactly-once: partitions lost without a revocation', () => {
       },
     });
     abortFromProduce();
-    // The reset has aborted and is restoring the partitions it took back when they are lost.
+    // The reset has aborted and is restoring the partitions it took back (each on its own) when they are lost.
     await new Promise((r) => setImmediate(r));
-    expect(calls).toContain('assigned orders/0,orders/1');
+    expect(calls).toContain('assigned orders/0');
+    expect(calls).toContain('assigned orders/1');
     lose([tp(0), tp(1)]);
     restoring.resolve();
     await settled();
@@ -137,7 +138,7 @@ describe('KafkaLog, exactly-once: partitions lost without a revocation', () => {
       calls.filter((c) => c === 'abort'),
       calls.join(' | '),
     ).toHaveLength(2);
-    expect(calls.slice(calls.indexOf('assigned orders/0,orders/1') + 1, secondAbort + 1), calls.join(' | ')).toEqual(['lost orders/0,orders/1', 'abort']);
+    expect(calls.slice(calls.indexOf('assigned orders/1') + 1, secondAbort + 1), calls.join(' | ')).toEqual(['lost orders/0,orders/1', 'abort']);
   });
 
   it('other causes while a reset is under way are covered by it: one reset, not one per failed write', async () => {
@@ -147,6 +148,22 @@ describe('KafkaLog, exactly-once: partitions lost without a revocation', () => {
     abortFromProduce();
     await settled();
     expect(calls.filter((c) => c === 'abort')).toHaveLength(1);
+  });
+});
+
+describe('KafkaLog: partitions assigned together are restored side by side', () => {
+  it('hands each partition to librdkafka as soon as the engine has restored it, while the others still restore', async () => {
+    const slow = deferred();
+    const { log, calls, assign, settled } = await rig({ assigned: (tps) => (tps[0]!.partition === 2 ? slow.promise : Promise.resolve()) });
+    assign([tp(2), tp(3)]);
+    for (let i = 0; i < 5 && !calls.includes('assign orders/3'); i += 1) await new Promise((r) => setImmediate(r));
+    // Both restores started at once; partition 3 runs (assigned in librdkafka, owned) while 2 restores.
+    expect(calls).toEqual(['assigned orders/2', 'assigned orders/3', 'assign orders/3']);
+    expect(log.owned().map((t) => t.partition)).toEqual([0, 1, 3]);
+    slow.resolve();
+    await settled();
+    expect(calls).toEqual(['assigned orders/2', 'assigned orders/3', 'assign orders/3', 'assign orders/2']);
+    expect(log.owned().map((t) => t.partition)).toEqual([0, 1, 2, 3]);
   });
 });
 
