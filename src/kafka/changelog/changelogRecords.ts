@@ -69,8 +69,10 @@ export function toChangelogRecord(group: string, op: StoreOp): OutRecord {
   return encodeWrite(group, op).record;
 }
 
-/** A put whose value is already its stored bytes (`v2:` and the JSON, UTF-8): LevelDB stores them as they are. */
-export type EncodedPut = { readonly type: 'put'; readonly key: string; readonly value: Buffer; readonly valueEncoding: 'buffer' };
+/** A put whose value is already its stored text or bytes (`v2:` and the JSON): LevelDB stores it as it is. */
+export type EncodedPut =
+  | { readonly type: 'put'; readonly key: string; readonly value: Buffer; readonly valueEncoding: 'buffer' }
+  | { readonly type: 'put'; readonly key: string; readonly value: string; readonly valueEncoding: 'utf8' };
 
 /**
  * One write to the store, its value encoded once for both places it goes: its stored bytes
