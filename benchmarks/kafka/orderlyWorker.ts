@@ -1,17 +1,18 @@
 import { pino } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { finishedOutcomes } from '../../src/index.js';
-import { runTopology } from '../../src/kafka/index.js';
+import { loadCompiled } from './compiled.js';
 import { Meter, send } from './meter.js';
 import type { VariantResult, VariantSpec } from './spec.js';
 import { benchTopology } from './topology.js';
 
 /**
  * orderly's worker: the real runTopology (KafkaLog, Engine, LevelDB state) on the benchmark's
- * topology. Its end point is the engine's commit reaching every partition's end offset; with
+ * topology, compiled ({@link loadCompiled}: `dist/`, or `ORDERLY_BENCH_DIST`). Its end point is the engine's commit reaching every partition's end offset; with
  * `holdMs` (the backlog run) it stops that long after the first record instead.
  */
 export async function runOrderlyWorker(spec: VariantSpec): Promise<VariantResult> {
+  const compiled = await loadCompiled();
+  const { finishedOutcomes } = compiled.orderly;
   let finished = 0;
   let lastFinishedMs = 0;
   const meter = new Meter(() => finished);
@@ -26,8 +27,13 @@ export async function runOrderlyWorker(spec: VariantSpec): Promise<VariantResult
     for (const offset of committed.values()) total += offset;
     while (marks.length > 0 && total >= marks[0]!) send({ type: 'mark', mark: marks.shift()! });
   };
-  const worker = await runTopology({
-    topology: benchTopology({ topic: spec.topic, decideMs: spec.decideMs, maxInFlight: spec.maxInFlight, ...(spec.perKeyState ? { perKeyState: true } : {}) }),
+  const worker = await compiled.kafka.runTopology({
+    topology: benchTopology(compiled, {
+      topic: spec.topic,
+      decideMs: spec.decideMs,
+      maxInFlight: spec.maxInFlight,
+      ...(spec.perKeyState ? { perKeyState: true } : {}),
+    }),
     bootstrap: spec.bootstrap,
     group: spec.group,
     stateDir: spec.stateDir,

@@ -14,10 +14,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setImmediate as yieldToLoop, setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
-import { runTopology } from '../../src/kafka/index.js';
 import type { RestoreReport } from '../../src/kafka/changelog/changelogStore.js';
 import type { Progress } from '../progress.js';
 import { runVariant } from './child.js';
+import { loadCompiled } from './compiled.js';
 import { benchEvent } from './events.js';
 import { createTopic } from './prefill.js';
 import { benchTopology } from './topology.js';
@@ -177,8 +177,10 @@ async function runRestartingWorker(spec: RestoreSpec): Promise<RestoreResult> {
     },
     pino.destination({ dest: '/dev/null' }),
   );
-  const worker = await runTopology({
-    topology: benchTopology({ topic: spec.topic, decideMs: 0, maxInFlight: spec.maxInFlight }),
+  // orderly compiled, as the other orderly variants run it (compiled.ts).
+  const compiled = await loadCompiled();
+  const worker = await compiled.kafka.runTopology({
+    topology: benchTopology(compiled, { topic: spec.topic, decideMs: 0, maxInFlight: spec.maxInFlight }),
     bootstrap: spec.bootstrap,
     group: spec.group,
     stateDir: spec.stateDir,

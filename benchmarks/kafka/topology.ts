@@ -1,6 +1,6 @@
-import { effect, sleep, stream, type DecideContext, type DecideFn, type Decided } from '../../src/index.js';
-import { applyDecision, Decision, standInDecision, type Dispute } from '../../testkit/scenarios/disputes.js';
-import { disputeSerde } from '../../examples/disputes/topology.js';
+import type { DecideContext, DecideFn, Decided } from '../../src/index.js';
+import type { Decision, Dispute } from '../../testkit/scenarios/disputes.js';
+import type { CompiledOrderly } from './compiled.js';
 
 /** The benchmark's topology: the disputes example's shape (schema-checked decide, park, applyOnce on LevelDB), with a decide of a fixed latency. */
 export interface BenchTopologyOptions {
@@ -16,25 +16,29 @@ export interface BenchTopologyOptions {
   readonly perKeyState?: boolean;
 }
 
-/** The soak's effect: per account, how many disputes were decided and the last one. */
-const countPerAccount = effect('dispute-decisions', ({ event, decision }: Decided<Dispute, Decision>, { state }) => {
-  const row = state.get<{ count: number }>(event.account);
-  state.put(event.account, { count: (row?.count ?? 0) + 1, last: event.disputeId });
-  return { disputeId: event.disputeId, account: event.account, ...decision };
-});
-
-export function benchTopology(options: BenchTopologyOptions) {
+/** Builds it from the compiled orderly the worker loaded ({@link CompiledOrderly}). */
+export function benchTopology(compiled: CompiledOrderly, options: BenchTopologyOptions) {
+  const { stream, effect } = compiled.orderly;
+  const { applyDecision, Decision, standInDecision } = compiled.disputes;
   const decide: DecideFn<Dispute, Decision> =
     options.decideMs === 0
       ? (dispute) => standInDecision(dispute)
       : async (dispute: Dispute, ctx: DecideContext) => {
-          await sleep(ctx.clock, options.decideMs);
+          // The clock port's timer, as orderly's `sleep` (which builds before 9afca58 do not export) waits on it.
+          await new Promise<void>((resolve) => ctx.clock.setTimer(options.decideMs, resolve));
           return standInDecision(dispute);
         };
-  return stream<Dispute>(options.topic, { value: disputeSerde })
+  // The soak's effect: per account, how many disputes were decided and the last one.
+  const countPerAccount = () =>
+    effect('dispute-decisions', ({ event, decision }: Decided<Dispute, Decision>, { state }) => {
+      const row = state.get<{ count: number }>(event.account);
+      state.put(event.account, { count: (row?.count ?? 0) + 1, last: event.disputeId });
+      return { disputeId: event.disputeId, account: event.account, ...decision };
+    });
+  return stream<Dispute>(options.topic, { value: compiled.disputesExample.disputeSerde })
     .keyedSerial({ maxInFlight: options.maxInFlight })
     .agentStep('decide', decide, { schema: Decision })
     .park({ attempts: 3 })
-    .applyOnce(options.perKeyState ? countPerAccount : applyDecision)
+    .applyOnce(options.perKeyState ? countPerAccount() : applyDecision)
     .build();
 }

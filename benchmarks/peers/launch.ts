@@ -10,6 +10,8 @@ import { processCpuMs } from './processCpu.js';
 import type { ContenderMessage, ContenderSpec } from './spec.js';
 
 const NODE_CONTENDER = fileURLToPath(new URL('./nodeContender.ts', import.meta.url));
+/** More Node flags for the Node contenders, e.g. `--cpu-prof --cpu-prof-dir=/tmp/orderly-prof` to profile them (as bench:kafka's variants). */
+const EXTRA_ARGS = (process.env.ORDERLY_BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
 const POLL_MS = 100;
 
 /** How to start a Java contender: its `java` and class path; Node contenders need nothing. */
@@ -43,7 +45,7 @@ export function killContenders(): void {
 }
 
 function start(spec: ContenderSpec, java: JavaCommand | undefined): ChildProcess {
-  if (!java) return fork(NODE_CONTENDER, [JSON.stringify(spec)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  if (!java) return fork(NODE_CONTENDER, [JSON.stringify(spec)], { execArgv: ['--import', 'tsx', ...EXTRA_ARGS], stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
   const args = ['--bootstrap', spec.bootstrap, '--input', spec.input, '--output', spec.output, '--group', spec.group, '--state-dir', spec.stateDir];
   const numbers = ['--wait-ms', spec.waitMs, '--concurrency', spec.concurrency, '--commit-every-ms', spec.commitEveryMs].map(String);
   return spawn(java.java, [...java.jvmOptions, '-cp', java.classpath, java.mainClass, ...args, ...numbers], { stdio: ['ignore', 'pipe', 'pipe'] });

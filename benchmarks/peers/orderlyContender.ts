@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
-import { effect, stream } from '../../src/index.js';
-import { runTopology, type RunningTopology } from '../../src/kafka/index.js';
+import type { RunningTopology } from '../../src/kafka/index.js';
 import type { Dispute } from '../../testkit/scenarios/disputes.js';
+import { loadCompiled, type CompiledOrderly } from '../kafka/compiled.js';
 import { send } from '../kafka/meter.js';
 import type { ContenderSpec } from './spec.js';
 
@@ -22,7 +22,8 @@ export interface TallyOutput {
  * The peers benchmark's work in orderly: stream → keyedSerial → applyOnce (an effect that updates
  * its key's tally in the effect's state table, LevelDB with its changelog) → to(output).
  */
-export function tallyTopology(spec: Pick<ContenderSpec, 'input' | 'output' | 'waitMs' | 'maxInFlight'>) {
+export function tallyTopology(compiled: CompiledOrderly, spec: Pick<ContenderSpec, 'input' | 'output' | 'waitMs' | 'maxInFlight'>) {
+  const { effect, stream } = compiled.orderly;
   let first = true;
   const tally = effect<Dispute, TallyOutput>('peers-tally', async (event, { key, state }) => {
     if (first) {
@@ -38,10 +39,14 @@ export function tallyTopology(spec: Pick<ContenderSpec, 'input' | 'output' | 'wa
   return stream<Dispute>(spec.input).keyedSerial({ maxInFlight: spec.maxInFlight }).applyOnce(tally).to(spec.output).build();
 }
 
-/** Runs orderly's worker (KafkaLog, Engine, LevelDB state with changelogs) on the tally topology until stopped. */
-export function runOrderlyContender(spec: ContenderSpec): Promise<RunningTopology> {
-  return runTopology({
-    topology: tallyTopology(spec),
+/**
+ * Runs orderly's worker (KafkaLog, Engine, LevelDB state with changelogs) on the tally topology
+ * until stopped, compiled as users run it ({@link loadCompiled}).
+ */
+export async function runOrderlyContender(spec: ContenderSpec): Promise<RunningTopology> {
+  const compiled = await loadCompiled();
+  return compiled.kafka.runTopology({
+    topology: tallyTopology(compiled, spec),
     bootstrap: spec.bootstrap,
     group: spec.group,
     stateDir: spec.stateDir,

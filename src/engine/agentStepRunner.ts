@@ -67,8 +67,7 @@ function callOnce(
   ctx.metrics.modelCall();
   ctx.observer.modelCall?.({ step: step.name, effectId: event.effectId, atMs, attempt });
   const timed = timedCall(ctx.clock, signal, step.timeoutMs, `agentStep '${step.name}'`);
-  const steps = new DurableSteps(ctx, step, event, timed.signal);
-  const call: Call = { ctx, step, gate, event, attempt, admission, signal, timed, steps, startedAtMs: atMs };
+  const call: Call = { ctx, step, gate, event, attempt, admission, signal, timed, steps: undefined, startedAtMs: atMs };
   let answer: unknown;
   try {
     const decideCtx: DecideContext = {
@@ -83,7 +82,7 @@ function callOnce(
       ...(ctx.instance !== undefined ? { instance: ctx.instance } : {}),
       status: ctx.jobs.publisher(step, event, attempt, timed.signal),
       reportTokens: ignoreTokens,
-      step: steps.step,
+      step: durableStepOf(call),
     };
     // Under the step's token limit the call first waits for room in its token budget.
     answer = tokens ? tokens.call(step.decide, unit.value, decideCtx) : step.decide(unit.value, decideCtx);
@@ -99,7 +98,7 @@ function callOnce(
       callEnded(call, 'aborted');
       throw signal.reason;
     }
-    if (steps.failure !== undefined) return stepsFailed(call, steps.failure);
+    if (call.steps?.failure !== undefined) return stepsFailed(call, call.steps.failure);
     callEnded(call, 'answered');
     return validateDecision(step, answer);
   }
@@ -118,10 +117,19 @@ interface Call {
   readonly signal: AbortSignal;
   /** The call's own signal and timeout. */
   readonly timed: TimedCall;
-  /** Its durable steps (`ctx.step`). */
-  readonly steps: DurableSteps;
+  /** Its durable steps (`ctx.step`), from the first one it takes. */
+  steps: DurableSteps | undefined;
   /** Clock port time the call started. */
   readonly startedAtMs: number;
+}
+
+/**
+ * `DecideContext.step` of a call: its {@link DurableSteps} are made at its first `ctx.step` (most
+ * decides take none). A function of its own, so that the closure holds the call alone and
+ * `callOnce`'s variables stay off the heap.
+ */
+function durableStepOf(call: Call): DecideContext['step'] {
+  return (name, fn) => (call.steps ??= new DurableSteps(call.ctx, call.step, call.event, call.timed.signal)).step(name, fn);
 }
 
 /** Tells the observer how a call ended and how long it took. */
@@ -145,8 +153,8 @@ async function answerOf(call: Call, answer: PromiseLike<unknown>): Promise<CallO
     call.timed.end();
   }
   call.gate.answered(call.admission);
-  if (call.steps.broken !== undefined) return stepsBroken(call);
-  if (call.steps.failure !== undefined) return stepsFailed(call, call.steps.failure);
+  if (call.steps?.broken !== undefined) return stepsBroken(call);
+  if (call.steps?.failure !== undefined) return stepsFailed(call, call.steps.failure);
   callEnded(call, 'answered');
   return validateDecision(call.step, raw);
 }
@@ -154,7 +162,7 @@ async function answerOf(call: Call, answer: PromiseLike<unknown>): Promise<CallO
 /** A call one of whose journal writes failed: the engine's failure, thrown as its other writes' are (a reset partition, a store that failed). */
 function stepsBroken(call: Call): never {
   callEnded(call, 'failed');
-  throw call.steps.broken;
+  throw call.steps!.broken;
 }
 
 /** A call whose durable steps disagreed with the run journal: a failed attempt, whatever decide answered. */
@@ -173,14 +181,14 @@ function callFailed(call: Call, error: unknown): CallOutcome {
     return { kind: 'refused' };
   }
   gate.answered(admission);
-  if (call.steps.broken !== undefined && !signal.aborted) return stepsBroken(call);
+  if (call.steps?.broken !== undefined && !signal.aborted) return stepsBroken(call);
   // Given up, not failed: no attempt is counted, the event stays unfinished.
   if (signal.aborted) {
     callEnded(call, 'aborted');
     throw signal.reason;
   }
   callEnded(call, 'failed');
-  if (call.steps.failure !== undefined) return { kind: 'failed', error: call.steps.failure };
+  if (call.steps?.failure !== undefined) return { kind: 'failed', error: call.steps.failure };
   // Past its timeout: a failed attempt, whatever the call does later.
   if (timed.timedOut()) return { kind: 'failed', error: messageOf(timed.signal.reason) };
   return { kind: 'failed', error: `agentStep '${step.name}' threw: ${messageOf(error)}` };

@@ -30,6 +30,8 @@ type RunOf = TopicPartition & { readonly effectId: string };
 export class RunJournals {
   /** Per partition prefix of a store: effect id → positions written (the highest one + 1). */
   private readonly known = new Map<string, Map<string, number>>();
+  /** Journals in `known`, all partitions and steps together. */
+  private journaled = 0;
   /** The runs stores, by agent step name. */
   private readonly stores: ReadonlyMap<string, string>;
   /** Prefixes by store, topic and partition, built once: an event's end builds no string. */
@@ -46,6 +48,7 @@ export class RunJournals {
   async load(tp: TopicPartition): Promise<void> {
     for (const store of this.stores.values()) {
       const prefix = this.prefixOf(store, tp);
+      this.journaled -= this.known.get(prefix)?.size ?? 0;
       this.known.delete(prefix);
       const journals = new Map<string, number>();
       for (const [key] of await this.store.entries(prefix)) {
@@ -56,6 +59,7 @@ export class RunJournals {
         if (bound > (journals.get(effectId) ?? 0)) journals.set(effectId, bound);
       }
       this.known.set(prefix, journals);
+      this.journaled += journals.size;
     }
   }
 
@@ -73,18 +77,23 @@ export class RunJournals {
     const prefix = this.prefixOf(store, event);
     let journals = this.known.get(prefix);
     if (!journals) this.known.set(prefix, (journals = new Map()));
-    if (position + 1 > (journals.get(event.effectId) ?? 0)) journals.set(event.effectId, position + 1);
+    const bound = journals.get(event.effectId);
+    if (bound === undefined) this.journaled += 1;
+    if (position + 1 > (bound ?? 0)) journals.set(event.effectId, position + 1);
     return { type: 'put', key: stateKeys.runStep(store, event, event.effectId, position), value: record };
   }
 
   /** Deletes of every journaled step of the event, at every agent step: its end leaves no run behind. */
   clear(event: RunOf): readonly StoreOp[] {
+    // No journal in any loaded partition (no step of the topology calls ctx.step, or none is under way): every event's end asks.
+    if (this.journaled === 0) return NO_OPS;
     let ops: StoreOp[] | undefined;
     for (const store of this.stores.values()) {
       const journals = this.known.get(this.prefixOf(store, event));
       const bound = journals?.get(event.effectId);
       if (!bound) continue;
       journals!.delete(event.effectId);
+      this.journaled -= 1;
       ops ??= [];
       for (let position = 0; position < bound; position++) ops.push({ type: 'del', key: stateKeys.runStep(store, event, event.effectId, position) });
     }

@@ -38,8 +38,9 @@ class LevelStore implements LocalStore {
 
   async batch(ops: readonly StoreOp[]): Promise<void> {
     if (ops.length === 0) return;
-    // A put that carries `valueEncoding: 'utf8'` holds its stored text already (the changelog
-    // store encodes once for LevelDB and the changelog); every other put is encoded here.
+    // A put that carries `valueEncoding` ('utf8' or 'buffer') holds its stored text or bytes
+    // already (the changelog store encodes once for LevelDB and the changelog); every other put
+    // is encoded here.
     await this.db.batch(ops.map(encodeOp));
   }
 
@@ -68,7 +69,7 @@ class LevelStore implements LocalStore {
 }
 
 function encodeOp(op: StoreOp): StoreOp {
-  if (op.type === 'del' || (op as { valueEncoding?: string }).valueEncoding === 'utf8') return op;
+  if (op.type === 'del' || (op as { valueEncoding?: string }).valueEncoding !== undefined) return op;
   // LevelDB refuses null and undefined values, naming them (the whole batch with them): as before.
   if (op.value === null || op.value === undefined) return op;
   const text = encodeLocalValue(op.value);

@@ -23,7 +23,25 @@ const kindsOfStore: Record<StoreKind, readonly KeyKind[]> = {
 
 const enc = encodeURIComponent;
 const pad = (n: number): string => n.toString().padStart(16, '0');
-const scope = (kind: KeyKind, store: string, tp: TopicPartition): string => `${kind}/${enc(store)}/${enc(tp.topic)}/${tp.partition}/`;
+/** Scopes made so far, by kind, store, topic and partition: every write of an event builds keys in a few of them. */
+const scopes = new Map<KeyKind, Map<string, Map<string, string[]>>>();
+
+/** `<kind>/<store>/<topic>/<partition>/`, encoded once per scope rather than for each key. */
+function scope(kind: KeyKind, store: string, tp: TopicPartition): string {
+  let ofKind = scopes.get(kind);
+  if (!ofKind) scopes.set(kind, (ofKind = new Map()));
+  let ofStore = ofKind.get(store);
+  if (!ofStore) ofKind.set(store, (ofStore = new Map()));
+  let ofTopic = ofStore.get(tp.topic);
+  if (!ofTopic) {
+    // Bounded: a worker's topics are few; past this many (a test making topics by the thousand), no caching.
+    if (ofStore.size >= 1_000) return scopeOf(kind, store, tp);
+    ofStore.set(tp.topic, (ofTopic = []));
+  }
+  return (ofTopic[tp.partition] ??= scopeOf(kind, store, tp));
+}
+
+const scopeOf = (kind: KeyKind, store: string, tp: TopicPartition): string => `${kind}/${enc(store)}/${enc(tp.topic)}/${tp.partition}/`;
 
 /** A state key taken apart. */
 export interface ParsedKey {

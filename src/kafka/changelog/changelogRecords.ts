@@ -69,12 +69,15 @@ export function toChangelogRecord(group: string, op: StoreOp): OutRecord {
   return encodeWrite(group, op).record;
 }
 
-/** A put whose value is already its stored text (`v2:` and the JSON): LevelDB stores it as it is. */
-export type EncodedPut = { readonly type: 'put'; readonly key: string; readonly value: string; readonly valueEncoding: 'utf8' };
+/** A put whose value is already its stored text or bytes (`v2:` and the JSON): LevelDB stores it as it is. */
+export type EncodedPut =
+  | { readonly type: 'put'; readonly key: string; readonly value: Buffer; readonly valueEncoding: 'buffer' }
+  | { readonly type: 'put'; readonly key: string; readonly value: string; readonly valueEncoding: 'utf8' };
 
 /**
- * One write to the store, its value encoded to JSON once for both places it goes: the op for the
- * local store (a put as {@link EncodedPut}) and its changelog record.
+ * One write to the store, its value encoded once for both places it goes: its stored bytes
+ * (`v2:` and the JSON) for the local store (a put as {@link EncodedPut}), and the JSON part of the
+ * same bytes, without a copy, as its changelog record's value.
  */
 export function encodeWrite(group: string, op: StoreOp): { readonly local: StoreOp | EncodedPut; readonly record: OutRecord } {
   const { store, partition } = stateKeys.storeAndPartition(op.key);
@@ -83,11 +86,15 @@ export function encodeWrite(group: string, op: StoreOp): { readonly local: Store
   const json = JSON.stringify(op.value) as string | undefined;
   // `undefined` (or a function) has no JSON: the op goes as it is, and its record as before.
   if (json === undefined) return { local: op, record: { topic, partition, key: op.key, value: encoder.encode(json), headers: FORMAT_HEADERS } };
+  const stored = Buffer.from(localFromJson(json));
   return {
-    local: { type: 'put', key: op.key, value: localFromJson(json), valueEncoding: 'utf8' },
-    record: { topic, partition, key: op.key, value: Buffer.from(json), headers: FORMAT_HEADERS },
+    local: { type: 'put', key: op.key, value: stored, valueEncoding: 'buffer' },
+    record: { topic, partition, key: op.key, value: stored.subarray(LOCAL_PREFIX_BYTES), headers: FORMAT_HEADERS },
   };
 }
+
+/** The bytes `localFromJson` puts before the JSON (`v2:`, ASCII). */
+const LOCAL_PREFIX_BYTES = localFromJson('').length;
 
 /** Every record carries its format version; one frozen object, shared. */
 const FORMAT_HEADERS = Object.freeze({ [FORMAT_HEADER]: String(STORED_FORMAT_VERSION) });

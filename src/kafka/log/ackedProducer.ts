@@ -8,9 +8,12 @@ import { toProduceArgs } from './records.js';
 
 const QUEUE_FULL = -184;
 
-/** The records of one `produce` call still unacknowledged: one object per call, the opaque of each of its records. */
+/**
+ * The records of one `produce` call still unacknowledged: one object per call, the opaque of the
+ * records it waits for (see {@link AckedProducer.produce}).
+ */
 interface Pending {
-  /** Records left to acknowledge; -1 once the call has failed. */
+  /** Acknowledgements left to wait for; -1 once the call has settled. */
   left: number;
   resolve(): void;
   reject(error: Error): void;
@@ -26,7 +29,7 @@ type ProduceArgs = ReturnType<typeof toProduceArgs>;
  */
 export class AckedProducer {
   /** Records that did not fit in librdkafka's full queue, in order; every later record waits behind them. */
-  private readonly waiting: Array<{ readonly args: ProduceArgs; readonly pending: Pending }> = [];
+  private readonly waiting: Array<{ readonly args: ProduceArgs; readonly pending: Pending; readonly vouches: boolean }> = [];
   /** Without transactions: the calls not settled yet, failed together when a record fails for good. */
   private readonly unsettled = new Set<Pending>();
   /** Without transactions: the failure that stopped this producer. */
@@ -57,13 +60,13 @@ export class AckedProducer {
 
   private delivered(error: LibrdKafkaError | null, report: DeliveryReport): void {
     const pending = report.opaque as Pending | undefined;
-    if (!pending || pending.left < 0) return;
     if (!error) {
-      if ((pending.left -= 1) === 0) this.settle(pending);
+      if (pending && pending.left > 0 && (pending.left -= 1) === 0) this.settle(pending);
       return;
     }
+    // A record without an opaque failed too: the one its call waits for, later in its partition, fails behind it.
     const failed = new Error(`Kafka did not acknowledge a record for ${report.topic}: ${error.message} (code ${error.code})${fixFor(error.code)}`);
-    this.settle(pending, failed);
+    if (pending) this.settle(pending, failed);
     if (!this.transactional) this.stop(failed);
   }
 
@@ -124,15 +127,24 @@ export class AckedProducer {
    * Appends the records; settles once all are acknowledged, or rejects with the first failure.
    * Records are handed to librdkafka in call order, across calls too: while its queue is full,
    * later records wait behind the ones that did not fit.
+   *
+   * Without transactions only the last record of each partition the call writes carries the call
+   * as its opaque (every record of an unknown partition does): the producer is idempotent and
+   * gap-less, so a partition's records are written in order and none is skipped, and the last
+   * one's acknowledgement vouches for the others; a record that fails stops the producer, which
+   * fails every call not settled. An opaque costs librdkafka's binding a persistent handle per
+   * record, and a changelog batch writes hundreds of records to a few dozen partitions.
    */
   produce(records: readonly OutRecord[]): Promise<void> {
     if (records.length === 0) return Promise.resolve();
     if (this.failure) return Promise.reject(this.failure);
     return new Promise<void>((resolve, reject) => {
-      const pending: Pending = { left: records.length, resolve, reject };
+      // In a transaction every record carries it: a failed record then fails its call at once, not only the commit.
+      const vouching = this.transactional || records.length === 1 ? everyRecord(records) : lastOfEachPartition(records);
+      const pending: Pending = { left: vouching.count, resolve, reject };
       if (!this.transactional) this.unsettled.add(pending);
       try {
-        for (const record of records) this.send(toProduceArgs(record), pending);
+        for (let i = 0; i < records.length; i++) this.send(toProduceArgs(records[i]!), pending, vouching.at[i]!);
       } catch (error) {
         // Refused before it left (larger than message.max.bytes, say): as failed for good.
         const failed = error as Error;
@@ -142,9 +154,10 @@ export class AckedProducer {
     });
   }
 
-  private send(args: ProduceArgs, pending: Pending): void {
-    if (this.waiting.length === 0 && this.tryProduce(args, pending)) return;
-    this.waiting.push({ args, pending });
+  /** Hands one record of the call `pending` to librdkafka, with the call as its opaque if it `vouches` for the call's records of its partition. */
+  private send(args: ProduceArgs, pending: Pending, vouches: boolean): void {
+    if (this.waiting.length === 0 && this.tryProduce(args, vouches ? pending : undefined)) return;
+    this.waiting.push({ args, pending, vouches });
     if (this.waiting.length === 1) {
       // The local queue is full: wait for acknowledgements to make room.
       this.logger.debug({ topic: args.topic }, 'producer queue full; waiting');
@@ -153,7 +166,7 @@ export class AckedProducer {
   }
 
   /** Produces one record; false if librdkafka's queue is full. */
-  private tryProduce({ topic, partition, value, key, headers }: ProduceArgs, pending: Pending): boolean {
+  private tryProduce({ topic, partition, value, key, headers }: ProduceArgs, pending: Pending | undefined): boolean {
     try {
       this.producer.produce(topic, partition, value, key, null, pending, headers);
       return true;
@@ -168,9 +181,9 @@ export class AckedProducer {
     while (this.waiting.length > 0) {
       await sleep(20);
       while (this.waiting.length > 0) {
-        const { args, pending } = this.waiting[0]!;
+        const { args, pending, vouches } = this.waiting[0]!;
         try {
-          if (!this.tryProduce(args, pending)) break;
+          if (!this.tryProduce(args, vouches ? pending : undefined)) break;
         } catch (error) {
           this.settle(pending, error as Error);
           if (!this.transactional) this.stop(error as Error);
@@ -195,6 +208,40 @@ export class AckedProducer {
       });
     });
   }
+}
+
+const ONE: { readonly at: boolean[]; readonly count: number } = Object.freeze({ at: Object.freeze([true]) as boolean[], count: 1 });
+
+/** Every record carries its call (a transaction's; a call of one record, such as an event's output). */
+function everyRecord(records: readonly OutRecord[]): { readonly at: boolean[]; readonly count: number } {
+  if (records.length === 1) return ONE;
+  return { at: new Array<boolean>(records.length).fill(true), count: records.length };
+}
+
+/**
+ * Which records of a call carry it as their opaque: the last one of each topic partition, and every
+ * one whose partition the partitioner picks (-1 or none: which records share it is not known here).
+ */
+function lastOfEachPartition(records: readonly OutRecord[]): { readonly at: boolean[]; readonly count: number } {
+  const at = new Array<boolean>(records.length).fill(false);
+  let count = 0;
+  // Few topics and partitions per call: a topic's partitions seen so far, from the end.
+  const seen = new Map<string, Set<number>>();
+  for (let i = records.length - 1; i >= 0; i--) {
+    const { topic, partition } = records[i]!;
+    if (partition === undefined || partition < 0) {
+      at[i] = true;
+      count += 1;
+      continue;
+    }
+    let partitions = seen.get(topic);
+    if (!partitions) seen.set(topic, (partitions = new Set()));
+    if (partitions.has(partition)) continue;
+    partitions.add(partition);
+    at[i] = true;
+    count += 1;
+  }
+  return { at, count };
 }
 
 /** Broker answers that refuse a record for its size: the same record is refused again until a limit is raised. */

@@ -53,6 +53,12 @@ export function toProduceArgs(record: OutRecord): {
   key: string | null;
   headers: MessageHeader[] | undefined;
 } {
-  const value = record.value === null ? null : Buffer.from(record.value.buffer, record.value.byteOffset, record.value.byteLength);
+  // A Buffer already (the changelog's values are): no second view of the same bytes.
+  const value =
+    record.value === null
+      ? null
+      : Buffer.isBuffer(record.value)
+        ? record.value
+        : Buffer.from(record.value.buffer, record.value.byteOffset, record.value.byteLength);
   return { topic: record.topic, partition: record.partition ?? -1, value, key: record.key, headers: toKafkaHeaders(record.headers) };
 }

@@ -38,13 +38,17 @@ describe('changelog records', () => {
     for (const op of ops) expect(fromChangelogRecord(toChangelogRecord('g', op))).toEqual(op);
   });
 
-  it('encode a put once: LevelDB gets the JSON text after its format version, the changelog the JSON with the version in a header', () => {
+  it('encode a put once: LevelDB gets the JSON bytes after its format version, the changelog the same JSON bytes with the version in a header', () => {
     const key = stateKeys.effect('fx', tp, 'disputes/2/4');
     const value = { outputs: [], appliedAtMs: 1, text: 'é ✓' };
     const { local, record } = encodeWrite('grp', { type: 'put', key, value });
-    expect(local).toEqual({ type: 'put', key, value: `v2:${JSON.stringify(value)}`, valueEncoding: 'utf8' });
+    expect(local).toMatchObject({ type: 'put', key, valueEncoding: 'buffer' });
+    expect(text((local as { value: Buffer }).value)).toBe(`v2:${JSON.stringify(value)}`);
     expect(record).toMatchObject({ topic: 'grp-fx-changelog', partition: 2, key, headers: { 'orderly-format': '2' } });
     expect(text(record.value)).toBe(JSON.stringify(value));
+    // One encoding: the record's value is the local bytes past `v2:`, not a copy.
+    expect(record.value!.buffer).toBe((local as { value: Buffer }).value.buffer);
+    expect(record.value!.byteOffset).toBe((local as { value: Buffer }).value.byteOffset + 3);
     const del = { type: 'del', key } as const;
     expect(encodeWrite('grp', del)).toEqual({
       local: del,

@@ -74,4 +74,81 @@ describe('AckedProducer', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(produced).toEqual(['a1']);
   });
+
+  describe('acknowledgements', () => {
+    // A stand-in that keeps each record's opaque; delivery reports are handed to the producer as librdkafka's would be.
+    function recording(transactional: boolean) {
+      const produced: Array<{ topic: string; partition: number; key: string; opaque: unknown }> = [];
+      const producer = {
+        produce(topic: string, partition: number, _value: Buffer | null, key: string, _ts: null, opaque: unknown) {
+          produced.push({ topic, partition, key, opaque });
+        },
+      };
+      const fatal: Error[] = [];
+      const Ctor = AckedProducer as unknown as new (
+        producer: unknown,
+        logger: unknown,
+        onFatal: (error: Error) => void,
+        transactional: boolean,
+      ) => AckedProducer;
+      const acked = new Ctor(producer, pino({ level: 'silent' }), (error) => fatal.push(error), transactional);
+      const report = (i: number, error: { message: string; code: number } | null = null) => {
+        const { topic, partition, opaque } = produced[i]!;
+        (acked as unknown as { delivered(error: unknown, report: unknown): void }).delivered(error, { topic, partition, opaque });
+      };
+      return { acked, produced, fatal, report };
+    }
+    const at = (topic: string, partition: number | undefined, key: string): OutRecord => ({
+      topic,
+      ...(partition === undefined ? {} : { partition }),
+      key,
+      value: new TextEncoder().encode(key),
+    });
+    const settled = async (promise: Promise<unknown>) => {
+      let done = false;
+      promise.then(
+        () => (done = true),
+        () => (done = true),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      return done;
+    };
+
+    it("without transactions, waits for the last record of each partition only: its acknowledgement vouches for the partition's earlier ones", async () => {
+      const { acked, produced, report } = recording(false);
+      const call = acked.produce([
+        at('a', 0, 'a0-1'),
+        at('a', 1, 'a1-1'),
+        at('a', 0, 'a0-2'),
+        at('b', 0, 'b0-1'),
+        at('a', 1, 'a1-2'),
+        at('o', undefined, 'o-1'),
+      ]);
+      // The last of a/0, a/1 and b/0 carry the call; so does the record whose partition the partitioner picks.
+      expect(produced.map((p) => p.opaque !== undefined)).toEqual([false, false, true, true, true, true]);
+      for (const i of [0, 1, 2, 3, 4]) report(i);
+      expect(await settled(call)).toBe(false);
+      report(5);
+      await expect(call).resolves.toBeUndefined();
+    });
+
+    it('fails the call, and stops, when a record without the call as its opaque is refused', async () => {
+      const { acked, report, fatal } = recording(false);
+      const call = acked.produce([at('a', 0, 'a0-1'), at('a', 0, 'a0-2')]);
+      report(0, { message: 'Broker: Message size too large', code: 10 });
+      await expect(call).rejects.toThrow(/Message size too large.*max\.message\.bytes/);
+      expect(fatal).toHaveLength(1);
+      await expect(acked.produce([at('a', 0, 'later')])).rejects.toThrow(/producer stopped/);
+    });
+
+    it('in a transaction, waits for every record, so that a refused one fails its call at once', async () => {
+      const { acked, produced, report } = recording(true);
+      const call = acked.produce([at('a', 0, 'a0-1'), at('a', 0, 'a0-2')]);
+      expect(produced.map((p) => p.opaque !== undefined)).toEqual([true, true]);
+      report(1);
+      expect(await settled(call)).toBe(false);
+      report(0, { message: 'Broker: Message size too large', code: 10 });
+      await expect(call).rejects.toThrow(/Message size too large/);
+    });
+  });
 });
