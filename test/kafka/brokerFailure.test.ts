@@ -79,7 +79,7 @@ describe('orderly run: a broker of three killed mid-run', () => {
     for (const p of await retrying(() => partitionReplicas(bootstrap, source))) expect(p.leader).not.toBe(victim);
     expect(await worker.stop()).toBe(0);
 
-    const summary = await expectEachInputAppliedOnceInOrder(inputs, output, [worker], [stateDir], group);
+    const summary = await expectEachInputAppliedOnceInOrder(inputs, output, [worker], [stateDir], group, bootstrap);
     const r = rebalanceLines(worker);
     const refused = worker.lines.filter((l) => l.msg === 'commit refused: a rebalance took these partitions').length;
     console.log(

@@ -50,8 +50,10 @@ function poisonInputs() {
   return { inputs, poisonA, poisonB, heldA, heldB, free };
 }
 
-async function waitParked(prefix: string, worker: Worker, count: number): Promise<ReadRecord[]> {
-  return readUntil(bootstrap, `${prefix}disputes.parked`, (r) => new Set(r.map(parkedDisputeId)).size >= count, {
+/** The park records once `count` disputes have one (held events' too), and `disputeId` among them if given. */
+async function waitParked(prefix: string, worker: Worker, count: number, disputeId?: string): Promise<ReadRecord[]> {
+  const enough = (ids: Set<unknown>) => ids.size >= count && (disputeId === undefined || ids.has(disputeId));
+  return readUntil(bootstrap, `${prefix}disputes.parked`, (r) => enough(new Set(r.map(parkedDisputeId))), {
     timeoutMs: 90_000,
     describe: (r) => `${r.length} park records\n${worker.tail()}`,
   });
@@ -191,7 +193,8 @@ describe('orderly parked: list, show, resolve and replay against a running worke
     const { prefix, group, stateDir, worker } = await start('resolutions');
     const { inputs, poisonA, heldA } = poisonInputs();
     await produce(bootstrap, `${prefix}disputes`, inputs.map(asInput));
-    const parked = await waitParked(prefix, worker, 2);
+    // Its partitions start each as its state is back: either key's poison may park first.
+    const parked = await waitParked(prefix, worker, 1, poisonA.disputeId);
     const poison = JSON.parse(parked.find((r) => parkedDisputeId(r) === poisonA.disputeId)!.value!) as {
       effectId: string;
       key: string;

@@ -73,6 +73,8 @@ export async function expectEachInputAppliedOnceInOrder(
   runs: readonly Worker[],
   stateDirs: readonly string[],
   group: string,
+  /** The cluster the workers ran on, where the effects' changelog is: the suite's broker unless said. */
+  bootstrap: string = inject('kafkaBootstrap'),
 ): Promise<RunSummary> {
   // Output: nothing lost, nothing under two effect ids, per-account order of first appearances.
   expect(checkDecisions(inputs, output)).toEqual([]);
@@ -93,7 +95,7 @@ export async function expectEachInputAppliedOnceInOrder(
   const disputeOf = new Map(output.map((r) => [r.headers['orderly-effect-id']!, (JSON.parse(r.value!) as Dispute).disputeId]));
   // Pruned records: tombstones of effect keys with no record left in any state directory.
   const pruned = new Set<string>();
-  for (const r of await readAll(inject('kafkaBootstrap'), `${group}-dispute-decisions-changelog`)) {
+  for (const r of await readAll(bootstrap, `${group}-dispute-decisions-changelog`)) {
     if (r.value !== null || !r.key?.startsWith('effect/')) continue;
     const effectId = stateKeys.parse(r.key).rest;
     if (!byId.has(effectId)) pruned.add(effectId);
