@@ -73,6 +73,13 @@ export class PartitionTask {
   private inFlight = 0;
   /** Events whose lane went on once their end landed, and which wait for it to be durable to finish. */
   private becomingDurable = 0;
+  /**
+   * Set when the log took a write of this partition back (a partition reset: exactly-once's
+   * aborted transaction): the log resets the partition, so no unit starts here any more. A lane
+   * whose event was taken back must not go on to the key's next event meanwhile: that event would
+   * run (and call the model) before the earlier one's state landed.
+   */
+  private takenBack = false;
   private paused = false;
   private drained: (() => void) | undefined;
   private closed: Promise<void> | undefined;
@@ -232,7 +239,7 @@ export class PartitionTask {
 
   private pump(): void {
     const max = this.ctx.topology.maxInFlight;
-    while (this.state === 'running' && this.inFlight < max && this.ready.size > 0) {
+    while (this.state === 'running' && !this.takenBack && this.inFlight < max && this.ready.size > 0) {
       const lane = this.ready.pop()!;
       lane.scheduled = false;
       lane.busy = true;
@@ -262,6 +269,7 @@ export class PartitionTask {
         // Given up on purpose, or taken back by the log: the event stays unfinished, so its offset
         // is never committed here.
         if (!signal.aborted && !isPartitionReset(error)) throw error;
+        if (isPartitionReset(error)) this.takenBack = true;
       }
       this.unitDone(lane);
     } catch (error) {
@@ -290,6 +298,7 @@ export class PartitionTask {
         this.becomingDurable -= 1;
         // As for a unit: taken back by the log, it stays unfinished; anything else stops the engine.
         if (!isPartitionReset(error)) this.options.onFatal(error as Error);
+        else this.takenBack = true;
         this.afterProgress();
       },
     );

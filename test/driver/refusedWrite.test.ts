@@ -99,3 +99,46 @@ describe('a changelog write refused for good (staged)', () => {
     expect(() => result.driver.refuseWrite()).toThrow(/a plain store has no changelog to refuse a write/);
   });
 });
+
+describe('a write refused under exactly-once (the partition is reset)', () => {
+  // Found by the crash properties (seed 1716079733): the refused write was an attempts record of
+  // in/1/2 (a poison of k0); its lane went on to in/1/3 of the same key, which was decided and
+  // APPLIED in the transaction the reset was about to abort, before in/1/2 had run.
+  const heldBehindRefused: CrashScenario = {
+    partitions: 3,
+    events: [
+      { key: 'k1', partition: 1, poison: true },
+      { key: 'k0', partition: 1, poison: false },
+      { key: 'k0', partition: 1, poison: true },
+      { key: 'k0', partition: 1, poison: false },
+      { key: 'k0', partition: 0, poison: true },
+      { key: 'k0', partition: 2, poison: true },
+      { key: 'k1', partition: 0, poison: false },
+      { key: 'k1', partition: 0, poison: true },
+      { key: 'k1', partition: 2, poison: true },
+    ],
+    maxInFlight: 2,
+    attempts: 2,
+    retryDelayMs: 0,
+    commit: 'each',
+    model: { latencyMs: 0, declareLimit: false },
+    crashes: [{ kind: 'refused', nth: 3, restartAfterMs: 0 }],
+    resolutions: ['decision'],
+    mode: 'exactlyOnce',
+    steps: 2,
+    runSteps: 0,
+    seed: 1755276023,
+  };
+
+  it("starts nothing more on the partition until it is reset: a key's next event never runs before the one taken back", async () => {
+    const result = await run(heldBehindRefused);
+    expect(checkCrashScenario(result)).toEqual([]);
+    const k0 = result.driver
+      .history()
+      .filter((h) => !h.replayed && (h.effectId === 'in/1/2' || h.effectId === 'in/1/3'))
+      .map((h) => `${h.effectId} ${h.outcome}`);
+    // in/1/3 is held behind in/1/2's parking; it is never decided before in/1/2 has run.
+    expect(k0[0]).toMatch(/^in\/1\/2 /);
+    expect(k0).not.toContain('in/1/3 APPLIED');
+  });
+});
