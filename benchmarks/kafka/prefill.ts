@@ -38,25 +38,38 @@ export async function deleteTopics(bootstrap: string, topics: readonly string[])
 }
 
 /**
- * Creates the topic and writes events 0..events-1 keyed by account, with the murmur2 partitioner
- * (as orderly's producer), as fast as the producer goes: no idempotence, leader acks, big batches.
- * Returns each partition's end offset, read back from the broker, and checks that every event is there.
+ * A connected producer that writes as fast as it goes (no idempotence, leader acks, big batches),
+ * for a benchmark's input; `config` adds to or overrides those settings.
  */
-export async function prefill(bootstrap: string, plan: PrefillPlan, progress: Progress): Promise<EndOffsets> {
-  await createTopic(bootstrap, plan.topic, plan.partitions);
+export async function connectBulkProducer(
+  bootstrap: string,
+  clientId: string,
+  config: Partial<ConstructorParameters<typeof rdkafka.Producer>[0]> = {},
+): Promise<rdkafka.Producer> {
   const producer = new rdkafka.Producer({
     'bootstrap.servers': bootstrap,
-    'client.id': 'orderly-bench-prefill',
-    partitioner: 'murmur2_random',
+    'client.id': clientId,
     'enable.idempotence': false,
     'request.required.acks': 1,
     'linger.ms': 20,
     'batch.num.messages': 10_000,
     'queue.buffering.max.messages': 200_000,
     'log.connection.close': false,
+    ...config,
   });
   await new Promise<void>((resolve, reject) => producer.connect({}, (error) => (error ? reject(error) : resolve())));
   producer.setPollInBackground(true);
+  return producer;
+}
+
+/**
+ * Creates the topic and writes events 0..events-1 keyed by account, with the murmur2 partitioner
+ * (as orderly's producer), as fast as the producer goes: no idempotence, leader acks, big batches.
+ * Returns each partition's end offset, read back from the broker, and checks that every event is there.
+ */
+export async function prefill(bootstrap: string, plan: PrefillPlan, progress: Progress): Promise<EndOffsets> {
+  await createTopic(bootstrap, plan.topic, plan.partitions);
+  const producer = await connectBulkProducer(bootstrap, 'orderly-bench-prefill', { partitioner: 'murmur2_random' });
   const phase = progress.phase(`prefill ${plan.topic.split('.').pop()}`, plan.events, 'events');
   try {
     for (let i = 0; i < plan.events; i++) {

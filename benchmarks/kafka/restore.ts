@@ -8,7 +8,6 @@
  * `measureRestore` runs from benchmarks/kafka/run.ts; the restarting worker runs in a child
  * process of its own: `node --import tsx restore.ts '<RestoreSpec as JSON>'`.
  */
-import rdkafka from '@confluentinc/kafka-javascript';
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,7 +18,7 @@ import type { Progress } from '../progress.js';
 import { runVariant } from './child.js';
 import { loadCompiled } from './compiled.js';
 import { benchEvent } from './events.js';
-import { createTopic } from './prefill.js';
+import { connectBulkProducer, createTopic } from './prefill.js';
 import { benchTopology } from './topology.js';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -99,18 +98,7 @@ export async function measureRestore(options: RestoreBenchOptions, progress: Pro
 
 /** Writes `perPartition` events to each partition (event numbers from `from * partitions`), and returns the end offsets. */
 async function produceEvents(bootstrap: string, topic: string, partitions: number, from: number, perPartition: number): Promise<number[]> {
-  const producer = new rdkafka.Producer({
-    'bootstrap.servers': bootstrap,
-    'client.id': 'orderly-bench-restore',
-    'enable.idempotence': false,
-    'request.required.acks': 1,
-    'linger.ms': 20,
-    'batch.num.messages': 10_000,
-    'queue.buffering.max.messages': 200_000,
-    'log.connection.close': false,
-  });
-  await new Promise<void>((resolve, reject) => producer.connect({}, (error) => (error ? reject(error) : resolve())));
-  producer.setPollInBackground(true);
+  const producer = await connectBulkProducer(bootstrap, 'orderly-bench-restore');
   try {
     // Keys are accounts of one partition each, so a key's events stay in one partition.
     const keys = partitions * 1_000;
