@@ -58,12 +58,21 @@ cat .cache/checks-lane.log
 node -e '
   const fs = require("fs");
   let passed = 0, failed = 0, skipped = 0;
+  const failures = [];
   for (const project of ["unit", "kafka", "package"]) {
     const file = `.cache/vitest-${project}.json`;
     if (!fs.existsSync(file)) { console.log(`the ${project} project wrote no report (${file}): vitest did not run to its end`); continue; }
     const r = JSON.parse(fs.readFileSync(file, "utf8"));
     passed += r.numPassedTests; failed += r.numFailedTests; skipped += r.numPendingTests + r.numTodoTests;
+    // The failures again, last: a CI that keeps only the tail of the output still names them.
+    for (const file of r.testResults ?? [])
+      for (const t of file.assertionResults ?? [])
+        if (t.status === "failed") {
+          const why = (t.failureMessages ?? []).join("\n").split("\n").slice(0, 6).join("\n    ");
+          failures.push(`FAILED [${project}] ${file.name.replace(process.cwd() + "/", "")} > ${t.fullName}\n    ${why}`);
+        }
   }
+  for (const f of failures) console.log(f);
   console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
 ' || true
 exit "$status"
