@@ -7,6 +7,8 @@ export interface TrackerCommit {
   readonly metadata: string;
   /** Which finishes it covers, for {@link CommitTracker.committedUpTo}. */
   readonly version: number;
+  /** How many finished offsets `metadata` lists (fewer than finished when cut at the byte limit). */
+  readonly finishedAbove: number;
 }
 
 /** What the tracker made of the commit read back at assignment. */
@@ -111,7 +113,7 @@ export class CommitTracker {
     }
     // Before the prefix moves, a commit without metadata would move nothing.
     if (this.committable === undefined && metadata === '') return undefined;
-    return { offset, metadata, version: this.version };
+    return { offset, metadata, version: this.version, finishedAbove: metadata === '' ? 0 : offsetsIn(readOffsetMetadata(offset, metadata).ranges) };
   }
 
   /** Records that `commit` reached the log; its offset must not pass the first unfinished event. */

@@ -369,7 +369,7 @@ export class Engine {
       for (const { task, commit } of offsets) {
         task.tracker.committedUpTo(commit);
         this.ctx.metrics.commit();
-        this.ctx.observer.committed?.({ ...task.tp, offset: commit.offset, atMs: this.ctx.clock.now() });
+        this.ctx.observer.committed?.({ ...task.tp, offset: commit.offset, finishedAbove: commit.finishedAbove, atMs: this.ctx.clock.now() });
       }
       await this.prune();
     } while (this.commitAgain);

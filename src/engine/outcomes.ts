@@ -85,7 +85,12 @@ export interface EngineObserver {
   modelCall?(call: { step: string; effectId: string; atMs: number; attempt: number }): void;
   /** A call of the agent step ended, `durationMs` after it started (clock port time). */
   modelCallEnded?(call: { step: string; effectId: string; atMs: number; durationMs: number; result: ModelCallResult }): void;
-  committed?(commit: { topic: string; partition: number; offset: number; atMs: number }): void;
+  /**
+   * A partition's offset reached the log: `offset` is the first unfinished event (the finished
+   * prefix ends there), and `finishedAbove` counts the finished offsets above it that the commit's
+   * metadata lists (skipped when redelivered to a restarted or new owner).
+   */
+  committed?(commit: { topic: string; partition: number; offset: number; finishedAbove: number; atMs: number }): void;
   /**
    * A partition was assigned: the offset its group had committed (undefined: none) and how many
    * finished offsets above it that commit's metadata listed, which are skipped when the log

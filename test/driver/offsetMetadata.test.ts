@@ -34,7 +34,8 @@ const outcomesOf = (d: TopologyTestDriver, instance: number) =>
 describe('finished offsets above the committed one, in the commit metadata', () => {
   for (const mode of driverModes) {
     it(`${mode}: a restart skips the finished events the last commit listed: no DUPLICATE, each output once`, async () => {
-      const { d, input, output } = setup({ commit: 'each', mode }, 3);
+      const commits: Array<[number, number]> = [];
+      const { d, input, output } = setup({ commit: 'each', mode, observer: { committed: (c) => commits.push([c.offset, c.finishedAbove]) } }, 3);
       input.pipeInput('slow', { id: 'slow', ms: 10_000 }, { partition: 0 });
       input.pipeInput('f', { id: 'f1', ms: 100 }, { partition: 0 });
       input.pipeInput('g', { id: 'g1', ms: 100 }, { partition: 0 });
@@ -42,6 +43,8 @@ describe('finished offsets above the committed one, in the commit metadata', () 
       // The commit stays at 0, behind the slow event, and lists 1 and 2 as finished.
       expect(d.committed()[0]!.offset).toBe(0);
       expect(d.committed()[0]!.metadata).toMatch(/^o1:0:/);
+      // The observer hears how many each commit listed: the last one both.
+      expect(commits.at(-1)).toEqual([0, 2]);
       d.crash();
       d.restart();
       await d.runUntilIdle();

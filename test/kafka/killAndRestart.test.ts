@@ -126,8 +126,14 @@ describe('orderly run: kill -9 at random moments and restart, on Kafka', () => {
       const first = new Worker(options);
       workers.push(first);
       await first.waitFor('the 11 other events applied', () => first.outcomes('APPLIED').length === inputs.length - 1);
-      const appliedAt = first.lines.length;
-      await first.waitFor('a commit after them', (lines) => lines.slice(appliedAt).some((l) => l.msg === 'committed'), 30_000);
+      // An event's APPLIED line comes before it finishes (on the staged path, when its write is
+      // durable): wait for the commit whose metadata lists all eleven, not just any later commit.
+      const others = inputs.length - 1;
+      await first.waitFor(
+        `a commit listing the ${others} finished above the stuck one`,
+        (lines) => lines.some((l) => l.msg === 'committed' && l.finishedAbove === others),
+        30_000,
+      );
       await first.kill();
 
       const second = new Worker(options);

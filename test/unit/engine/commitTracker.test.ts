@@ -15,7 +15,10 @@ const offsetOf = (t: CommitTracker) => t.toCommit()?.offset;
 function listed(t: CommitTracker): number[] {
   const commit = t.toCommit();
   if (!commit) return [];
-  return readOffsetMetadata(commit.offset, commit.metadata).ranges.flatMap((r) => Array.from({ length: r.end - r.start }, (_, i) => r.start + i));
+  const offsets = readOffsetMetadata(commit.offset, commit.metadata).ranges.flatMap((r) => Array.from({ length: r.end - r.start }, (_, i) => r.start + i));
+  // What the observer hears: as many as the metadata lists.
+  expect(commit.finishedAbove).toBe(offsets.length);
+  return offsets;
 }
 
 describe('CommitTracker', () => {
@@ -28,13 +31,13 @@ describe('CommitTracker', () => {
   it('commits the contiguous finished prefix: the offset after its last event', () => {
     const t = tracker(0, 1, 2, 3);
     t.finish(0);
-    expect(t.toCommit()).toEqual({ offset: 1, metadata: '', version: 1 });
+    expect(t.toCommit()).toEqual({ offset: 1, metadata: '', version: 1, finishedAbove: 0 });
     t.finish(1);
     expect(offsetOf(t)).toBe(2);
     t.finish(3);
     expect(offsetOf(t)).toBe(2);
     t.finish(2);
-    expect(t.toCommit()).toEqual({ offset: 4, metadata: '', version: 4 });
+    expect(t.toCommit()).toEqual({ offset: 4, metadata: '', version: 4, finishedAbove: 0 });
     expect(t.inProgress).toBe(0);
   });
 
@@ -49,7 +52,7 @@ describe('CommitTracker', () => {
     expect(listed(t)).toEqual([11, 12, 13]);
     expect(t.inProgress).toBe(1);
     t.finish(10);
-    expect(t.toCommit()).toEqual({ offset: 14, metadata: '', version: 4 });
+    expect(t.toCommit()).toEqual({ offset: 14, metadata: '', version: 4, finishedAbove: 0 });
   });
 
   it('handles gaps in the offsets (compacted or transactional topics)', () => {
@@ -63,7 +66,7 @@ describe('CommitTracker', () => {
     // 5 and 9 hold the only records between 2 and the end: one run lists them (6–8 hold none).
     expect(listed(t)).toEqual([5, 6, 7, 8, 9]);
     t.finish(2);
-    expect(t.toCommit()).toEqual({ offset: 10, metadata: '', version: 4 });
+    expect(t.toCommit()).toEqual({ offset: 10, metadata: '', version: 4, finishedAbove: 0 });
   });
 
   it('starts from any offset (a restart from a committed offset)', () => {
@@ -102,7 +105,7 @@ describe('CommitTracker', () => {
     t.finish(2);
     expect(t.toCommit()).toBeUndefined();
     t.finish(0);
-    expect(t.toCommit()).toEqual({ offset: 1, metadata: '', version: 2 });
+    expect(t.toCommit()).toEqual({ offset: 1, metadata: '', version: 2, finishedAbove: 0 });
     t.committedUpTo(t.toCommit()!);
     expect(t.toCommit()).toBeUndefined();
   });
