@@ -33,7 +33,7 @@ describe('PrometheusExporter over an observer stream', () => {
     observer.modelCallEnded!({ step: 'decide', effectId: 'e', atMs: 4_000, durationMs: 3_000, result: 'answered' });
     observer.modelCallEnded!({ step: 'decide', effectId: 'e', atMs: 4_000, durationMs: 3_000, result: 'answered' });
     observer.modelCallEnded!({ step: 'decide', effectId: 'e', atMs: 4_000, durationMs: 500, result: 'failed' });
-    observer.committed!({ topic: 'disputes', partition: 1, offset: 2, atMs: 0 });
+    observer.committed!({ topic: 'disputes', partition: 1, offset: 2, finishedAbove: 0, atMs: 0 });
     const durable = { step: 'decide', effectId: 'e', position: 0, atMs: 0 };
     observer.durableStep!({ ...durable, name: 'lookup', result: 'ran' });
     observer.durableStep!({ ...durable, name: 'lookup', result: 'replayed' });
