@@ -230,7 +230,7 @@ export class AckedProducer {
     this.scheduleFlush();
   }
 
-  /** Hands one record of the call `pending` to librdkafka, with the call as its opaque if it `vouches` for the call's records of its partition. */
+  /** Hands one record of the call `pending` to librdkafka, with the call as its opaque if it `vouches` for it (in a transaction: every record). */
   private send(args: ProduceArgs, pending: Pending, vouches: boolean): void {
     if (this.waiting.length === 0 && this.tryProduce(args, vouches ? pending : undefined)) return;
     this.waiting.push({ args, pending, vouches });
