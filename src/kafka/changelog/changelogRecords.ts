@@ -218,10 +218,3 @@ export class RestoreWrites {
     if (written.size > this.emptied!.maxKeys) this.written = undefined;
   }
 }
-
-/** The local writes a restore makes of one batch of changelog records (see {@link RestoreWrites}). */
-export function restoreWrites(records: readonly RestoredRecord[]): Array<StoreOp | EncodedPut> {
-  const writes = new RestoreWrites();
-  writes.add(records);
-  return writes.take();
-}

@@ -4,7 +4,6 @@ import {
   checkedChangelogTopic,
   encodeWrite,
   fromChangelogRecord,
-  restoreWrites,
   RestoreWrites,
   toChangelogRecord,
 } from '../../../../src/kafka/changelog/changelogRecords.js';
@@ -82,7 +81,9 @@ describe('changelog records', () => {
       toChangelogRecord('g', { type: 'put', key: horizon, value: { upTo: 6 } }),
       toChangelogRecord('g', { type: 'del', key: stateKeys.attempts('decide', tp, 9) }),
     ];
-    const writes = restoreWrites(batch);
+    const gathered = new RestoreWrites();
+    gathered.add(batch);
+    const writes = gathered.take();
     expect(writes).toEqual([
       { type: 'put', key: horizon, value: Buffer.from('v2:{"upTo":6}'), valueEncoding: 'buffer' },
       { type: 'put', key: effect, value: Buffer.from('v2:{"outputs":[],"appliedAtMs":1,"text":"é ✓"}'), valueEncoding: 'buffer' },
@@ -93,7 +94,7 @@ describe('changelog records', () => {
     await local.batch(writes as never);
     expect(local.get(horizon)).toEqual({ upTo: 6 });
     expect(local.get(effect)).toEqual({ outputs: [], appliedAtMs: 1, text: 'é ✓' });
-    expect(() => restoreWrites([{ key: horizon, value: null, headers: { 'orderly-format': '3' } }])).toThrow(StoredFormatError);
+    expect(() => gathered.add([{ key: horizon, value: null, headers: { 'orderly-format': '3' } }])).toThrow(StoredFormatError);
   });
 
   it('restore records gathered over several polls as one write per key: a put then its delete is one delete, a record of format 1 is stored in the current format', async () => {
