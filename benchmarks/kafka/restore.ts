@@ -22,6 +22,8 @@ import { connectBulkProducer, createTopic } from './prefill.js';
 import { benchTopology } from './topology.js';
 
 const SELF = fileURLToPath(import.meta.url);
+/** More Node flags for the restarting worker, as for the variants (child.ts): `--cpu-prof --cpu-prof-dir=D` profiles it. */
+const EXTRA_ARGS = (process.env.ORDERLY_BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
 const QUEUE_FULL = -184;
 
 /** What the restarting worker is asked to do. */
@@ -40,6 +42,10 @@ export interface RestoreResult {
   readonly restoreMs: number;
   /** Changelog records the worker read, over all partitions. */
   readonly records: number;
+  /** CPU time of the restarting worker's process (user + system, every thread) over the same span. */
+  readonly cpuMs: number;
+  /** `cpuMs` per changelog record read, in µs: what a restore costs per record (the take-over's other work and the 12 events included). */
+  readonly cpuMicrosPerRecord: number;
   /** Per partition: its restore's report (records, ms) and when its first event finished, ms after the assignment. */
   readonly partitions: ReadonlyArray<{ readonly partition: number; readonly records: number; readonly restoreTookMs: number; readonly firstEventMs: number }>;
 }
@@ -92,7 +98,9 @@ export async function measureRestore(options: RestoreBenchOptions, progress: Pro
     partitions,
     maxInFlight: options.maxInFlight,
   });
-  phase.finish(`${result.records} changelog records, every partition running after ${result.restoreMs} ms`);
+  phase.finish(
+    `${result.records} changelog records, every partition running after ${result.restoreMs} ms, ${result.cpuMs} ms of CPU (${result.cpuMicrosPerRecord} µs per record)`,
+  );
   return result;
 }
 
@@ -128,7 +136,7 @@ async function produceEvents(bootstrap: string, topic: string, partitions: numbe
 /** Runs the restarting worker in a child process; resolves with what it measured. */
 function restartWorker(spec: RestoreSpec): Promise<RestoreResult> {
   return new Promise((resolve, reject) => {
-    const child = fork(SELF, [JSON.stringify(spec)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+    const child = fork(SELF, [JSON.stringify(spec)], { execArgv: ['--import', 'tsx', ...EXTRA_ARGS], stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
     child.stdout!.pipe(process.stderr, { end: false });
     child.stderr!.pipe(process.stderr, { end: false });
     let result: RestoreResult | undefined;
@@ -148,6 +156,8 @@ function restartWorker(spec: RestoreSpec): Promise<RestoreResult> {
 /** The child: a worker on an empty state directory, timed from its assignment to an event run on every partition. */
 async function runRestartingWorker(spec: RestoreSpec): Promise<RestoreResult> {
   let assignedAt: number | undefined;
+  let cpuAtAssigned: NodeJS.CpuUsage | undefined;
+  let cpuUntilRunning: NodeJS.CpuUsage | undefined;
   const firstEvent = new Map<number, number>();
   const restored = new Map<number, RestoreReport>();
   let allRunning!: () => void;
@@ -158,7 +168,10 @@ async function runRestartingWorker(spec: RestoreSpec): Promise<RestoreResult> {
       level: 'info',
       hooks: {
         logMethod(args, method) {
-          if (assignedAt === undefined && args.some((a) => a === 'assigned')) assignedAt = performance.now();
+          if (assignedAt === undefined && args.some((a) => a === 'assigned')) {
+            assignedAt = performance.now();
+            cpuAtAssigned = process.cpuUsage();
+          }
           method.apply(this, args);
         },
       },
@@ -178,7 +191,10 @@ async function runRestartingWorker(spec: RestoreSpec): Promise<RestoreResult> {
       outcome(event) {
         if (firstEvent.has(event.partition)) return;
         firstEvent.set(event.partition, performance.now());
-        if (firstEvent.size === spec.partitions) allRunning();
+        if (firstEvent.size === spec.partitions) {
+          cpuUntilRunning = process.cpuUsage(cpuAtAssigned);
+          allRunning();
+        }
       },
     },
   });
@@ -193,9 +209,13 @@ async function runRestartingWorker(spec: RestoreSpec): Promise<RestoreResult> {
       firstEventMs: Math.round(ms - at),
     }));
     partitions.sort((a, b) => a.partition - b.partition);
+    const records = partitions.reduce((n, p) => n + p.records, 0);
+    const cpuMs = cpuUntilRunning === undefined ? 0 : Math.round((cpuUntilRunning.user + cpuUntilRunning.system) / 1_000);
     return {
       restoreMs: Math.max(...partitions.map((p) => p.firstEventMs)),
-      records: partitions.reduce((n, p) => n + p.records, 0),
+      records,
+      cpuMs,
+      cpuMicrosPerRecord: records === 0 ? 0 : Math.round((cpuMs * 1_000) / records),
       partitions,
     };
   } finally {

@@ -48,6 +48,8 @@ it('bench:kafka runs every variant to its end point and reports each figure', as
   expect(d.restore.partitions.map((p) => p.partition)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
   expect(d.restore.records).toBeGreaterThanOrEqual(12 * 20);
   expect(report.restoreMsFor12Partitions).toBe(Math.max(...d.restore.partitions.map((p) => p.firstEventMs)));
+  expect(d.restore.cpuMs).toBeGreaterThan(0);
+  expect(d.restore.cpuMicrosPerRecord).toBe(Math.round((d.restore.cpuMs * 1_000) / d.restore.records));
   expect(Object.keys(report.goals).sort()).toEqual([
     'backlogRssMb',
     'orderlyVsRaw',

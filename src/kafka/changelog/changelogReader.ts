@@ -1,10 +1,11 @@
-import rdkafka, { type LibrdKafkaError, type Message } from '@confluentinc/kafka-javascript';
+import rdkafka, { type LibrdKafkaError, type Message, type MessageHeader } from '@confluentinc/kafka-javascript';
 import type { Logger } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { partitionId, type TopicPartition } from '../../ports/log.js';
 import type { KafkaSettings } from '../kafkaConfig.js';
 import { logClientTo } from '../log/kafkaLogger.js';
 import { fromKafkaHeaders } from '../log/records.js';
+import { FORMAT_HEADER, STORED_FORMAT_VERSION } from '../../state/storedFormat.js';
 
 /**
  * librdkafka's answers that pass: a topic just created and not yet in the client's metadata, a
@@ -194,19 +195,27 @@ export class ChangelogReader {
         return;
       }
       const byJob = new Map<ReadJob, ChangelogMessage[]>();
+      // A poll's records come in runs of one partition: looked up once per run.
+      let runOf: Message | undefined;
+      let job: ReadJob | undefined;
+      let range: ChangelogRange | undefined;
+      let messages: ChangelogMessage[] | undefined;
       for (const message of batch) {
-        const id = partitionId(message);
-        const job = this.owners.get(id);
-        const range = job?.pending.get(id);
-        if (!job || !range || message.offset < range.from || message.offset >= range.to) continue;
-        let messages = byJob.get(job);
-        if (!messages) byJob.set(job, (messages = []));
+        if (runOf === undefined || message.partition !== runOf.partition || message.topic !== runOf.topic) {
+          runOf = message;
+          const id = partitionId(message);
+          job = this.owners.get(id);
+          range = job?.pending.get(id);
+          messages = job && byJob.get(job);
+          if (job && !messages) byJob.set(job, (messages = []));
+        }
+        if (!job || !range || !messages || message.offset < range.from || message.offset >= range.to) continue;
         messages.push({
           partition: message.partition,
           offset: message.offset,
           key: message.key === null || message.key === undefined ? null : message.key.toString(),
           value: message.value ?? null,
-          headers: fromKafkaHeaders(message.headers),
+          headers: changelogHeaders(message.headers),
         });
       }
       // Each read applies its records in order; different reads apply theirs side by side.
@@ -232,7 +241,12 @@ export class ChangelogReader {
    */
   private endReachedPartitions(batch: readonly Message[]): void {
     const last = new Map<string, number>();
-    for (const message of batch) last.set(partitionId(message), message.offset);
+    for (let i = 0; i < batch.length; i++) {
+      const message = batch[i]!;
+      const next = batch[i + 1];
+      // The last record of each run of one partition.
+      if (next === undefined || next.partition !== message.partition || next.topic !== message.topic) last.set(partitionId(message), message.offset);
+    }
     const tps = [...new Set(this.owners.values())].flatMap((job) => [...job.pending.values()]);
     const positions = new Map<string, number>();
     try {
@@ -293,6 +307,23 @@ export class ChangelogReader {
       }),
     );
   }
+}
+
+/** The headers of a record of the current format, one frozen object shared by all. */
+const CURRENT_FORMAT_HEADERS: Readonly<Record<string, string>> = Object.freeze({ [FORMAT_HEADER]: String(STORED_FORMAT_VERSION) });
+const CURRENT_FORMAT_BYTES = Buffer.from(String(STORED_FORMAT_VERSION));
+
+/**
+ * A record's headers as one object. Nearly every changelog record carries the one header of the
+ * current format: that case is recognised without building an object per record.
+ */
+function changelogHeaders(headers: readonly MessageHeader[] | undefined): Readonly<Record<string, string>> {
+  if (headers?.length === 1) {
+    // librdkafka's list holds one object per header, each with its one name.
+    const value = headers[0]![FORMAT_HEADER];
+    if (value !== undefined && typeof value !== 'string' && CURRENT_FORMAT_BYTES.equals(value)) return CURRENT_FORMAT_HEADERS;
+  }
+  return fromKafkaHeaders(headers);
 }
 
 /** Most records one poll of the reader returns. */

@@ -115,25 +115,106 @@ export function fromChangelogRecord(record: {
   return { type: 'put', key: record.key, value: JSON.parse(decoder.decode(record.value)) as unknown };
 }
 
+/** The stored form's prefix (`v2:`) as bytes, put before a restored record's JSON. */
+const LOCAL_PREFIX = Buffer.from(localFromJson(''));
+
+/** A changelog record as a restore reads it. */
+export interface RestoredRecord {
+  readonly key: string | null;
+  readonly value: Uint8Array | null;
+  readonly headers?: Readonly<Record<string, string>> | undefined;
+}
+
 /**
- * The local writes a restore makes of one polled batch of changelog records: the last write of
- * each key only (the batch lands in the local store at once, so the earlier ones would never be
- * read: a key written by every event, as an effect horizon is, costs one write per batch), each
- * value stored as the text the record carries, not parsed and encoded again. A record of a newer
- * format than this orderly reads is refused as in {@link fromChangelogRecord}.
+ * Where a full restore writes: keys under these prefixes were wiped before it began, so a delete
+ * of one that this restore has not written is a delete of nothing. Up to `maxKeys` written keys
+ * are remembered to tell; past that, every delete is written.
  */
-export function restoreWrites(
-  records: ReadonlyArray<{ readonly key: string | null; readonly value: Uint8Array | null; readonly headers?: Readonly<Record<string, string>> | undefined }>,
-): Array<StoreOp | EncodedPut> {
-  const last = new Map<string, StoreOp | EncodedPut>();
-  for (const record of records) {
-    const key = record.key;
-    if (key === null) throw new Error('a changelog record has no key; orderly writes every record with its state key');
-    recordVersion(key, record.headers);
-    last.set(
-      key,
-      record.value === null ? { type: 'del', key } : { type: 'put', key, value: localFromJson(decoder.decode(record.value)), valueEncoding: 'utf8' },
-    );
+export interface EmptiedPrefixes {
+  readonly prefixes: readonly string[];
+  readonly maxKeys: number;
+}
+
+/**
+ * The local writes a restore makes of changelog records, gathered over several polled batches:
+ * the last write of each key only (the writes land in the local store at once, so the earlier
+ * ones would never be read: an effect record put then pruned costs one delete, a key written by
+ * every event one put), each value stored as the bytes the record carries behind the `v2:`
+ * prefix, never decoded to text and encoded again. In a full restore ({@link EmptiedPrefixes}),
+ * the delete of a key that was never written locally is left out (a compacted changelog holds
+ * many tombstones whose puts are gone). A record of a newer format than this orderly reads is
+ * refused as in {@link fromChangelogRecord}.
+ */
+export class RestoreWrites {
+  /** Each key's last record: its value (null: a tombstone). */
+  private last = new Map<string, Uint8Array | null>();
+  private bytes = 0;
+  /** Keys under the emptied prefixes that this restore wrote; undefined when every delete is written. */
+  private written: Set<string> | undefined;
+
+  constructor(private readonly emptied?: EmptiedPrefixes) {
+    if (emptied) this.written = new Set();
   }
-  return [...last.values()];
+
+  /** Keys held (the writes {@link take} would return at most). */
+  get size(): number {
+    return this.last.size;
+  }
+
+  /** Bytes of the records added since the last {@link take} (keys and values, the overwritten ones too): at least what is held. */
+  get addedBytes(): number {
+    return this.bytes;
+  }
+
+  add(records: readonly RestoredRecord[]): void {
+    const last = this.last;
+    for (const record of records) {
+      const key = record.key;
+      if (key === null) throw new Error('a changelog record has no key; orderly writes every record with its state key');
+      recordVersion(key, record.headers);
+      last.set(key, record.value);
+      this.bytes += key.length + (record.value?.length ?? 0);
+    }
+  }
+
+  /** The writes gathered so far, each key's last; starts gathering anew. */
+  take(): Array<StoreOp | EncodedPut> {
+    const last = this.last;
+    this.last = new Map();
+    this.bytes = 0;
+    // The stored values side by side in one buffer, each put's value a view of it.
+    let size = 0;
+    for (const value of last.values()) if (value !== null) size += LOCAL_PREFIX.length + value.length;
+    const stored = Buffer.allocUnsafe(size);
+    let at = 0;
+    const writes: Array<StoreOp | EncodedPut> = [];
+    for (const [key, value] of last) {
+      if (value === null) {
+        if (this.mayBeStored(key)) writes.push({ type: 'del', key });
+        continue;
+      }
+      const start = at;
+      at += LOCAL_PREFIX.copy(stored, at);
+      stored.set(value, at);
+      at += value.length;
+      writes.push({ type: 'put', key, value: stored.subarray(start, at), valueEncoding: 'buffer' });
+      this.remember(key);
+    }
+    return writes;
+  }
+
+  /** Whether the local store may hold the key (a delete of it must be written). */
+  private mayBeStored(key: string): boolean {
+    const written = this.written;
+    if (written === undefined || !this.emptied!.prefixes.some((prefix) => key.startsWith(prefix))) return true;
+    return written.delete(key);
+  }
+
+  private remember(key: string): void {
+    const written = this.written;
+    if (written === undefined) return;
+    written.add(key);
+    // Past the bound, every delete is written: correct, only no longer spared.
+    if (written.size > this.emptied!.maxKeys) this.written = undefined;
+  }
 }

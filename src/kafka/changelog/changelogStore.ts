@@ -5,7 +5,7 @@ import type { EntriesOptions, StagedBatch, Store, StoreOp } from '../../ports/st
 import type { LocalStore } from '../../state/levelStore.js';
 import { stateKeys } from '../../state/stateKeys.js';
 import type { ChangelogEnds, ChangelogMessage, ChangelogRange } from './changelogReader.js';
-import { changelogTopic, encodeWrite, restoreWrites, type EncodedPut } from './changelogRecords.js';
+import { changelogTopic, encodeWrite, RestoreWrites, type EncodedPut } from './changelogRecords.js';
 import { checkpoints, type Checkpoint } from './checkpoints.js';
 
 /** Where a restore reads changelogs from (Kafka's {@link ChangelogReader}). */
@@ -53,6 +53,12 @@ export interface ChangelogStoreOptions {
   readonly onRestored?: (report: RestoreReport) => void;
   /** Deletes per batch when a partition is wiped. @defaultValue 10000 */
   readonly wipeBatch?: number;
+  /**
+   * A restore gathers the records it reads into one local write until they hold this many bytes
+   * (keys and values), so that a key written again or deleted within them is written once.
+   * @defaultValue 1 MiB
+   */
+  readonly restoreBatchBytes?: number;
 }
 
 /**
@@ -183,7 +189,25 @@ export class ChangelogStore implements Store {
       from: usable ? checkpoint.offsets[c.store]! : ends[i]!.low,
       to: ends[i]!.end,
     }));
-    const records = await source.read(ranges, (messages) => local.batch(restoreWrites(messages) as StoreOp[]));
+    // Several polls' records in one local write, each key's last: fewer and larger LevelDB
+    // batches, and an effect record put then pruned within them costs one delete. One write at
+    // a time, in order; the next polls are read while it lands.
+    // After a wipe, the delete of a key this restore never wrote is a delete of nothing.
+    const gathered = new RestoreWrites(usable ? undefined : { prefixes: stateKeys.partitionPrefixes(stores, tp), maxKeys: RESTORE_REMEMBERED_KEYS });
+    const limit = this.options.restoreBatchBytes ?? RESTORE_BATCH_BYTES;
+    let writing: Promise<void> = Promise.resolve();
+    const write = async (): Promise<void> => {
+      await writing;
+      writing = local.batch(gathered.take() as StoreOp[]);
+      // Awaited by the next write or at the end; a failure fails the read there.
+      writing.catch(() => undefined);
+    };
+    const records = await source.read(ranges, async (messages) => {
+      gathered.add(messages);
+      if (gathered.addedBytes >= limit) await write();
+    });
+    if (gathered.size > 0) await write();
+    await writing;
     const report: RestoreReport = {
       ...tp,
       mode: usable ? 'checkpoint' : 'full',
@@ -238,6 +262,11 @@ export class ChangelogStore implements Store {
     return wiped;
   }
 }
+
+/** Bytes of changelog records a restore gathers into one local write (per partition restored). */
+const RESTORE_BATCH_BYTES = 2 ** 20;
+/** Keys a full restore remembers writing, to leave out the deletes of the others (about 100 bytes each). */
+const RESTORE_REMEMBERED_KEYS = 50_000;
 
 function within(offset: number | undefined, ends: ChangelogEnds): boolean {
   return offset !== undefined && Number.isInteger(offset) && offset >= ends.low && offset <= ends.end;

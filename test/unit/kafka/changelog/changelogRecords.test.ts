@@ -4,7 +4,7 @@ import {
   checkedChangelogTopic,
   encodeWrite,
   fromChangelogRecord,
-  restoreWrites,
+  RestoreWrites,
   toChangelogRecord,
 } from '../../../../src/kafka/changelog/changelogRecords.js';
 import { openMemoryStore } from '../../../../src/state/levelStore.js';
@@ -72,27 +72,68 @@ describe('changelog records', () => {
     expect(() => fromChangelogRecord({ key, value, headers: { 'orderly-format': 'two' } })).toThrow("its header orderly-format is 'two', not a format version");
   });
 
-  it("restore a polled batch as the last write of each key, each value kept as the record's text", async () => {
+  it("restore a polled batch as the last write of each key, each value kept as the record's bytes behind the stored prefix", async () => {
     const horizon = stateKeys.horizon('fx', tp);
     const effect = stateKeys.effect('fx', tp, 'disputes/2/7');
     const batch = [
       toChangelogRecord('g', { type: 'put', key: horizon, value: { upTo: 5 } }),
-      toChangelogRecord('g', { type: 'put', key: effect, value: { outputs: [], appliedAtMs: 1 } }),
+      toChangelogRecord('g', { type: 'put', key: effect, value: { outputs: [], appliedAtMs: 1, text: 'é ✓' } }),
       toChangelogRecord('g', { type: 'put', key: horizon, value: { upTo: 6 } }),
       toChangelogRecord('g', { type: 'del', key: stateKeys.attempts('decide', tp, 9) }),
     ];
-    const writes = restoreWrites(batch);
+    const gathered = new RestoreWrites();
+    gathered.add(batch);
+    const writes = gathered.take();
     expect(writes).toEqual([
-      { type: 'put', key: horizon, value: 'v2:{"upTo":6}', valueEncoding: 'utf8' },
-      { type: 'put', key: effect, value: 'v2:{"outputs":[],"appliedAtMs":1}', valueEncoding: 'utf8' },
+      { type: 'put', key: horizon, value: Buffer.from('v2:{"upTo":6}'), valueEncoding: 'buffer' },
+      { type: 'put', key: effect, value: Buffer.from('v2:{"outputs":[],"appliedAtMs":1,"text":"é ✓"}'), valueEncoding: 'buffer' },
       { type: 'del', key: stateKeys.attempts('decide', tp, 9) },
     ]);
     // Stored so, they read back as the values written.
     const local = await openMemoryStore();
     await local.batch(writes as never);
     expect(local.get(horizon)).toEqual({ upTo: 6 });
-    expect(local.get(effect)).toEqual({ outputs: [], appliedAtMs: 1 });
-    expect(() => restoreWrites([{ key: horizon, value: null, headers: { 'orderly-format': '3' } }])).toThrow(StoredFormatError);
+    expect(local.get(effect)).toEqual({ outputs: [], appliedAtMs: 1, text: 'é ✓' });
+    expect(() => gathered.add([{ key: horizon, value: null, headers: { 'orderly-format': '3' } }])).toThrow(StoredFormatError);
+  });
+
+  it('restore records gathered over several polls as one write per key: a put then its delete is one delete, a record of format 1 is stored in the current format', async () => {
+    const effect = (id: string) => stateKeys.effect('fx', tp, `disputes/2/${id}`);
+    const gathered = new RestoreWrites();
+    gathered.add([
+      toChangelogRecord('g', { type: 'put', key: effect('1'), value: { n: 1 } }),
+      toChangelogRecord('g', { type: 'put', key: effect('2'), value: { n: 2 } }),
+    ]);
+    gathered.add([toChangelogRecord('g', { type: 'del', key: effect('1') }), { key: effect('3'), value: new TextEncoder().encode('{"n":3}') }]);
+    expect(gathered.size).toBe(3);
+    expect(gathered.addedBytes).toBeGreaterThan(0);
+    const writes = gathered.take();
+    expect(writes).toEqual([
+      { type: 'del', key: effect('1') },
+      { type: 'put', key: effect('2'), value: Buffer.from('v2:{"n":2}'), valueEncoding: 'buffer' },
+      { type: 'put', key: effect('3'), value: Buffer.from('v2:{"n":3}'), valueEncoding: 'buffer' },
+    ]);
+    expect([gathered.size, gathered.addedBytes, gathered.take()]).toEqual([0, 0, []]);
+    expect(() => gathered.add([{ key: null, value: null }])).toThrow('a changelog record has no key');
+  });
+
+  it('restore after a wipe without the deletes of keys the restore never wrote (under the wiped prefixes, while it remembers few enough keys)', () => {
+    const effect = (id: string) => stateKeys.effect('fx', tp, `disputes/2/${id}`);
+    const other = stateKeys.effect('fx', { topic: 'disputes', partition: 3 }, 'disputes/3/1');
+    const put = (key: string) => toChangelogRecord('g', { type: 'put', key, value: 1 });
+    const del = (key: string) => toChangelogRecord('g', { type: 'del', key });
+    const gathered = new RestoreWrites({ prefixes: [stateKeys.effectPartitionPrefix('fx', tp)], maxKeys: 3 });
+    gathered.add([put(effect('1')), del(effect('2')), put(effect('3')), del(effect('3')), del(other)]);
+    const kinds = (writes: ReturnType<RestoreWrites['take']>) => writes.map((w) => `${w.type} ${w.key}`);
+    // 2 and 3 were never written locally; `other` lies outside the wiped prefixes.
+    expect(kinds(gathered.take())).toEqual([`put ${effect('1')}`, `del ${other}`]);
+    gathered.add([del(effect('1')), del(effect('2'))]);
+    expect(kinds(gathered.take())).toEqual([`del ${effect('1')}`]);
+    // Past maxKeys remembered, every delete is written.
+    gathered.add([put(effect('4')), put(effect('5')), put(effect('6')), put(effect('7'))]);
+    gathered.take();
+    gathered.add([del(effect('8'))]);
+    expect(kinds(gathered.take())).toEqual([`del ${effect('8')}`]);
   });
 
   it('refuses a record without a key', () => {

@@ -4,6 +4,7 @@ import type { StateStore } from '../../../../src/graph/stores.js';
 import { ChangelogStore, type ChangelogSource, type RestoreReport } from '../../../../src/kafka/changelog/changelogStore.js';
 import { checkpoints } from '../../../../src/kafka/changelog/checkpoints.js';
 import { isPartitionReset, partitionId, PartitionResetError, type OutRecord, type TopicPartition } from '../../../../src/ports/log.js';
+import type { StoreOp } from '../../../../src/ports/store.js';
 import type { LocalStore } from '../../../../src/state/levelStore.js';
 import { openMemoryStore } from '../../../../src/state/levelStore.js';
 import { stateKeys } from '../../../../src/state/stateKeys.js';
@@ -23,6 +24,8 @@ class MemoryChangelog implements ChangelogSource {
   readonly topics = new Map<string, OutRecord[]>();
   /** Fails the next write: with this error, or 'broker down'. */
   failNext: boolean | Error = false;
+  /** Records a read hands over per poll. */
+  pollSize = Number.POSITIVE_INFINITY;
 
   produce = async (records: readonly OutRecord[]): Promise<void> => {
     if (this.failNext) {
@@ -50,7 +53,7 @@ class MemoryChangelog implements ChangelogSource {
     let n = 0;
     for (const r of ranges) {
       const slice = this.partition(r).slice(r.from, r.to);
-      if (slice.length > 0) await apply(slice);
+      for (let at = 0; at < slice.length; at += this.pollSize) await apply(slice.slice(at, at + this.pollSize));
       n += slice.length;
     }
     return n;
@@ -72,6 +75,19 @@ async function worker(changelog: MemoryChangelog, local?: LocalStore, handedBack
     ...(handedBackCleanly ? { handedBackCleanly } : {}),
   });
   return { store, reports };
+}
+
+/** An in-memory local store whose batches go through `batch`. */
+async function withBatch(batch: (ops: readonly StoreOp[], local: LocalStore) => Promise<void>): Promise<LocalStore> {
+  const local = await openMemoryStore();
+  return {
+    location: local.location,
+    get: (key) => local.get(key),
+    entries: (prefix, options) => local.entries(prefix, options),
+    deletePrefix: (prefix, size) => local.deletePrefix(prefix, size),
+    close: () => local.close(),
+    batch: (ops) => batch(ops, local),
+  };
 }
 
 const effect = (tp: TopicPartition, id: string) => stateKeys.effect('fx', tp, id);
@@ -251,5 +267,68 @@ describe('ChangelogStore', () => {
     await a.store.openPartition(p0);
     expect(a.reports).toEqual([expect.objectContaining({ mode: 'full', reason: expect.stringMatching(/outside the changelog/), wiped: 1 })]);
     expect(local.get(effect(p0, 'old'))).toBeUndefined();
+  });
+
+  it("restores the records of several polls in one local write, each key's last; after its wipe, a key put then deleted is not written at all", async () => {
+    const changelog = new MemoryChangelog();
+    const a = await worker(changelog);
+    await a.store.batch([
+      { type: 'put', key: effect(p0, 'e1'), value: { n: 1 } },
+      { type: 'put', key: effect(p0, 'e2'), value: { n: 2 } },
+    ]);
+    await a.store.batch([{ type: 'del', key: effect(p0, 'e1') }]);
+    await a.store.batch([
+      { type: 'put', key: effect(p0, 'e2'), value: { n: 22 } },
+      { type: 'put', key: parked(p0, 'k'), value: { lane: 'k' } },
+    ]);
+    changelog.pollSize = 2;
+    const restore = async (restoreBatchBytes?: number) => {
+      const written: StoreOp[][] = [];
+      const store = new ChangelogStore({
+        local: await withBatch((ops, local) => {
+          written.push([...ops]);
+          return local.batch(ops);
+        }),
+        group: 'g',
+        stores,
+        produce: changelog.produce,
+        source: changelog,
+        logger: pino({ level: 'silent' }),
+        ...(restoreBatchBytes === undefined ? {} : { restoreBatchBytes }),
+      });
+      await store.openPartition(p0);
+      expect(store.get(effect(p0, 'e1'))).toBeUndefined();
+      expect(store.get(effect(p0, 'e2'))).toEqual({ n: 22 });
+      expect(store.get(parked(p0, 'k'))).toEqual({ lane: 'k' });
+      return written.map((ops) => ops.map((op) => `${op.type} ${op.key}`));
+    };
+    // Two polls of the fx changelog and one of hold's, in one write.
+    expect(await restore()).toEqual([[`put ${effect(p0, 'e2')}`, `put ${parked(p0, 'k')}`]]);
+    // A write per poll when each poll fills a write, in the order read: e1, written, is deleted.
+    expect(await restore(1)).toEqual([
+      [`put ${effect(p0, 'e1')}`, `put ${effect(p0, 'e2')}`],
+      [`del ${effect(p0, 'e1')}`, `put ${effect(p0, 'e2')}`],
+      [`put ${parked(p0, 'k')}`],
+    ]);
+  });
+
+  it('fails a restore whose local write fails, whichever write it is', async () => {
+    const changelog = new MemoryChangelog();
+    const a = await worker(changelog);
+    for (let i = 0; i < 4; i++) await a.store.batch([{ type: 'put', key: effect(p0, `e${i}`), value: i }]);
+    changelog.pollSize = 1;
+    for (const failing of [1, 2, 4]) {
+      let writes = 0;
+      const store = new ChangelogStore({
+        local: await withBatch((ops, local) => (++writes === failing ? Promise.reject(new Error(`disk full at write ${writes}`)) : local.batch(ops))),
+        group: 'g',
+        stores,
+        produce: changelog.produce,
+        source: changelog,
+        logger: pino({ level: 'silent' }),
+        restoreBatchBytes: 1,
+      });
+      await expect(store.openPartition(p0), `write ${failing}`).rejects.toThrow(`disk full at write ${failing}`);
+    }
   });
 });
