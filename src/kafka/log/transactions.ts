@@ -170,8 +170,10 @@ export class Transactions {
         for (const id of more) dropped.add(id);
         this.dropping = all ? 'all' : dropped;
         this.announceDiscard();
+        this.logger.debug({ partitions: all ? 'all' : [...more] }, 'discard: dropping the partitions whose work the transaction holds');
         await drop(all ? 'all' : more);
       }
+      this.logger.debug('discard: aborting the transaction');
       await this.producer.abortTransaction(this.options.callTimeoutMs);
       this.produced = false;
       this.openedAt = Date.now();
