@@ -346,10 +346,9 @@ export class KafkaLog implements Log {
     this.serialize(async () => {
       this.queuedReset = undefined;
       const states: PartitionState[] = [];
-      let owned = 0;
+      const owned = [...this.partitions.values()].filter((p) => p.ownership === 'owned').length;
       try {
         const consumer = this.requireConsumer('reset');
-        owned = [...this.partitions.values()].filter((p) => p.ownership === 'owned').length;
         let lostToo: readonly TopicPartition[] = queued;
         // Their work in flight ends (or is given up) first; what it produced goes with the abort.
         await this.transactions!.discard(async (touched) => {
