@@ -635,7 +635,7 @@ export class TopologyTestDriver {
         ...(faults.offsetsOutsideTransaction ? { offsetsOutsideTransaction: true } : {}),
         ...(faults.unfencedProducer ? { unfencedProducer: true } : {}),
         ...(faults.resetKeepsLocalState ? { resetKeepsLocalState: true } : {}),
-        onReset: () => this.observations.reset(),
+        onReset: (reset) => this.observations.reset(reset),
       },
     );
     const store = new GatedStore(id, this.io, {
@@ -721,7 +721,7 @@ export class TopologyTestDriver {
 
   /**
    * Fails a request the producer refused. Exactly-once, as Kafka's log does: the transaction fails
-   * under the write, which rejects with a PartitionResetError while the owned partitions are reset.
+   * under the write, which rejects with a PartitionResetError while the partitions whose work it held are reset.
    */
   private refuse(pending: PendingIo, refused: Error): void {
     const instance = this.instance;

@@ -105,8 +105,12 @@ export interface DriverMetrics {
   /** Effect ids recorded twice. */
   readonly doubleEffects: number;
   readonly crashes: number;
-  /** Exactly-once: resets of the owned partitions after an aborted transaction (partitions lost, or a write the transaction failed under). */
+  /** Exactly-once: resets after an aborted transaction (partitions lost, or a write the transaction failed under). */
   readonly partitionResets: number;
+  /** Exactly-once: partitions those resets restored (the owned ones whose work the aborted transaction held), summed over resets. */
+  readonly partitionsReset: number;
+  /** Exactly-once: partitions owned (and not lost) when those resets came, summed over resets: the others went on without a reset. */
+  readonly partitionsOwnedAtResets: number;
   /** Finished offsets the commit metadata listed when partitions were assigned (skipped when redelivered), summed over assignments. */
   readonly finishedOffsetsResumed: number;
   /** Commits that passed an event with no finished outcome yet, or listed one as finished in their metadata. */
@@ -170,6 +174,8 @@ export class DriverObservations {
     doubleEffects: 0,
     crashes: 0,
     partitionResets: 0,
+    partitionsReset: 0,
+    partitionsOwnedAtResets: 0,
     commitsPastUnfinished: 0,
     unrecordedAttempts: 0,
     stepsRunAgain: 0,
@@ -413,8 +419,10 @@ export class DriverObservations {
     this.counts.crashes += 1;
   }
 
-  reset(): void {
+  reset({ partitions, owned }: { readonly partitions: number; readonly owned: number }): void {
     this.counts.partitionResets += 1;
+    this.counts.partitionsReset += partitions;
+    this.counts.partitionsOwnedAtResets += owned;
   }
 
   metrics(): DriverMetrics {

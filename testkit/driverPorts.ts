@@ -1,5 +1,5 @@
 import type { Clock, Timer } from '../src/ports/clock.js';
-import type { AssignedPartition, CommitOffset, Log, LogListener, LogRecord, OutRecord, TopicPartition } from '../src/ports/log.js';
+import type { AssignedPartition, AtomicOptions, CommitOffset, Log, LogListener, LogRecord, OutRecord, TopicPartition } from '../src/ports/log.js';
 import { readOffsetMetadata, writeOffsetMetadata, type OffsetRange } from '../src/engine/offsetMetadata.js';
 import { CommitRefusedError, partitionId } from '../src/ports/log.js';
 import type { EntriesOptions, StagedBatch, Store, StoreOp } from '../src/ports/store.js';
@@ -195,8 +195,8 @@ export interface ConsumerOptions {
   readonly unfencedProducer?: boolean;
   /** Exactly-once: the reset after an aborted transaction keeps the instance's landed writes (its local state is not restored). */
   readonly resetKeepsLocalState?: boolean;
-  /** Exactly-once: hears each reset of the owned partitions after an aborted transaction. */
-  readonly onReset?: () => void;
+  /** Exactly-once: hears each reset after an aborted transaction, with how many partitions it reset and how many were owned. */
+  readonly onReset?: (reset: { readonly partitions: number; readonly owned: number }) => void;
 }
 
 /** Where a consumer of the driver's log stands in a partition. */
@@ -220,10 +220,12 @@ export class DriverConsumer implements Log {
   /** Exactly-once: commits run one at a time, in the order asked. */
   private committing: Promise<void> = Promise.resolve();
   private staleTimer: Timer | undefined;
-  /** Exactly-once: the owned partitions are being reset after an aborted transaction. */
+  /** Exactly-once: resets after an aborted transaction, queued or under way, in turn. */
   private resetting: Promise<void> | undefined;
+  /** Exactly-once: resets queued or throwing their transaction away (before its abort): commits are refused, and another cause is covered by them. */
+  private discarding = 0;
   /** Present on an exactly-once log; see {@link Log.atomic}. */
-  readonly atomic?: <T>(work: () => Promise<T>) => Promise<T>;
+  readonly atomic?: <T>(work: () => Promise<T>, partition?: TopicPartition, options?: AtomicOptions) => Promise<T>;
 
   constructor(
     private readonly owner: string,
@@ -235,7 +237,7 @@ export class DriverConsumer implements Log {
   ) {
     this.refuseCommits = options.refuseCommits ?? 0;
     const transaction = options.transaction;
-    if (transaction) this.atomic = (work) => transaction.unit(work);
+    if (transaction) this.atomic = (work, partition, atomic) => transaction.unit(work, partition && partitionId(partition), atomic?.prunesOnly === true);
   }
 
   async subscribe(topics: readonly string[], listener: LogListener): Promise<void> {
@@ -301,7 +303,7 @@ export class DriverConsumer implements Log {
 
   /** Commits the open transaction with the offsets, once its running units have ended. */
   private async commitTransaction(transaction: DriverTransaction, offsets: readonly CommitOffset[]): Promise<void> {
-    if (this.resetting) throw new CommitRefusedError('commit refused: the partitions are being reset after an aborted transaction');
+    if (this.discarding > 0) throw new CommitRefusedError('commit refused: partitions are being reset after an aborted transaction');
     if (offsets.length === 0 && !transaction.holdsWrites) return;
     this.staleTimer?.cancel();
     this.staleTimer = undefined;
@@ -314,7 +316,7 @@ export class DriverConsumer implements Log {
       await this.io.enqueue(this.owner, { kind: 'commit', offsets: inside, transaction }, async () => {
         // Lost partitions abort the transaction: nothing of it may commit (Kafka: the group's
         // generation moved on, so sendOffsetsToTransaction fails and the transaction aborts).
-        if (this.resetting) throw new CommitRefusedError('commit refused: the transaction was aborted, the partitions are being reset');
+        if (this.discarding > 0) throw new CommitRefusedError('commit refused: the transaction was aborted, partitions are being reset');
         // A newer instance with the same transactional id fenced this producer: fatal, as on Kafka
         // (unless a fault leaves it unfenced: its records and state writes then commit, its offsets cannot).
         if (this.fencedOut && !this.options.unfencedProducer)
@@ -368,7 +370,7 @@ export class DriverConsumer implements Log {
   async revoke(tps: readonly TopicPartition[], lost: boolean): Promise<void> {
     for (const tp of tps) this.position(tp).ready = false;
     // Exactly-once, as Kafka's log does: the open transaction holds writes of the lost partitions,
-    // so it is aborted, and every partition still owned is reset with it.
+    // so it is aborted, and the partitions still owned whose work it held are reset with it.
     if (lost && this.options.transaction) return this.resetAfterAbort(tps);
     if (this.listener) await (lost ? this.listener.lost(tps) : this.listener.revoked(tps));
     for (const tp of tps) this.positions.delete(partitionId(tp));
@@ -376,38 +378,58 @@ export class DriverConsumer implements Log {
 
   /**
    * After an aborted transaction (partitions lost, or a write the transaction failed under), as
-   * `KafkaLog.resetAfterAbort` does: commits are refused, every owned partition is dropped without
-   * a commit (the engine's `lost`), the transaction is aborted and the instance's landed writes
-   * dropped (its local state restored from the durable one), and the partitions not lost are
-   * assigned again from their committed offsets. Settles once they are.
+   * `KafkaLog.resetAfterAbort` does: commits are refused, the owned partitions whose work the
+   * transaction held (see DriverTransaction.touched) are dropped without a commit (the engine's
+   * `lost`) with the lost ones, the transaction is aborted and their landed writes dropped (their
+   * local state restored from the durable one), and those not lost are assigned again from their
+   * committed offsets. The other partitions go on. Settles once the reset ones are assigned again.
    */
   resetAfterAbort(lost: readonly TopicPartition[] = []): Promise<void> {
-    // A reset under way covers any other cause, but not partitions lost meanwhile (it may assign
-    // them again): another reset follows it that drops them, as on Kafka.
-    if (this.resetting && lost.length === 0) return this.resetting;
+    // A reset not past its abort covers any other cause (a unit that wrote in the transaction is
+    // dropped with it), but not partitions lost meanwhile: another reset follows that drops them.
+    if (this.discarding > 0 && lost.length === 0) return this.resetting!;
+    this.discarding += 1;
+    let discarding = true;
+    const aborted = () => {
+      if (discarding) this.discarding -= 1;
+      discarding = false;
+    };
     const reset: Promise<void> = (this.resetting ?? Promise.resolve())
-      .then(() => this.reset(lost))
+      .then(() => this.reset(lost, aborted))
       .finally(() => {
+        aborted();
         if (this.resetting === reset) this.resetting = undefined;
       });
     this.resetting = reset;
     return reset;
   }
 
-  private async reset(lost: readonly TopicPartition[]): Promise<void> {
+  private async reset(lost: readonly TopicPartition[], aborted: () => void): Promise<void> {
     const transaction = this.options.transaction!;
     this.staleTimer?.cancel();
     this.staleTimer = undefined;
-    this.options.onReset?.();
-    const all = [...this.positions.values()];
-    for (const position of all) position.ready = false;
+    const gone = new Set(lost.map(partitionId));
+    const owned = [...this.positions.values()].filter((p) => !gone.has(partitionId(p.tp))).length;
+    const dropped: Position[] = [];
     // A commit under way ends first (refused: it sees the reset); the units it drained run again.
     await this.committing;
-    if (this.listener && all.length > 0) await this.listener.lost(all.map((p) => p.tp));
-    transaction.abort({ keepLocalState: this.options.resetKeepsLocalState === true });
-    const gone = new Set(lost.map(partitionId));
-    const kept = all.filter((p) => !gone.has(partitionId(p.tp)));
-    for (const p of all) this.positions.delete(partitionId(p.tp));
+    const partitions = await transaction.discard(async (touched) => {
+      const more = [...this.positions.values()].filter(
+        (p) => !dropped.includes(p) && (touched === 'all' || touched.has(partitionId(p.tp)) || gone.has(partitionId(p.tp))),
+      );
+      for (const p of more) p.ready = false;
+      dropped.push(...more);
+      if (this.listener && more.length > 0) await this.listener.lost(more.map((p) => p.tp));
+    });
+    transaction.abort({
+      keepLocalState: this.options.resetKeepsLocalState === true,
+      partitions: partitions === 'all' ? 'all' : new Set([...partitions, ...dropped.map((p) => partitionId(p.tp))]),
+    });
+    transaction.endDiscard();
+    aborted();
+    for (const p of dropped) this.positions.delete(partitionId(p.tp));
+    const kept = dropped.filter((p) => !gone.has(partitionId(p.tp)));
+    this.options.onReset?.({ partitions: kept.length, owned });
     // A worker fenced out of its group takes nothing back; nor does a closed one.
     if (this.fencedOut || !this.listener || kept.length === 0) return;
     for (const p of kept) this.positions.set(partitionId(p.tp), { tp: p.tp, offset: this.log.committed(p.tp), paused: false, ready: false });

@@ -1,5 +1,7 @@
 import type { OutRecord } from '../src/ports/log.js';
 import type { Store, StoreOp } from '../src/ports/store.js';
+import { partitionId } from '../src/ports/log.js';
+import { stateKeys } from '../src/state/stateKeys.js';
 import type { LandedOverlay } from './landedOverlay.js';
 import type { MemoryLog } from './memoryLog.js';
 
@@ -11,7 +13,9 @@ import type { MemoryLog } from './memoryLog.js';
  * with a new one, so nothing of the crashed one becomes visible: that is the fencing.
  *
  * As `src/kafka/log/transactions.ts`: units ({@link unit}) are never split by a commit; a commit waits
- * for the running units to end and holds new ones back until it is done.
+ * for the running units to end and holds new ones back until it is done. And as there, it knows
+ * which input partitions' work it holds ({@link touched}), so that an abort resets those only, and
+ * while it is being thrown away ({@link discard}) units of the other partitions wait for the next.
  */
 export class DriverTransaction {
   private draining = false;
@@ -21,6 +25,14 @@ export class DriverTransaction {
   private reopen: (() => void) | undefined;
   private records: OutRecord[] = [];
   private changelog: number[] = [];
+  /** Partitions whose units entered the transaction; `all`: a unit or a record named none. */
+  private readonly entered = new Set<string>();
+  private enteredAll = false;
+  /** While a reset throws the transaction away: the partitions being dropped (their units may still enter), or undefined before they are known. */
+  private dropping: ReadonlySet<string> | 'all' | undefined;
+  private discarding = false;
+  private discardMoved: Promise<void> = Promise.resolve();
+  private moveDiscard: (() => void) | undefined;
 
   constructor(
     private readonly overlay: LandedOverlay,
@@ -38,9 +50,22 @@ export class DriverTransaction {
     return this.records.length > 0 || this.changelog.length > 0;
   }
 
-  /** Runs `work` inside the transaction: a commit waits for it, and it waits for a commit under way. */
-  async unit<T>(work: () => Promise<T>): Promise<T> {
-    while (this.draining) await this.reopened;
+  /**
+   * Runs `work` inside the transaction: a commit waits for it, and it waits for a commit under
+   * way. `partition` (its id) is the input partition whose work it writes; while the transaction
+   * is thrown away, only units of the partitions dropped with it enter.
+   */
+  async unit<T>(work: () => Promise<T>, partition?: string, prunesOnly = false): Promise<T> {
+    for (;;) {
+      if (this.draining) await this.reopened;
+      else if (this.discarding && !this.mayEnter(partition)) await this.discardMoved;
+      else break;
+    }
+    // A unit that only prunes touches nothing (see AtomicOptions.prunesOnly).
+    if (prunesOnly) {
+      // nothing to note
+    } else if (partition === undefined) this.enteredAll = true;
+    else this.entered.add(partition);
     const unit = work();
     this.running.add(unit);
     try {
@@ -52,6 +77,8 @@ export class DriverTransaction {
 
   /** Records produced: visible at the commit. */
   send(records: readonly OutRecord[]): void {
+    // Outside any unit, nothing says whose work it is.
+    if (this.running.size === 0) this.enteredAll = true;
     if (!this.holdsWrites) this.opened();
     this.records.push(...records);
   }
@@ -75,14 +102,69 @@ export class DriverTransaction {
   }
 
   /**
-   * Throws away what the transaction holds, and every write the instance landed (its local state
-   * goes back to the durable one, as a restore from the committed changelog does); a new
-   * transaction is open.
+   * The input partitions whose work the transaction holds: those whose units entered it (a write
+   * is made in a unit, which lasts until it is acknowledged into the transaction, so a partition
+   * with a landed write not yet in the transaction is among them); `all` when a unit or a record
+   * named none.
    */
-  abort(options: { keepLocalState?: boolean } = {}): void {
+  touched(): ReadonlySet<string> | 'all' {
+    return this.enteredAll ? 'all' : new Set(this.entered);
+  }
+
+  /**
+   * As Kafka's log throws a transaction away: units of other partitions wait from now on, then
+   * `drop` is called with the partitions touched, and again with those touched meanwhile, until
+   * none is left. Returns every partition dropped; call {@link abort} with it, then {@link endDiscard}.
+   */
+  async discard(drop: (partitions: ReadonlySet<string> | 'all') => Promise<void>): Promise<ReadonlySet<string> | 'all'> {
+    this.discarding = true;
+    this.announce();
+    const dropped = new Set<string>();
+    for (let first = true; ; first = false) {
+      const touched = this.touched();
+      const more = touched === 'all' ? 'all' : new Set([...touched].filter((id) => !dropped.has(id)));
+      if (!first && (this.dropping === 'all' || (more !== 'all' && more.size === 0))) break;
+      if (more !== 'all') for (const id of more) dropped.add(id);
+      this.dropping = more === 'all' ? 'all' : dropped;
+      this.announce();
+      await drop(more);
+    }
+    return this.dropping ?? dropped;
+  }
+
+  /** The transaction has been thrown away: the units held back enter the next one. */
+  endDiscard(): void {
+    this.discarding = false;
+    this.dropping = undefined;
+    this.announce();
+  }
+
+  /**
+   * Throws away what the transaction holds, and the writes the instance landed for the dropped
+   * partitions (their local state goes back to the durable one, as a restore from the committed
+   * changelog does); a new transaction is open.
+   */
+  abort(options: { keepLocalState?: boolean; partitions?: ReadonlySet<string> | 'all' } = {}): void {
     this.records = [];
     this.changelog = [];
-    if (!options.keepLocalState) this.overlay.clear();
+    this.entered.clear();
+    this.enteredAll = false;
+    const partitions = options.partitions ?? 'all';
+    if (options.keepLocalState) return;
+    if (partitions === 'all') this.overlay.clear();
+    else this.overlay.clear((key) => partitions.has(partitionId(stateKeys.partitionOf(key))));
+  }
+
+  private mayEnter(partition: string | undefined): boolean {
+    const dropping = this.dropping;
+    if (dropping === undefined) return false;
+    return dropping === 'all' || (partition !== undefined && dropping.has(partition));
+  }
+
+  private announce(): void {
+    const wake = this.moveDiscard;
+    this.discardMoved = new Promise((resolve) => (this.moveDiscard = resolve));
+    wake?.();
   }
 
   /** Makes what the transaction holds durable and visible, in the order it came; then a new transaction is open. */
@@ -96,5 +178,7 @@ export class DriverTransaction {
     for (const record of this.records) this.log.append(record, this.nowMs());
     this.changelog = [];
     this.records = [];
+    this.entered.clear();
+    this.enteredAll = false;
   }
 }

@@ -24,7 +24,7 @@ export type ScenarioCrash =
    * Kafka refuses the changelog records of the nth staged write from now on for good (a record
    * above the topic's max.message.bytes): the engine stops on it, as its worker does, and restarts
    * after `restartAfterMs` (the topic fixed); exactly-once, the transaction fails under it and the
-   * owned partitions are reset instead. Not on a plain store (see TopologyTestDriver.refuseWrite).
+   * partitions whose work it held are reset instead. Not on a plain store (see TopologyTestDriver.refuseWrite).
    */
   | { readonly kind: 'refused'; readonly nth: number; readonly restartAfterMs: number };
 

@@ -43,10 +43,24 @@ export class LandedOverlay {
     for (const op of batch) if (this.latest.get(op.key)?.seq === seq) this.latest.delete(op.key);
   }
 
-  /** Drops every landed batch (an aborted transaction's, say): reads find the durable state again, as after a restore from the changelog. */
-  clear(): void {
-    this.batches.clear();
-    this.latest.clear();
+  /**
+   * Drops every landed write (an aborted transaction's, say), or those whose keys `dropped` picks
+   * (the partitions a reset restores): reads find the durable state again, as after a restore
+   * from the changelog.
+   */
+  clear(dropped?: (key: string) => boolean): void {
+    if (!dropped) {
+      this.batches.clear();
+      this.latest.clear();
+      return;
+    }
+    for (const [seq, batch] of this.batches) {
+      const kept = batch.filter((op) => !dropped(op.key));
+      if (kept.length === batch.length) continue;
+      if (kept.length === 0) this.batches.delete(seq);
+      else this.batches.set(seq, kept);
+    }
+    for (const key of [...this.latest.keys()]) if (dropped(key)) this.latest.delete(key);
   }
 
   /** True while the batch is landed and neither settled nor cleared. */

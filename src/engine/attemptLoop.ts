@@ -60,7 +60,7 @@ async function attemptsFrom<T>(
     if (outcome.kind === 'refused') continue;
     attempts = { count: attempt, errors: [...attempts.errors, { attempt, atMs: ctx.clock.now(), error: outcome.error }] };
     if (attempts.count >= max) break;
-    await ctx.writer.write([ctx.attempts.put(tried.owner, event, attempts)]);
+    await ctx.end.atomically(event, () => ctx.writer.write([ctx.attempts.put(tried.owner, event, attempts)]));
     ctx.report(Outcome.RETRY, event, { attempt, error: outcome.error });
     await sleep(ctx.clock, retryDelayMs(ctx, tried.park!), signal);
   }

@@ -71,7 +71,7 @@ export class DurableSteps {
    */
   private async journal(position: number, record: { name: string; atMs: number; result?: unknown }): Promise<void> {
     try {
-      await this.ctx.writer.write([this.ctx.runs.put(this.node.name, this.event, position, record)]);
+      await this.ctx.end.atomically(this.event, () => this.ctx.writer.write([this.ctx.runs.put(this.node.name, this.event, position, record)]));
     } catch (error) {
       this.broken ??= error;
       throw error;

@@ -1,6 +1,7 @@
-import type { TopicPartition } from '../ports/log.js';
+import { isPartitionReset, type TopicPartition } from '../ports/log.js';
 import type { Store } from '../ports/store.js';
 import { stateKeys } from '../state/stateKeys.js';
+import type { EventEnd } from './eventEnd.js';
 import type { StateWriter } from './stateWriter.js';
 
 /** Offsets reserved past the one received: one horizon write per this many events of a partition. */
@@ -32,6 +33,7 @@ export class EffectHorizon {
   constructor(
     private readonly store: Store,
     private readonly writer: StateWriter,
+    private readonly end: EventEnd,
     private readonly effectStore: string,
     private readonly tp: TopicPartition,
     private readonly onFatal: (error: Error) => void,
@@ -56,12 +58,19 @@ export class EffectHorizon {
   received(offset: number): void {
     if (offset < this.reserved) return;
     this.reserved = offset + HORIZON_STEP;
-    this.writer.write([{ type: 'put', key: this.key, value: this.reserved }]).catch((error: unknown) => {
-      // Its events' effects could be recorded past the stored horizon: nothing may run on.
-      this.onFatal(
-        new Error(`the effect horizon of ${this.tp.topic}/${this.tp.partition} could not be written: ${(error as Error).message}`, { cause: error }),
-      );
-    });
+    const write = [{ type: 'put' as const, key: this.key, value: this.reserved }];
+    // In a unit of its partition, entered at once unless a commit or a reset is under way: then it
+    // waits as the event's own writes do, and still goes before them.
+    this.end
+      .atomically(this.tp, () => this.writer.write(write))
+      .catch((error: unknown) => {
+        // Taken back by the log: the partition is reset, and its next task reads the horizon again.
+        if (isPartitionReset(error)) return;
+        // Its events' effects could be recorded past the stored horizon: nothing may run on.
+        this.onFatal(
+          new Error(`the effect horizon of ${this.tp.topic}/${this.tp.partition} could not be written: ${(error as Error).message}`, { cause: error }),
+        );
+      });
   }
 
   /** True if the event's effect cannot be recorded anywhere: no lookup needed. */

@@ -383,7 +383,12 @@ export class Engine {
   private async prune(): Promise<void> {
     if (this.failed || this.stopping) return;
     const ops: StoreOp[] = [];
-    for (const task of [...this.tasks.values()]) for (const op of await task.prunable()) ops.push(op);
+    const byTask: Array<[PartitionTask, StoreOp[]]> = [];
+    for (const task of [...this.tasks.values()]) {
+      const prunable = await task.prunable();
+      if (prunable.length > 0) byTask.push([task, prunable]);
+      for (const op of prunable) ops.push(op);
+    }
     if (ops.length === 0) return;
     const failed = (error: unknown) => {
       // Taken back by the log (exactly-once: its transaction aborted): the reset finds them again.
@@ -391,8 +396,11 @@ export class Engine {
     };
     const pruned = () => this.ctx.observer.pruned?.({ records: ops.length, atMs: this.ctx.clock.now() });
     if (this.ctx.end.kind === 'transactional') {
-      // In the transaction, as every changelog write: the next commit commits it.
-      await this.ctx.end.atomically(() => this.ctx.writer.write(ops)).then(pruned, failed);
+      // In the transaction, as every changelog write, one unit per partition, which only prunes (an
+      // abort loses its tombstones, harmlessly, and resets no partition for it): the writer still
+      // gathers them into one batch.
+      const units = byTask.map(([task, prunable]) => this.ctx.end.atomically(task.tp, () => this.ctx.writer.write(prunable), { prunesOnly: true }));
+      await Promise.all(units).then(pruned, failed);
       return;
     }
     // Landed (in order, its tombstones handed to the producer) is enough to go on: the next commit

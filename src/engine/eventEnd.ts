@@ -1,4 +1,4 @@
-import type { Log, OutRecord } from '../ports/log.js';
+import type { AtomicOptions, Log, OutRecord, TopicPartition } from '../ports/log.js';
 import type { StoreOp } from '../ports/store.js';
 import type { StateWriter } from './stateWriter.js';
 
@@ -19,17 +19,22 @@ export interface Landed {
  */
 export interface EventEnd {
   readonly kind: 'plain' | 'staged' | 'transactional';
-  /** Ends an event from the log; settles once its end has landed, with `durable` when that is not durable yet. */
-  end(ops: StoreOp[], outputs: readonly OutRecord[]): Promise<Landed | undefined>;
+  /** Ends an event of partition `tp` from the log; settles once its end has landed, with `durable` when that is not durable yet. */
+  end(tp: TopicPartition, ops: StoreOp[], outputs: readonly OutRecord[]): Promise<Landed | undefined>;
   /**
    * Ends a replayed event: `after` (its removal from its parked key) goes with its state when it
    * has no outputs, else in a batch of its own once they are sent. A replayed event's offset is
    * committed already, so only its held copy, still in the store, can have its outputs sent again
    * (as a DUPLICATE) if the engine crashes before they are out.
    */
-  endReplay(ops: StoreOp[], outputs: readonly OutRecord[], after: () => readonly StoreOp[]): Promise<void>;
-  /** Writes state and sends records as one unit (a park, a hold, a dead letter): one transaction on a transactional log. */
-  atomically<T>(work: () => Promise<T>): Promise<T>;
+  endReplay(tp: TopicPartition, ops: StoreOp[], outputs: readonly OutRecord[], after: () => readonly StoreOp[]): Promise<void>;
+  /**
+   * Writes state and sends records of partition `tp` as one unit (a park, a hold, a dead letter,
+   * an attempts record): one transaction on a transactional log, which then knows that the
+   * partition's work is in it (an abort resets only such partitions, see {@link AtomicOptions} for
+   * a prune). On a transactional log every write of the engine goes through here or through `end`.
+   */
+  atomically<T>(tp: TopicPartition, work: () => Promise<T>, options?: AtomicOptions): Promise<T>;
 }
 
 /** The end that fits the ports: a transactional log first, then a store that stages its writes. */
@@ -47,13 +52,13 @@ class PlainEnd implements EventEnd {
     protected readonly writer: StateWriter,
   ) {}
 
-  async end(ops: StoreOp[], outputs: readonly OutRecord[]): Promise<Landed | undefined> {
+  async end(_tp: TopicPartition, ops: StoreOp[], outputs: readonly OutRecord[]): Promise<Landed | undefined> {
     if (ops.length > 0) await this.writer.write(ops);
     if (outputs.length > 0) await this.log.produce(outputs);
     return undefined;
   }
 
-  async endReplay(ops: StoreOp[], outputs: readonly OutRecord[], after: () => readonly StoreOp[]): Promise<void> {
+  async endReplay(_tp: TopicPartition, ops: StoreOp[], outputs: readonly OutRecord[], after: () => readonly StoreOp[]): Promise<void> {
     if (outputs.length === 0) for (const op of after()) ops.push(op);
     if (ops.length > 0) await this.writer.write(ops);
     if (outputs.length > 0) {
@@ -63,7 +68,7 @@ class PlainEnd implements EventEnd {
     }
   }
 
-  atomically<T>(work: () => Promise<T>): Promise<T> {
+  atomically<T>(_tp: TopicPartition, work: () => Promise<T>, _options?: AtomicOptions): Promise<T> {
     return work();
   }
 }
@@ -77,7 +82,7 @@ class StagedEnd extends PlainEnd {
    * `durable` settles when they are acknowledged. The outputs of one key's events go out in
    * their order: their states become durable in order, and each sends in that settlement's turn.
    */
-  override async end(ops: StoreOp[], outputs: readonly OutRecord[]): Promise<Landed | undefined> {
+  override async end(_tp: TopicPartition, ops: StoreOp[], outputs: readonly OutRecord[]): Promise<Landed | undefined> {
     if (ops.length > 0) {
       const staged = this.writer.stage(ops);
       await staged.landed;
@@ -91,19 +96,19 @@ class StagedEnd extends PlainEnd {
 class TransactionalEnd extends PlainEnd {
   override readonly kind: EventEnd['kind'] = 'transactional';
 
-  override async end(ops: StoreOp[], outputs: readonly OutRecord[]): Promise<undefined> {
+  override async end(tp: TopicPartition, ops: StoreOp[], outputs: readonly OutRecord[]): Promise<undefined> {
     await this.log.atomic!(async () => {
       if (ops.length > 0) await this.writer.write(ops);
       if (outputs.length > 0) await this.log.produce(outputs);
-    });
+    }, tp);
     return undefined;
   }
 
-  override endReplay(ops: StoreOp[], outputs: readonly OutRecord[], after: () => readonly StoreOp[]): Promise<void> {
-    return this.log.atomic!(() => super.endReplay(ops, outputs, after));
+  override endReplay(tp: TopicPartition, ops: StoreOp[], outputs: readonly OutRecord[], after: () => readonly StoreOp[]): Promise<void> {
+    return this.log.atomic!(() => super.endReplay(tp, ops, outputs, after), tp);
   }
 
-  override atomically<T>(work: () => Promise<T>): Promise<T> {
-    return this.log.atomic!(work);
+  override atomically<T>(tp: TopicPartition, work: () => Promise<T>, options?: AtomicOptions): Promise<T> {
+    return this.log.atomic!(work, tp, options);
   }
 }

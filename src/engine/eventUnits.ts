@@ -105,7 +105,7 @@ export class EventUnits {
     const checked = 'decision' in resolution ? { decision: await this.checkDecision(head.step, resolution.decision) } : resolution;
     const ops = parked.resolve(lane, checked);
     if ('retry' in checked) ops.push(...attemptsDeletes(this.ctx, head.event));
-    await this.ctx.writer.write(ops);
+    await this.ctx.end.atomically(this.tp, () => this.ctx.writer.write(ops));
   }
 
   /** Replays the head event of a resolved key, under its original effect id. */
@@ -118,7 +118,9 @@ export class EventUnits {
     const advance = () => parked.advance(lane, head);
     if (resolution && 'discard' in resolution) {
       signal.throwIfAborted();
-      await this.ctx.writer.write([...advance(), discardRecordOp(this.ctx, head.event), ...this.ctx.runs.clear(head.event)]);
+      await this.ctx.end.atomically(this.tp, () =>
+        this.ctx.writer.write([...advance(), discardRecordOp(this.ctx, head.event), ...this.ctx.runs.clear(head.event)]),
+      );
       this.pruning?.recorded(head.event.offset, head.event.effectId);
       this.ctx.report(Outcome.DISCARDED, head.event, { replayed: true });
       return parked.get(lane) ? 'more' : 'released';

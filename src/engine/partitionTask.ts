@@ -99,7 +99,7 @@ export class PartitionTask {
     this.parked = park && new ParkedKeys(ctx.store, park.name, tp);
     // Declared effect ids may repeat at any offset: only offset-derived ones have a horizon.
     const apply = ctx.topology.applyOnce;
-    this.horizon = apply && !ctx.topology.source.effectId ? new EffectHorizon(ctx.store, ctx.writer, apply.name, tp, options.onFatal) : undefined;
+    this.horizon = apply && !ctx.topology.source.effectId ? new EffectHorizon(ctx.store, ctx.writer, ctx.end, apply.name, tp, options.onFatal) : undefined;
     this.pruning =
       apply &&
       new EffectPruning({
@@ -123,7 +123,15 @@ export class PartitionTask {
     }
     // Effect records a crash, another worker or an older version left below the committed offset.
     const leftovers = (await this.pruning?.load(this.options.committedAtAssignment)) ?? [];
-    if (leftovers.length > 0 && this.state === 'restoring') await this.ctx.end.atomically(() => this.ctx.writer.write(leftovers));
+    if (leftovers.length > 0 && this.state === 'restoring') {
+      // A prune (see AtomicOptions.prunesOnly): taken back with an aborted transaction, its deletes
+      // are found again at the next restore, so the partition runs on.
+      await this.ctx.end
+        .atomically(this.tp, () => this.ctx.writer.write(leftovers), { prunesOnly: true })
+        .catch((error: unknown) => {
+          if (!isPartitionReset(error)) throw error;
+        });
+    }
     // Closed while it restored (the engine stopped, or the partition was revoked or lost): it never runs.
     if (this.state !== 'restoring') return;
     this.moveTo('running');

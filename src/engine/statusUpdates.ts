@@ -3,6 +3,7 @@ import type { Topology } from '../graph/topology.js';
 import type { Clock } from '../ports/clock.js';
 import type { Log, OutRecord } from '../ports/log.js';
 import type { Random } from '../ports/random.js';
+import type { EventEnd } from './eventEnd.js';
 import type { EngineEvent } from './events.js';
 import { JOB_SCHEMA_VERSION, jobIdOf, jobRecord, type JobEnd } from './jobRecords.js';
 
@@ -22,6 +23,7 @@ interface Ports {
   readonly clock: Clock;
   readonly random: Random;
   readonly log: Log;
+  readonly end: EventEnd;
 }
 
 /**
@@ -62,7 +64,7 @@ export class StatusUpdates {
         atMs: this.ports.clock.now(),
         update,
       } as const;
-      await this.ports.log.produce([jobRecord(respond.statusTopic, event, body)]);
+      await this.ports.end.atomically(event, () => this.ports.log.produce([jobRecord(respond.statusTopic, event, body)]));
     };
   }
 

@@ -1,4 +1,4 @@
-export type { TopicPartition, Headers, LogRecord, OutRecord, CommitOffset, AssignedPartition, LogListener, Log } from './log.js';
+export type { TopicPartition, Headers, LogRecord, OutRecord, CommitOffset, AssignedPartition, AtomicOptions, LogListener, Log } from './log.js';
 export { partitionId, CommitRefusedError, isCommitRefused } from './log.js';
 export type { Clock, Timer } from './clock.js';
 export { sleep, abortable } from './clock.js';

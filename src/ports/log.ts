@@ -124,9 +124,27 @@ export interface Log {
    * transaction too (Kafka's sendOffsetsToTransaction keeps the metadata). The engine runs the end of each event (its state
    * write and its outputs) inside it, and then need not send a finished event's outputs again
    * when it is redelivered: they were committed with its effect record.
+   *
+   * `partition` names the input partition whose work `work` writes (its event's outputs, the
+   * changelog records of that partition's state, its parking records). When a transaction is
+   * aborted, the log resets only the partitions whose units entered it, each to its committed
+   * offset and state, and the others go on (see docs/delivery.md). The engine writes and produces
+   * nothing for a partition outside such a unit; a unit without `partition`, or a record produced
+   * outside any unit, counts for every partition.
    */
-  atomic?<T>(work: () => Promise<T>): Promise<T>;
+  atomic?<T>(work: () => Promise<T>, partition?: TopicPartition, options?: AtomicOptions): Promise<T>;
   close(): Promise<void>;
+}
+
+/** What a unit of a transactional log's work is (see {@link Log.atomic}). */
+export interface AtomicOptions {
+  /**
+   * The unit only deletes state that no event can need any more (effect records the committed
+   * offset has passed). Lost with an aborted transaction, its deletes stay done locally and miss
+   * the changelog, where the partition's next restore finds and prunes them again: so it does not
+   * make its partition one to reset. @defaultValue false
+   */
+  readonly prunesOnly?: boolean;
 }
 
 /** `topic/partition`, the form used in ids and store keys. */
@@ -137,7 +155,8 @@ export function partitionId(tp: TopicPartition): string {
 /**
  * The log is taking the partition of this write back (exactly-once: its transaction was aborted,
  * and the partition is reset to its committed offset and state): the event stays unfinished, as
- * if it had been given up, and runs again after the reset.
+ * if it had been given up, and runs again after the reset. A log throws it only for a write made
+ * in a unit ({@link Log.atomic}) of a partition it resets.
  */
 export class PartitionResetError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {

@@ -84,7 +84,7 @@ describe('the transactional log (mode exactlyOnce)', () => {
     expect(driver.metrics().redeliveries).toBe(0);
   });
 
-  it("resets every owned partition after a lost one, as Kafka's log does: the transaction is aborted, the local state restored, the events run again", async () => {
+  it("resets the owned partitions whose work the transaction held with a lost one, as Kafka's log does: the transaction is aborted, the local state restored, the events run again", async () => {
     const applied: string[] = [];
     driver = new TopologyTestDriver(decisionTopology(refund, { onApply: (v) => applied.push(v.event.id) }), {
       mode: 'exactlyOnce',
@@ -102,7 +102,8 @@ describe('the transactional log (mode exactlyOnce)', () => {
     expect(driver.metrics().partitionResets).toBe(1);
     expect(out.readValuesToList()).toEqual([]);
     expect(driver.effects()).toEqual([]);
-    // Partition 1 was reset with it: its state went back to the committed one, so b1 runs again.
+    // Partition 1's b1 was in the transaction too, so it was reset with it: its state went back to
+    // the committed one, and b1 runs again.
     await driver.advanceWallClockTime(1_000);
     expect(applied).toEqual(['a1', 'b1', 'b1']);
     expect(outcomesAt(driver, 1, 0)).toEqual(['APPLIED', 'APPLIED']);
@@ -121,6 +122,56 @@ describe('the transactional log (mode exactlyOnce)', () => {
         .sort(),
     ).toEqual(['events/0/0', 'events/1/0']);
     expect(driver.committed().map((c) => c.offset)).toEqual([1, 1]);
+  });
+
+  it('resets only the partitions whose work the aborted transaction held: the others go on, nothing of theirs lost or applied twice', async () => {
+    const applied: string[] = [];
+    const assigned: number[] = [];
+    let answerB2: (() => void) | undefined;
+    // b2's model call is answered only when the test says so: it is in flight across the reset.
+    const decide: DecideFn<Ev, unknown> = (event) =>
+      event.id === 'b2' ? new Promise((resolve) => (answerB2 = () => resolve({ action: 'refund' }))) : { action: 'refund' };
+    driver = new TopologyTestDriver(decisionTopology(decide, { onApply: (v) => applied.push(v.event.id) }), {
+      mode: 'exactlyOnce',
+      partitions: 2,
+      commit: { everyMs: 5_000 },
+      observer: { resumed: (r) => assigned.push(r.partition) },
+    });
+    const input = driver.createInputTopic<Ev>('events');
+    const out = driver.createOutputTopic<Out>('out');
+    input.pipeInput('b', { id: 'b1' }, { partition: 1 });
+    await driver.advanceWallClockTime(6_000);
+    expect(out.readValuesToList().map((o) => o.id)).toEqual(['b1']);
+    input.pipeInput('b', { id: 'b2' }, { partition: 1 });
+    await driver.advanceWallClockTime(100);
+    expect(answerB2, 'b2 waits on its model call').toBeDefined();
+    // Partition 0's next write is refused: the transaction fails under it and is aborted. It held
+    // partition 0's work only (b2 has written nothing yet).
+    driver.refuseWrite();
+    input.pipeInput('a', { id: 'a1' }, { partition: 0 });
+    await driver.advanceWallClockTime(1_000);
+    expect(driver.metrics()).toMatchObject({ partitionResets: 1, partitionsReset: 1, partitionsOwnedAtResets: 2 });
+    // Partition 0 was assigned again (its state restored), partition 1 was not.
+    expect(assigned).toEqual([0, 1, 0]);
+    answerB2!();
+    await driver.advanceWallClockTime(6_000);
+    expect(
+      out
+        .readValuesToList()
+        .map((o) => o.id)
+        .sort(),
+    ).toEqual(['a1', 'b2']);
+    // a1 ran again after the reset; b2 ran once, its model call answered across the reset.
+    expect([...applied].sort()).toEqual(['a1', 'a1', 'b1', 'b2']);
+    expect(outcomesAt(driver, 1, 1)).toEqual(['APPLIED']);
+    expect(
+      driver
+        .effects()
+        .map((e) => e.effectId)
+        .sort(),
+    ).toEqual(['events/0/0', 'events/1/0', 'events/1/1']);
+    expect(driver.metrics().doubleEffects).toBe(0);
+    expect(driver.committed().map((c) => c.offset)).toEqual([1, 2]);
   });
 
   it('shows outputs only once their transaction is committed', async () => {

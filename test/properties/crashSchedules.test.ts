@@ -22,6 +22,9 @@ const budget = { interruptAfterTimeLimit: 10 * 60_000, markInterruptAsFailure: t
 const byMode: Record<DriverMode, number> = { plain: 0, staged: 0, exactlyOnce: 0 };
 // Exactly-once schedules whose partitions were reset after an aborted transaction (lost partitions, a refused write).
 let withResets = 0;
+// At those resets: partitions reset (those whose work the aborted transaction held) and partitions owned, summed.
+let partitionsReset = 0;
+let partitionsOwnedAtResets = 0;
 // Schedules in which a restart or a new assignment skipped finished offsets its commit's metadata listed, per mode.
 const withSkipsByMode: Record<DriverMode, number> = { plain: 0, staged: 0, exactlyOnce: 0 };
 // Schedules of a two-step topology (classify, then decide) per production path.
@@ -35,7 +38,10 @@ async function runAndCheck(scenario: CrashScenario, stateDir?: string): Promise<
   try {
     assertCrashScenario(run);
     byMode[scenario.mode ?? 'plain'] += 1;
-    if (run.driver.metrics().partitionResets > 0) withResets += 1;
+    const metrics = run.driver.metrics();
+    if (metrics.partitionResets > 0) withResets += 1;
+    partitionsReset += metrics.partitionsReset;
+    partitionsOwnedAtResets += metrics.partitionsOwnedAtResets;
     if (run.driver.metrics().finishedOffsetsResumed > 0) withSkipsByMode[scenario.mode ?? 'plain'] += 1;
     if (scenario.steps === 2) twoStepsByMode[scenario.mode ?? 'plain'] += 1;
     if ((scenario.runSteps ?? 0) > 0) runsByMode[scenario.mode ?? 'plain'] += 1;
@@ -66,7 +72,7 @@ test.prop([crashScenarioArbitrary({ maxEvents: 16 })], { numRuns: levelRuns, ...
 
 test('every production path ran: schedules checked per mode', () => {
   console.log(
-    `crash schedules checked per mode: plain ${byMode.plain}, staged ${byMode.staged}, exactly-once ${byMode.exactlyOnce} (${withResets} with a reset after an aborted transaction)`,
+    `crash schedules checked per mode: plain ${byMode.plain}, staged ${byMode.staged}, exactly-once ${byMode.exactlyOnce} (${withResets} with a reset after an aborted transaction; ${partitionsReset} partitions reset of ${partitionsOwnedAtResets} owned at the resets)`,
   );
   expect(withResets, 'exactly-once schedules that lost partitions ran the reset').toBeGreaterThan(0);
   expect(byMode.plain + byMode.staged + byMode.exactlyOnce).toBe(schedules);

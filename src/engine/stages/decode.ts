@@ -36,6 +36,8 @@ export function decodeStored(ctx: EngineContext, event: EngineEvent): unknown {
 
 /** An undecodable record goes to the dead-letter topic with its error, and finishes there (its response, if any, says `failed`). */
 export async function deadLetterUndecodable(ctx: EngineContext, event: EngineEvent, error: string): Promise<void> {
-  await ctx.log.produce([deadLetterRecord(ctx.topology.source.deadLetterTopic, event, error), ...ctx.jobs.response(event, { state: 'failed', reason: error })]);
+  await ctx.end.atomically(event, () =>
+    ctx.log.produce([deadLetterRecord(ctx.topology.source.deadLetterTopic, event, error), ...ctx.jobs.response(event, { state: 'failed', reason: error })]),
+  );
   ctx.report(Outcome.DEAD_LETTERED, event, { error });
 }

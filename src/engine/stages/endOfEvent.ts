@@ -25,7 +25,7 @@ export async function endEvent(
   signal.throwIfAborted();
   for (const op of ctx.runs.clear(event)) ops.push(op);
   if (outcome === Outcome.APPLIED) ops.push(effectRecordOp(ctx, event, outputs));
-  const landed = await ctx.end.end(ops, outputs);
+  const landed = await ctx.end.end(event, ops, outputs);
   if (!landed) {
     ctx.report(outcome, event, details);
     return undefined;
@@ -47,6 +47,6 @@ export async function endReplayed(
   signal.throwIfAborted();
   for (const op of ctx.runs.clear(event)) ops.push(op);
   if (outcome === Outcome.APPLIED) ops.push(effectRecordOp(ctx, event, outputs));
-  await ctx.end.endReplay(ops, outputs, advance);
+  await ctx.end.endReplay(event, ops, outputs, advance);
   ctx.report(outcome, event, { ...details, replayed: true });
 }

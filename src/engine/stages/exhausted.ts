@@ -25,7 +25,7 @@ export async function exhausted(ctx: EngineContext, parked: ParkedKeys | undefin
   switch (park.onExhausted) {
     case 'park': {
       const poison = poisonOf(ctx, event, stopped, unit);
-      await ctx.end.atomically(async () => {
+      await ctx.end.atomically(event, async () => {
         await ctx.writer.write([...requireParking(ctx, parked).park(poison), ...attemptsDeletes(ctx, event)]);
         await ctx.log.produce([parkRecord(park.topic, poison), ...parkedResponse(ctx, poison)]);
       });
@@ -35,7 +35,7 @@ export async function exhausted(ctx: EngineContext, parked: ParkedKeys | undefin
     case 'dlq':
       // The record goes out first: a crash before the write runs the event's attempts again and
       // may dead-letter it twice (one effect id), never lose it.
-      await ctx.end.atomically(async () => {
+      await ctx.end.atomically(event, async () => {
         await ctx.log.produce([
           deadLetterRecord(ctx.topology.source.deadLetterTopic, event, last?.error ?? 'attempts ran out', attempts.errors),
           ...ctx.jobs.response(event, { state: 'failed', reason: `dead-lettered: ${last?.error ?? 'attempts ran out'}` }),
@@ -46,10 +46,10 @@ export async function exhausted(ctx: EngineContext, parked: ParkedKeys | undefin
       return;
     case 'skip': {
       const response = ctx.jobs.response(event, { state: 'failed', reason: `skipped: ${last?.error ?? 'attempts ran out'}` });
-      if (response.length === 0) await ctx.writer.write(endDeletes(ctx, event));
+      if (response.length === 0) await ctx.end.atomically(event, () => ctx.writer.write(endDeletes(ctx, event)));
       else {
         // The response goes out first, like a dead letter: a crash before the write runs the attempts again.
-        await ctx.end.atomically(async () => {
+        await ctx.end.atomically(event, async () => {
           await ctx.log.produce(response);
           await ctx.writer.write(endDeletes(ctx, event));
         });
@@ -67,7 +67,7 @@ export async function repark(ctx: EngineContext, parked: ParkedKeys, lane: strin
   const poison = poisonOf(ctx, fromStoredEvent(head.event), stopped, unit);
   // The record goes out first: the event's offset is committed, so a crash after the write would
   // lose it for good, while a crash before the write replays the event and parks it again.
-  await ctx.end.atomically(async () => {
+  await ctx.end.atomically(head.event, async () => {
     await ctx.log.produce([parkRecord(stopped.park.topic, poison), ...parkedResponse(ctx, poison)]);
     await ctx.writer.write([...parked.repark(lane, poison), ...attemptsDeletes(ctx, head.event)]);
   });

@@ -24,7 +24,7 @@ export async function hold(ctx: EngineContext, parked: ParkedKeys, event: Engine
   // Held under the step that parked its key: a resolution of the key replays it from there.
   const step = parked.head(event.lane).step;
   const held: ParkedEvent = { event: toStoredEvent(event), reason: 'HELD', step, attempts: 0, errors: [], parkedAtMs: ctx.clock.now() };
-  await ctx.end.atomically(async () => {
+  await ctx.end.atomically(event, async () => {
     await ctx.writer.write(parked.hold(held));
     await ctx.log.produce([parkRecord(parkTopic(ctx, step), held), ...parkedResponse(ctx, held)]);
   });

@@ -13,6 +13,7 @@ import {
   PartitionResetError,
   partitionId,
   type AssignedPartition,
+  type AtomicOptions,
   type CommitOffset,
   type Log,
   type LogListener,
@@ -121,14 +122,17 @@ export class KafkaLog implements Log {
   private producer: AckedProducer | undefined;
   private transactions: Transactions | undefined;
   /** Present with exactly-once only; see {@link Log.atomic}. */
-  readonly atomic?: <T>(work: () => Promise<T>) => Promise<T>;
+  readonly atomic?: <T>(work: () => Promise<T>, partition?: TopicPartition, options?: AtomicOptions) => Promise<T>;
   private listener: LogListener | undefined;
   private readonly partitions = new Map<string, PartitionState>();
   private rebalances: Promise<void> = Promise.resolve();
   private readonly commits = new CommitWaiter();
   private loop: Promise<void> | undefined;
   private closing = false;
-  /** Exactly-once: resets of the owned partitions after an aborted transaction, queued or under way. */
+  /**
+   * Exactly-once: resets after an aborted transaction, queued or throwing their transaction away
+   * (until its abort is done; commits are refused meanwhile).
+   */
   private resetting = 0;
   /** Exactly-once: the lost partitions of a reset queued but not yet begun (later causes join it). */
   private queuedReset: TopicPartition[] | undefined;
@@ -139,7 +143,8 @@ export class KafkaLog implements Log {
 
   constructor(private readonly options: KafkaLogOptions) {
     this.logger = options.logger;
-    if (options.exactlyOnce) this.atomic = (work) => this.requireTransactions().unit(work);
+    if (options.exactlyOnce)
+      this.atomic = (work, partition, atomic) => this.requireTransactions().unit(work, partition && partitionId(partition), atomic?.prunesOnly === true);
   }
 
   async subscribe(topics: readonly string[], listener: LogListener): Promise<void> {
@@ -312,17 +317,21 @@ export class KafkaLog implements Log {
 
   /**
    * After an aborted transaction the local state holds writes the broker threw away, and the
-   * engine counts as finished events whose outputs are gone. So, as Kafka Streams does, every
-   * owned partition is dropped without a commit (the engine's `lost`), whatever was produced
-   * meanwhile is aborted too, each partition is rewound to its committed offset, and it is
-   * assigned to the engine again, which restores its state from the committed changelog.
+   * engine counts as finished events whose outputs are gone, but only for the partitions whose
+   * work the transaction held: those whose units ({@link Log.atomic}) entered it. Those, and no
+   * others, are dropped without a commit (the engine's `lost`), whatever they produced meanwhile
+   * is aborted too, each is rewound to its committed offset and assigned to the engine again,
+   * which restores its state from the committed changelog. The other partitions go on: their
+   * units wait while the transaction is thrown away and then write into the next one, so none of
+   * their work was in it (docs/delivery.md).
    *
    * `lost` partitions (taken away without a revocation) are dropped in the same step, before the
    * abort: their work in flight may still be recording an effect, and what it produces must go
    * down with the aborted transaction, never into the next one, which this worker commits once it
-   * has rejoined the group. A reset under way when partitions are lost (it may have assigned them
-   * to the engine again) does not cover them, so another is queued; any other cause that comes
-   * while a reset is queued or under way is covered by it.
+   * has rejoined the group. A reset whose abort is done when partitions are lost (it may have
+   * assigned them to the engine again) does not cover them, so another is queued; any other cause
+   * that comes while a reset is queued or throwing its transaction away is covered by it (a unit
+   * that entered the transaction is dropped with it).
    */
   private resetAfterAbort(cause: Error, lost: readonly TopicPartition[] = []): void {
     if (this.queuedReset) {
@@ -330,47 +339,55 @@ export class KafkaLog implements Log {
       return;
     }
     if (this.resetting > 0 && lost.length === 0) return;
-    this.logger.warn({ err: cause }, 'transaction aborted: resetting the owned partitions to their committed offsets and state');
+    this.logger.warn({ err: cause }, 'transaction aborted: resetting the partitions whose work it held to their committed offsets and state');
     const queued = [...lost];
     this.queuedReset = queued;
     this.resetting += 1;
     this.serialize(async () => {
       this.queuedReset = undefined;
+      const states: PartitionState[] = [];
+      const owned = [...this.partitions.values()].filter((p) => p.ownership === 'owned').length;
       try {
-        const states = [...this.partitions.values()].filter((p) => p.ownership === 'owned');
-        const tps = states.map((p) => p.tp);
-        // New tasks start unpaused; what the dropped ones asked for no longer holds.
-        for (const state of states) {
-          moveTo(state, 'assigning', 'reset after an aborted transaction');
-          state.paused = false;
-          delete state.position;
-          delete state.metadata;
-          delete state.readBack;
-        }
         const consumer = this.requireConsumer('reset');
-        if (tps.length > 0) consumer.pause(tps);
+        let lostToo: readonly TopicPartition[] = queued;
         // Their work in flight ends (or is given up) first; what it produced goes with the abort.
-        await this.transactions!.discard(async () => {
-          if (tps.length + queued.length > 0) await this.listener?.lost([...queued, ...tps]);
+        await this.transactions!.discard(async (touched) => {
+          const dropped = [...this.partitions.values()].filter((p) => p.ownership === 'owned' && (touched === 'all' || touched.has(partitionId(p.tp))));
+          // New tasks start unpaused; what the dropped ones asked for no longer holds.
+          for (const state of dropped) {
+            moveTo(state, 'assigning', 'reset after an aborted transaction');
+            state.paused = false;
+            delete state.position;
+            delete state.metadata;
+            delete state.readBack;
+          }
+          const tps = dropped.map((p) => p.tp);
+          if (tps.length > 0) consumer.pause(tps);
+          states.push(...dropped);
+          const drop = [...lostToo, ...tps];
+          lostToo = [];
+          if (drop.length > 0) await this.listener?.lost(drop);
         });
-        // A worker that is stopping (or failed) takes nothing back.
-        if (tps.length === 0 || !this.listener || this.closing || this.fatal) return;
-        const assigned = withCommitted(tps, await this.rewind(consumer, tps));
-        this.noteReadBack(assigned);
-        const listener = this.listener;
-        // Each partition runs again as soon as its own state is back.
-        await Promise.all(
-          assigned.map(async (partition, i) => {
-            await listener.assigned([partition]);
-            const state = states[i]!;
-            ownRestored([state], 'restored again after a reset');
-            if (state.ownership === 'owned' && !state.paused && !this.closing) consumer.resume([state.tp]);
-          }),
-        );
-        this.logger.info({ partitions: tps.map(partitionId) }, 'partitions reset after an aborted transaction');
       } finally {
         this.resetting -= 1;
       }
+      const tps = states.map((p) => p.tp);
+      // A worker that is stopping (or failed) takes nothing back.
+      if (tps.length === 0 || !this.listener || this.closing || this.fatal) return;
+      const consumer = this.requireConsumer('reset');
+      const assigned = withCommitted(tps, await this.rewind(consumer, tps));
+      this.noteReadBack(assigned);
+      const listener = this.listener;
+      // Each partition runs again as soon as its own state is back.
+      await Promise.all(
+        assigned.map(async (partition, i) => {
+          await listener.assigned([partition]);
+          const state = states[i]!;
+          ownRestored([state], 'restored again after a reset');
+          if (state.ownership === 'owned' && !state.paused && !this.closing) consumer.resume([state.tp]);
+        }),
+      );
+      this.logger.info({ partitions: tps.map(partitionId), owned }, `partitions reset after an aborted transaction: ${tps.length} of the ${owned} owned`);
     });
   }
 

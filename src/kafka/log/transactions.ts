@@ -44,6 +44,19 @@ export class Transactions {
   private failed: Error | undefined;
   /** While set, nothing is committed: the records produced now belong to work being thrown away. */
   private discarding = false;
+  /**
+   * The input partitions whose work the transactions since the last commit hold: those whose
+   * units entered them (see {@link unit}). An abortable failure of a commit keeps them: the
+   * discard that follows throws away that work with the next transaction's.
+   */
+  private readonly touched = new Set<string>();
+  /** A unit without a partition, or a record produced outside any unit: the work of any partition may be in it. */
+  private touchedAll = false;
+  /** While discarding: the partitions being dropped, whose units may still enter (their work goes down with the abort). */
+  private dropping: ReadonlySet<string> | 'all' | undefined;
+  /** Settles when `dropping` grows or the discard ends: units held back by the discard look again. */
+  private discardMoved: Promise<void> = Promise.resolve();
+  private moveDiscard: (() => void) | undefined;
 
   private constructor(
     private readonly producer: AckedProducer,
@@ -72,10 +85,26 @@ export class Transactions {
     return new Transactions(producer, consumer, logger, options, commitStale);
   }
 
-  /** Runs `work` inside the current transaction; a commit waits for it, and it waits for a commit under way. */
-  async unit<T>(work: () => Promise<T>): Promise<T> {
-    while (this.phase !== 'open') await this.reopened;
+  /**
+   * Runs `work` inside the current transaction: a commit waits for it, and it waits for a commit
+   * under way. `partition` (its id, `topic/partition`) is the input partition whose work it
+   * writes: an abort resets the partitions whose units entered the aborted transaction, but for
+   * units that only prune (`prunesOnly`, see AtomicOptions). While a
+   * transaction is being thrown away, only units of the partitions dropped with it enter (they
+   * may still be writing what goes down with it); the others wait for the next transaction, so
+   * that nothing of theirs is lost with it.
+   */
+  async unit<T>(work: () => Promise<T>, partition?: string, prunesOnly = false): Promise<T> {
+    for (;;) {
+      if (this.phase !== 'open') await this.reopened;
+      else if (this.discarding && !this.mayEnterWhileDiscarding(partition)) await this.discardMoved;
+      else break;
+    }
     this.throwIfFailed();
+    if (prunesOnly) {
+      // Its deletes may be lost with an abort (see AtomicOptions.prunesOnly): it touches nothing.
+    } else if (partition === undefined) this.touchedAll = true;
+    else this.touched.add(partition);
     this.running += 1;
     try {
       return await work();
@@ -89,6 +118,8 @@ export class Transactions {
   async produce(records: readonly OutRecord[]): Promise<void> {
     while (this.phase === 'committing') await this.reopened;
     this.throwIfFailed();
+    // Outside any unit, nothing says whose work it is.
+    if (this.running === 0) this.touchedAll = true;
     this.produced = true;
     await this.producer.produce(records);
   }
@@ -117,24 +148,58 @@ export class Transactions {
   }
 
   /**
-   * Throws away what the open transaction holds: commits are refused until `work` (which drops the
-   * partitions whose writes it held) has run, then the transaction is aborted and a new one begun.
+   * Throws away what the open transaction holds (and what an aborted commit held before it):
+   * commits are refused, and `drop` is called with the partitions whose units entered it ('all'
+   * when any unit or record named none), then again with those its units' last writes touched
+   * meanwhile, until none is left; `drop` ends their work. Then the transaction is aborted and a
+   * new one begun. `drop` is called at least once (with none, when nothing was touched), so that
+   * partitions lost meanwhile can be dropped before the abort too. Units of other partitions
+   * wait meanwhile, so nothing of theirs is in the aborted transaction: they go on in the next.
    */
-  async discard(work: () => Promise<void>): Promise<void> {
+  async discard(drop: (partitions: ReadonlySet<string> | 'all') => Promise<void>): Promise<void> {
     this.discarding = true;
+    // Units that come now wait until the partitions to drop are known.
+    this.announceDiscard();
     try {
       await this.committing;
-      await work();
+      const dropped = new Set<string>();
+      for (let first = true; ; first = false) {
+        const all = this.touchedAll;
+        const more = new Set([...this.touched].filter((id) => !dropped.has(id)));
+        if (!first && (this.dropping === 'all' || (!all && more.size === 0))) break;
+        for (const id of more) dropped.add(id);
+        this.dropping = all ? 'all' : dropped;
+        this.announceDiscard();
+        this.logger.debug({ partitions: all ? 'all' : [...more] }, 'discard: dropping the partitions whose work the transaction holds');
+        await drop(all ? 'all' : more);
+      }
+      this.logger.debug('discard: aborting the transaction');
       await this.producer.abortTransaction(this.options.callTimeoutMs);
       this.produced = false;
       this.openedAt = Date.now();
+      this.touched.clear();
+      this.touchedAll = false;
       await this.producer.beginTransaction();
     } catch (error) {
       this.failed ??= error as Error;
       throw error;
     } finally {
       this.discarding = false;
+      this.dropping = undefined;
+      this.announceDiscard();
     }
+  }
+
+  private mayEnterWhileDiscarding(partition: string | undefined): boolean {
+    const dropping = this.dropping;
+    if (dropping === undefined) return false;
+    return dropping === 'all' || (partition !== undefined && dropping.has(partition));
+  }
+
+  private announceDiscard(): void {
+    const wake = this.moveDiscard;
+    this.discardMoved = new Promise((resolve) => (this.moveDiscard = resolve));
+    wake?.();
   }
 
   private async commitNow(offsets: readonly CommitOffset[]): Promise<void> {
@@ -152,6 +217,9 @@ export class Transactions {
       await this.retrying('commitTransaction', () => this.producer.commitTransaction(this.options.callTimeoutMs));
       this.logger.debug({ offsets: offsets.map((o) => `${partitionId(o)}@${o.offset}`) }, 'transaction committed');
       this.produced = false;
+      // Units enter again only once the phase is open (below), so none of the next transaction's is counted here.
+      this.touched.clear();
+      this.touchedAll = false;
       this.openedAt = Date.now();
       await this.producer.beginTransaction();
     } catch (error) {

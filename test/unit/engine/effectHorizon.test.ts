@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { EffectHorizon, HORIZON_STEP } from '../../../src/engine/effectHorizon.js';
+import { eventEndFor } from '../../../src/engine/eventEnd.js';
 import { StateWriter } from '../../../src/engine/stateWriter.js';
+import type { Log } from '../../../src/ports/log.js';
 import type { Store, StoreOp } from '../../../src/ports/store.js';
 import { openMemoryStore } from '../../../src/state/levelStore.js';
 import { stateKeys } from '../../../src/state/stateKeys.js';
@@ -25,7 +27,10 @@ async function setup(before: StoreOp[] = [], failWrites = false) {
     close: () => memory.close(),
   };
   const fatal: Error[] = [];
-  const horizon = new EffectHorizon(store, new StateWriter(store), 'ledger', tp, (error) => fatal.push(error));
+  const writer = new StateWriter(store);
+  // A log without transactions: the horizon's write is made as it is asked for (the log is never called).
+  const end = eventEndFor({} as Log, writer);
+  const horizon = new EffectHorizon(store, writer, end, 'ledger', tp, (error) => fatal.push(error));
   await horizon.load();
   return { horizon, memory, batches, fatal, stored: () => memory.get<number>(stateKeys.horizon('ledger', tp)) };
 }

@@ -33,11 +33,15 @@ interface Rig {
   closing(): void;
   /** A write of the open transaction failed (fenced by a new generation, say). */
   abortFromProduce(): void;
+  /** Runs a unit of the partition's work in the open transaction (as the engine's `log.atomic`); settles when it has run. */
+  unit(partition: TopicPartition, work?: () => void): Promise<void>;
   /** Settles once every queued rebalance step has run. */
   settled(): Promise<void>;
 }
 
-async function rig(options: { assigned?: (tps: readonly TopicPartition[]) => Promise<void>; disconnected?: boolean } = {}): Promise<Rig> {
+async function rig(
+  options: { assigned?: (tps: readonly TopicPartition[]) => Promise<void>; lost?: () => Promise<void>; disconnected?: boolean } = {},
+): Promise<Rig> {
   const calls: string[] = [];
   const logger = pino({ level: 'silent' });
   const producer = {
@@ -67,7 +71,10 @@ async function rig(options: { assigned?: (tps: readonly TopicPartition[]) => Pro
       await options.assigned?.(tps);
     },
     revoked: async (tps) => void calls.push(`revoked ${ids(tps)}`),
-    lost: async (tps) => void calls.push(`lost ${ids(tps)}`),
+    lost: async (tps) => {
+      calls.push(`lost ${ids(tps)}`);
+      await options.lost?.();
+    },
     records: () => undefined,
     failed: (error) => void calls.push(`failed ${error.message}`),
   };
@@ -93,6 +100,7 @@ async function rig(options: { assigned?: (tps: readonly TopicPartition[]) => Pro
     assign: (tps) => onRebalance.call(log, { code: ERR_ASSIGN_PARTITIONS }, [...tps]),
     closing: () => void (inner.closing = true),
     abortFromProduce: () => resetAfterAbort.call(log, new Error('the transaction was aborted under a write')),
+    unit: (partition, work) => log.atomic!(async () => work?.(), partition),
     settled: async () => {
       // Each step may queue the next: wait until the chain stops growing.
       for (let last; last !== inner.rebalances;) {
@@ -118,13 +126,16 @@ describe('KafkaLog, exactly-once: partitions lost without a revocation', () => {
   it('a reset under way when the partitions are lost (it assigned them to the engine again) is followed by one that drops them before its abort', async () => {
     const restoring = deferred();
     let first = true;
-    const { calls, lose, abortFromProduce, settled } = await rig({
+    const { calls, lose, abortFromProduce, unit, settled } = await rig({
       assigned: () => {
         if (!first) return Promise.resolve();
         first = false;
         return restoring.promise;
       },
     });
+    // Both partitions' work is in the open transaction.
+    await unit(tp(0));
+    await unit(tp(1));
     abortFromProduce();
     // The reset has aborted and is restoring the partitions it took back (each on its own) when they are lost.
     await new Promise((r) => setImmediate(r));
@@ -148,6 +159,31 @@ describe('KafkaLog, exactly-once: partitions lost without a revocation', () => {
     abortFromProduce();
     await settled();
     expect(calls.filter((c) => c === 'abort')).toHaveLength(1);
+  });
+});
+
+describe('KafkaLog, exactly-once: an aborted transaction resets the partitions whose work it held', () => {
+  it('resets only the partitions whose units entered it; a unit of another partition that comes meanwhile waits and enters the next one', async () => {
+    const dropping = deferred();
+    const { log, calls, abortFromProduce, unit, settled } = await rig({ lost: () => dropping.promise });
+    await unit(tp(0));
+    abortFromProduce();
+    for (let i = 0; i < 10 && !calls.includes('lost orders/0'); i += 1) await new Promise((r) => setImmediate(r));
+    // Partition 1's unit comes while the transaction is being thrown away: it runs after the abort.
+    const other = unit(tp(1), () => calls.push('unit orders/1'));
+    dropping.resolve();
+    await settled();
+    await other;
+    expect(calls, calls.join(' | ')).toEqual(['lost orders/0', 'abort', 'begin', 'unit orders/1', 'assigned orders/0']);
+    expect(log.owned().map((t) => t.partition)).toEqual([0, 1]);
+  });
+
+  it('a transaction no unit entered resets nothing: it is aborted and the partitions go on', async () => {
+    const { log, calls, abortFromProduce, settled } = await rig();
+    abortFromProduce();
+    await settled();
+    expect(calls).toEqual(['abort', 'begin']);
+    expect(log.owned().map((t) => t.partition)).toEqual([0, 1]);
   });
 });
 
