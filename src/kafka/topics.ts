@@ -54,7 +54,7 @@ export interface TopicPlan {
  *   default, half, lets a changelog grow to twice its live size).
  * - `delete.retention.ms` 3600000: a tombstone stays an hour after the cleaning that first kept
  *   it, so a restore (seconds; it must finish within this or it may miss one) sees every delete,
- *   and a checkpoint stays usable half an hour ({@link checkpointMaxAgeMs}); the tombstones, one
+ *   and a checkpoint stays usable half an hour (`checkpointMaxAgeMs`); the tombstones, one
  *   per event at least, leave after an hour (Kafka's default is a day).
  */
 export const CHANGELOG_TOPIC_CONFIG: Readonly<Record<string, string>> = Object.freeze({
