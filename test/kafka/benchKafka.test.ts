@@ -27,10 +27,10 @@ it('bench:kafka runs every variant to its end point and reports each figure', as
     '20',
   ];
   // The soak on 400 events, measuring the changelogs in the suite's broker's log directory; its
-  // pauses wait for segments of half a second to age, and for the cleaner at most 2 s (it may not
+  // pauses wait for segments of 200 ms to age, and for the cleaner at most half a second (it may not
   // catch up: the measure is taken all the same).
   args.push('--soak-events', '400', '--broker-data-dir', join(inject('kafkaDir'), 'node-1', 'data'));
-  args.push('--soak-changelog-config', 'segment.ms=500', '--soak-settle-ms', '2000');
+  args.push('--soak-changelog-config', 'segment.ms=200', '--soak-settle-ms', '500');
   const { stdout } = await run(process.execPath, ['--import', 'tsx', 'benchmarks/kafka/run.ts', '--json', '--bootstrap', inject('kafkaBootstrap'), ...args], {
     cwd: REPO,
     maxBuffer: 16 * 2 ** 20,
