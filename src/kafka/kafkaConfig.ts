@@ -118,8 +118,9 @@ export interface TransactionSettings {
  * same gap; with the gap-less guarantee a refusal is a fatal error that fails every record queued
  * behind it instead, and with no message timeout a record is retried until it is written or
  * refused. A transactional producer needs neither: a failed record aborts its transaction.
+ * Delivery reports come for failed records only: a flush acknowledges the others (AckedProducer).
  */
-const GAPLESS: LibrdkafkaConfig = { 'enable.gapless.guarantee': true, 'message.timeout.ms': 0 };
+const GAPLESS: LibrdkafkaConfig = { 'enable.gapless.guarantee': true, 'message.timeout.ms': 0, 'delivery.report.only.error': true };
 
 /**
  * The producer: idempotent, acks from all in-sync replicas, and the Java client's murmur2

@@ -34,6 +34,13 @@ export class AckedProducer {
   private readonly unsettled = new Set<Pending>();
   /** Without transactions: the failure that stopped this producer. */
   private failure: Error | undefined;
+  /** Without transactions: calls handed to librdkafka since the last flush began, acknowledged by the next one. */
+  private handedOver: Pending[] = [];
+  /** Without transactions: calls made while a flush runs, handed over when it ends (a flush waits for every record queued, later ones too). */
+  private readonly held: Array<{ readonly records: readonly OutRecord[]; readonly pending: Pending }> = [];
+  /** Without transactions: a flush is under way. */
+  private flushing = false;
+  private flushScheduled = false;
 
   private constructor(
     private readonly producer: rdkafka.Producer,
@@ -64,7 +71,7 @@ export class AckedProducer {
       if (pending && pending.left > 0 && (pending.left -= 1) === 0) this.settle(pending);
       return;
     }
-    // A record without an opaque failed too: the one its call waits for, later in its partition, fails behind it.
+    // Without transactions records carry no opaque: the failure stops the producer, which fails every call not settled.
     const failed = new Error(`Kafka did not acknowledge a record for ${report.topic}: ${error.message} (code ${error.code})${fixFor(error.code)}`);
     if (pending) this.settle(pending, failed);
     if (!this.transactional) this.stop(failed);
@@ -81,6 +88,8 @@ export class AckedProducer {
     this.failure = new Error(`Kafka producer stopped: a record failed for good, and nothing may be written after it (${cause.message})`, { cause });
     // Not handed to librdkafka yet: they never will be.
     this.waiting.length = 0;
+    this.held.length = 0;
+    this.handedOver = [];
     for (const pending of [...this.unsettled]) this.settle(pending, this.failure);
     this.logger.error({ err: cause }, 'a record failed for good: the producer stops, so that no later record is written after it');
     this.onFatal(this.failure);
@@ -128,33 +137,100 @@ export class AckedProducer {
    * Records are handed to librdkafka in call order, across calls too: while its queue is full,
    * later records wait behind the ones that did not fit.
    *
-   * Without transactions only the last record of each partition the call writes carries the call
-   * as its opaque (every record of an unknown partition does): the producer is idempotent and
-   * gap-less, so a partition's records are written in order and none is skipped, and the last
-   * one's acknowledgement vouches for the others; a record that fails stops the producer, which
-   * fails every call not settled. An opaque costs librdkafka's binding a persistent handle per
-   * record, and a changelog batch writes hundreds of records to a few dozen partitions.
+   * Without transactions a flush acknowledges the call (see {@link scheduleFlush}): the producer is
+   * idempotent and gap-less, so records are written in order and none is skipped, and a record
+   * that fails stops the producer, which fails every call not settled. In a transaction every
+   * record carries its call as its opaque, and is reported on.
    */
   produce(records: readonly OutRecord[]): Promise<void> {
     if (records.length === 0) return Promise.resolve();
     if (this.failure) return Promise.reject(this.failure);
     return new Promise<void>((resolve, reject) => {
+      if (!this.transactional) {
+        const pending: Pending = { left: 1, resolve, reject };
+        this.unsettled.add(pending);
+        if (this.flushing) this.held.push({ records, pending });
+        else this.handOver(records, pending);
+        return;
+      }
       // In a transaction every record carries it: a failed record then fails its call at once, not only the commit.
-      const vouching = this.transactional || records.length === 1 ? everyRecord(records) : lastOfEachPartition(records);
-      const pending: Pending = { left: vouching.count, resolve, reject };
-      if (!this.transactional) this.unsettled.add(pending);
+      const pending: Pending = { left: records.length, resolve, reject };
       try {
-        for (let i = 0; i < records.length; i++) this.send(toProduceArgs(records[i]!), pending, vouching.at[i]!);
+        for (const record of records) this.send(toProduceArgs(record), pending, true);
       } catch (error) {
-        // Refused before it left (larger than message.max.bytes, say): as failed for good.
-        const failed = error as Error;
-        this.settle(pending, failed);
-        if (!this.transactional) this.stop(failed);
+        this.settle(pending, error as Error);
       }
     });
   }
 
-  /** Hands one record of the call `pending` to librdkafka, with the call as its opaque if it `vouches` for the call's records of its partition. */
+  /**
+   * Without transactions: hands a call's records to librdkafka, without an opaque (delivery
+   * reports come for failures only), and has the next flush acknowledge them.
+   */
+  private handOver(records: readonly OutRecord[], pending: Pending): void {
+    try {
+      for (const record of records) this.send(toProduceArgs(record), pending, false);
+    } catch (error) {
+      // Refused before it left (larger than message.max.bytes, say): as failed for good.
+      const failed = error as Error;
+      this.settle(pending, failed);
+      this.stop(failed);
+      return;
+    }
+    this.handedOver.push(pending);
+    this.scheduleFlush();
+  }
+
+  /**
+   * Without transactions, a call is acknowledged by a flush, as Kafka Streams' commit flushes its
+   * producer: librdkafka reports failed records only (`delivery.report.only.error`), so a
+   * flush that ends without a failure vouches for every record handed over before it began. A
+   * delivery report per record costs the binding an object, a copy of the key and a callback on
+   * the main thread, about 6 µs each, and an event writes three or four records. Calls made while
+   * a flush runs wait for it to end (librdkafka's flush waits for every record queued, later ones
+   * too, so it would not end while records keep coming), then go together.
+   */
+  private scheduleFlush(): void {
+    if (this.flushing || this.flushScheduled) return;
+    // At the end of this turn of the main loop: the calls made in it go in one flush.
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      if (this.flushing || this.failure || this.handedOver.length === 0 || this.waiting.length > 0) return;
+      this.flushing = true;
+      const calls = this.handedOver;
+      this.handedOver = [];
+      this.flushFor(calls);
+    });
+  }
+
+  private flushFor(calls: readonly Pending[]): void {
+    this.producer.flush(FLUSH_TIMEOUT_MS, (error) => {
+      // After the main loop's other callbacks of this turn: a failure's delivery report, sent
+      // before the flush could end, is heard before the calls are taken as acknowledged.
+      setImmediate(() => this.flushed(calls, error));
+    });
+  }
+
+  private flushed(calls: readonly Pending[], error: LibrdKafkaError | undefined | null): void {
+    if (this.failure) return;
+    if (error) {
+      // Not all written yet (a broker down, say: records are retried until written or refused): flush again.
+      if (error.code === TIMED_OUT) {
+        this.logger.warn({ calls: calls.length }, `records unacknowledged after ${FLUSH_TIMEOUT_MS} ms; still waiting`);
+        this.flushFor(calls);
+        return;
+      }
+      this.stop(new Error(`Kafka producer flush failed: ${error.message} (code ${error.code})`));
+      return;
+    }
+    for (const pending of calls) this.settle(pending);
+    this.flushing = false;
+    for (const { records, pending } of this.held.splice(0)) if (!this.failure) this.handOver(records, pending);
+    this.scheduleFlush();
+  }
+
+  /** Hands one record of the call `pending` to librdkafka, with the call as its opaque if it `vouches` for it (in a transaction: every record). */
   private send(args: ProduceArgs, pending: Pending, vouches: boolean): void {
     if (this.waiting.length === 0 && this.tryProduce(args, vouches ? pending : undefined)) return;
     this.waiting.push({ args, pending, vouches });
@@ -191,12 +267,16 @@ export class AckedProducer {
         this.waiting.shift();
       }
     }
+    if (!this.transactional) this.scheduleFlush();
   }
 
   /** Waits for every record in flight, then disconnects. */
   async close(timeoutMs = 30_000): Promise<void> {
-    // Stopped: nothing queued will be written, so there is nothing to wait for.
-    if (!this.failure) await this.flush(timeoutMs);
+    // Stopped: nothing queued will be written, so there is nothing to wait for. Otherwise the
+    // calls held behind a flush under way are handed over and acknowledged first.
+    const until = performance.now() + timeoutMs;
+    while (!this.failure && (this.flushing || this.flushScheduled || this.held.length > 0) && performance.now() < until) await sleep(5);
+    if (!this.failure) await this.flush(Math.max(0, Math.round(until - performance.now())));
     await new Promise<void>((resolve) => this.producer.disconnect(() => resolve()));
   }
 
@@ -210,39 +290,9 @@ export class AckedProducer {
   }
 }
 
-const ONE: { readonly at: boolean[]; readonly count: number } = Object.freeze({ at: Object.freeze([true]) as boolean[], count: 1 });
-
-/** Every record carries its call (a transaction's; a call of one record, such as an event's output). */
-function everyRecord(records: readonly OutRecord[]): { readonly at: boolean[]; readonly count: number } {
-  if (records.length === 1) return ONE;
-  return { at: new Array<boolean>(records.length).fill(true), count: records.length };
-}
-
-/**
- * Which records of a call carry it as their opaque: the last one of each topic partition, and every
- * one whose partition the partitioner picks (-1 or none: which records share it is not known here).
- */
-function lastOfEachPartition(records: readonly OutRecord[]): { readonly at: boolean[]; readonly count: number } {
-  const at = new Array<boolean>(records.length).fill(false);
-  let count = 0;
-  // Few topics and partitions per call: a topic's partitions seen so far, from the end.
-  const seen = new Map<string, Set<number>>();
-  for (let i = records.length - 1; i >= 0; i--) {
-    const { topic, partition } = records[i]!;
-    if (partition === undefined || partition < 0) {
-      at[i] = true;
-      count += 1;
-      continue;
-    }
-    let partitions = seen.get(topic);
-    if (!partitions) seen.set(topic, (partitions = new Set()));
-    if (partitions.has(partition)) continue;
-    partitions.add(partition);
-    at[i] = true;
-    count += 1;
-  }
-  return { at, count };
-}
+const TIMED_OUT = -185;
+/** How long one flush waits before it says so and waits again. */
+const FLUSH_TIMEOUT_MS = 30_000;
 
 /** Broker answers that refuse a record for its size: the same record is refused again until a limit is raised. */
 const TOO_LARGE: ReadonlySet<number> = new Set([

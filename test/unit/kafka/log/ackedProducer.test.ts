@@ -20,6 +20,10 @@ function fullFor(refusals: number) {
       }
       produced.push(key);
     },
+    // Everything handed over is written at once.
+    flush(_timeoutMs: number, cb: (error: null) => void) {
+      setImmediate(() => cb(null));
+    },
   };
   const fatal: Error[] = [];
   const Ctor = AckedProducer as unknown as new (producer: unknown, logger: unknown, onFatal: (error: Error) => void, transactional: boolean) => AckedProducer;
@@ -79,9 +83,14 @@ describe('AckedProducer', () => {
     // A stand-in that keeps each record's opaque; delivery reports are handed to the producer as librdkafka's would be.
     function recording(transactional: boolean) {
       const produced: Array<{ topic: string; partition: number; key: string; opaque: unknown }> = [];
+      // Flushes under way, each ended by the test: end(error?) as librdkafka's flush callback.
+      const flushes: Array<{ handedOver: number; end: (error?: { message: string; code: number }) => void }> = [];
       const producer = {
         produce(topic: string, partition: number, _value: Buffer | null, key: string, _ts: null, opaque: unknown) {
           produced.push({ topic, partition, key, opaque });
+        },
+        flush(_timeoutMs: number, cb: (error: unknown) => void) {
+          flushes.push({ handedOver: produced.length, end: (error) => cb(error ?? null) });
         },
       };
       const fatal: Error[] = [];
@@ -96,7 +105,7 @@ describe('AckedProducer', () => {
         const { topic, partition, opaque } = produced[i]!;
         (acked as unknown as { delivered(error: unknown, report: unknown): void }).delivered(error, { topic, partition, opaque });
       };
-      return { acked, produced, fatal, report };
+      return { acked, produced, fatal, report, flushes };
     }
     const at = (topic: string, partition: number | undefined, key: string): OutRecord => ({
       topic,
@@ -114,31 +123,56 @@ describe('AckedProducer', () => {
       return done;
     };
 
-    it("without transactions, waits for the last record of each partition only: its acknowledgement vouches for the partition's earlier ones", async () => {
-      const { acked, produced, report } = recording(false);
-      const call = acked.produce([
-        at('a', 0, 'a0-1'),
-        at('a', 1, 'a1-1'),
-        at('a', 0, 'a0-2'),
-        at('b', 0, 'b0-1'),
-        at('a', 1, 'a1-2'),
-        at('o', undefined, 'o-1'),
-      ]);
-      // The last of a/0, a/1 and b/0 carry the call; so does the record whose partition the partitioner picks.
-      expect(produced.map((p) => p.opaque !== undefined)).toEqual([false, false, true, true, true, true]);
-      for (const i of [0, 1, 2, 3, 4]) report(i);
-      expect(await settled(call)).toBe(false);
-      report(5);
-      await expect(call).resolves.toBeUndefined();
+    it('without transactions, a flush acknowledges every call handed over before it began; calls made meanwhile wait for it, then go together', async () => {
+      const { acked, produced, flushes } = recording(false);
+      const first = acked.produce([at('a', 0, 'a0-1'), at('a', 1, 'a1-1')]);
+      const second = acked.produce([at('b', 0, 'b0-1')]);
+      // No opaque: librdkafka reports failures only.
+      expect(produced.map((p) => p.opaque)).toEqual([undefined, undefined, undefined]);
+      // One flush for the calls of one turn, at its end.
+      expect(flushes).toHaveLength(0);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(flushes).toHaveLength(1);
+      // Made while the flush runs: held back, since librdkafka's flush would wait for it too.
+      const third = acked.produce([at('a', 0, 'a0-2')]);
+      expect(produced).toHaveLength(3);
+      expect(await settled(first)).toBe(false);
+      flushes[0]!.end();
+      await expect(first).resolves.toBeUndefined();
+      await expect(second).resolves.toBeUndefined();
+      expect(await settled(third)).toBe(false);
+      expect(produced.map((p) => p.key)).toEqual(['a0-1', 'a1-1', 'b0-1', 'a0-2']);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(flushes).toHaveLength(2);
+      flushes[1]!.end();
+      await expect(third).resolves.toBeUndefined();
     });
 
-    it('fails the call, and stops, when a record without the call as its opaque is refused', async () => {
-      const { acked, report, fatal } = recording(false);
+    it('a failure reported before the flush ends fails every call not settled, and stops: the flush acknowledges nothing', async () => {
+      const { acked, report, fatal, flushes, produced } = recording(false);
       const call = acked.produce([at('a', 0, 'a0-1'), at('a', 0, 'a0-2')]);
+      await new Promise((resolve) => setImmediate(resolve));
+      const held = acked.produce([at('a', 0, 'a0-3')]);
+      // The report comes in the same turn as the flush's end, after it: heard all the same.
+      flushes[0]!.end();
       report(0, { message: 'Broker: Message size too large', code: 10 });
       await expect(call).rejects.toThrow(/Message size too large.*max\.message\.bytes/);
+      await expect(held).rejects.toThrow(/producer stopped/);
       expect(fatal).toHaveLength(1);
       await expect(acked.produce([at('a', 0, 'later')])).rejects.toThrow(/producer stopped/);
+      expect(produced.map((p) => p.key)).toEqual(['a0-1', 'a0-2']);
+    });
+
+    it('a flush that times out is run again; the calls settle when one ends', async () => {
+      const { acked, flushes } = recording(false);
+      const call = acked.produce([at('a', 0, 'a0-1')]);
+      await new Promise((resolve) => setImmediate(resolve));
+      flushes[0]!.end({ message: 'Local: Timed out', code: -185 });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(await settled(call)).toBe(false);
+      expect(flushes).toHaveLength(2);
+      flushes[1]!.end();
+      await expect(call).resolves.toBeUndefined();
     });
 
     it('in a transaction, waits for every record, so that a refused one fails its call at once', async () => {
