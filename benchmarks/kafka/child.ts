@@ -2,7 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Phase } from '../progress.js';
 import { RssSampler } from './rss.js';
-import type { VariantMessage, VariantResult, VariantSpec } from './spec.js';
+import type { ParentMessage, VariantMessage, VariantResult, VariantSpec } from './spec.js';
 
 const VARIANT = fileURLToPath(new URL('./variant.ts', import.meta.url));
 /** More Node flags for the variants, e.g. `--cpu-prof --cpu-prof-dir=/tmp/orderly-prof` to profile them. */
@@ -29,9 +29,15 @@ export interface MeasuredVariant extends VariantResult {
 
 /**
  * Runs one variant in a child process (Node with tsx), samples its VmRSS every 100 ms, forwards
- * its output to stderr and its progress to `phase`; resolves with its result.
+ * its output to stderr and its progress to `phase`; resolves with its result. `onMark` hears each
+ * mark the child passes (VariantSpec.marks), with a way to tell the child something.
  */
-export function runVariant(spec: VariantSpec, phase: Phase, timeoutMs: number, onMark?: (mark: number) => void): Promise<MeasuredVariant> {
+export function runVariant(
+  spec: VariantSpec,
+  phase: Phase,
+  timeoutMs: number,
+  onMark?: (mark: number, tell: (message: ParentMessage) => void) => void,
+): Promise<MeasuredVariant> {
   return new Promise((resolve, reject) => {
     const child = fork(VARIANT, [JSON.stringify(spec)], { execArgv: ['--import', 'tsx', ...EXTRA_ARGS], stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
     running.add(child);
@@ -46,7 +52,7 @@ export function runVariant(spec: VariantSpec, phase: Phase, timeoutMs: number, o
     child.on('message', (message: VariantMessage) => {
       if (message.type === 'progress') phase.update(message.done);
       else if (message.type === 'first') sampler.mark();
-      else if (message.type === 'mark') onMark?.(message.mark);
+      else if (message.type === 'mark') onMark?.(message.mark, (m) => child.send(m));
       else result = message.result;
     });
     child.on('exit', (code, signal) => {

@@ -2,13 +2,14 @@ import { pino } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadCompiled } from './compiled.js';
 import { Meter, send } from './meter.js';
-import type { VariantResult, VariantSpec } from './spec.js';
+import type { ParentMessage, VariantResult, VariantSpec } from './spec.js';
 import { benchTopology } from './topology.js';
 
 /**
  * orderly's worker: the real runTopology (KafkaLog, Engine, LevelDB state) on the benchmark's
  * topology, compiled ({@link loadCompiled}: `dist/`, or `ORDERLY_BENCH_DIST`). Its end point is the engine's commit reaching every partition's end offset; with
- * `holdMs` (the backlog run) it stops that long after the first record instead.
+ * `holdMs` (the backlog run) it stops that long after the first record instead, and `staged` (the
+ * soak) when the benchmark tells it to.
  */
 export async function runOrderlyWorker(spec: VariantSpec): Promise<VariantResult> {
   const compiled = await loadCompiled();
@@ -19,7 +20,9 @@ export async function runOrderlyWorker(spec: VariantSpec): Promise<VariantResult
   const committed = new Map<number, number>();
   let reachedEnd!: () => void;
   const end = new Promise<void>((resolve) => (reachedEnd = resolve));
-  const atEnd = () => spec.ends.every((offset, partition) => offset === 0 || (committed.get(partition) ?? 0) >= offset);
+  const atEnd = () => !spec.staged && spec.ends.every((offset, partition) => offset === 0 || (committed.get(partition) ?? 0) >= offset);
+  // A staged run (the soak) ends when the benchmark says so, once it has measured the end.
+  if (spec.staged) process.on('message', (message: ParentMessage) => message.type === 'stop' && reachedEnd());
   // The soak's marks not reached yet, ascending.
   const marks = [...(spec.marks ?? [])].sort((a, b) => a - b);
   const passMarks = () => {

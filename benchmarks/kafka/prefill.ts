@@ -9,6 +9,8 @@ const QUEUE_FULL = -184;
 export interface PrefillPlan {
   readonly topic: string;
   readonly events: number;
+  /** Append events `from`..`from + events - 1` to the topic, which holds the `from` before them (the soak's stages); absent: create it and write from 0. */
+  readonly from?: number;
   readonly partitions: number;
   readonly keys: number;
 }
@@ -63,16 +65,18 @@ export async function connectBulkProducer(
 }
 
 /**
- * Creates the topic and writes events 0..events-1 keyed by account, with the murmur2 partitioner
- * (as orderly's producer), as fast as the producer goes: no idempotence, leader acks, big batches.
- * Returns each partition's end offset, read back from the broker, and checks that every event is there.
+ * Creates the topic and writes events 0..events-1 keyed by account (or appends from `from`), with
+ * the murmur2 partitioner (as orderly's producer), as fast as the producer goes: no idempotence,
+ * leader acks, big batches. Returns each partition's end offset, read back from the broker, and
+ * checks that every event is there.
  */
 export async function prefill(bootstrap: string, plan: PrefillPlan, progress: Progress): Promise<EndOffsets> {
-  await createTopic(bootstrap, plan.topic, plan.partitions);
+  const from = plan.from ?? 0;
+  if (plan.from === undefined) await createTopic(bootstrap, plan.topic, plan.partitions);
   const producer = await connectBulkProducer(bootstrap, 'orderly-bench-prefill', { partitioner: 'murmur2_random' });
   const phase = progress.phase(`prefill ${plan.topic.split('.').pop()}`, plan.events, 'events');
   try {
-    for (let i = 0; i < plan.events; i++) {
+    for (let i = from; i < from + plan.events; i++) {
       const event = benchEvent(i, plan.keys);
       const value = Buffer.from(JSON.stringify(event));
       for (;;) {
@@ -85,14 +89,15 @@ export async function prefill(bootstrap: string, plan: PrefillPlan, progress: Pr
         }
       }
       if (i % 20_000 === 0) {
-        phase.update(i);
+        phase.update(i - from);
         await yieldToLoop();
       }
     }
     await new Promise<void>((resolve, reject) => producer.flush(120_000, (error) => (error ? reject(error) : resolve())));
     const ends: number[] = [];
     for (let partition = 0; partition < plan.partitions; partition++) ends.push(await endOffset(producer, plan.topic, partition));
-    if (totalOf(ends) !== plan.events) throw new Error(`bench: ${plan.topic} holds ${totalOf(ends)} events after the prefill, not ${plan.events}`);
+    if (totalOf(ends) !== from + plan.events)
+      throw new Error(`bench: ${plan.topic} holds ${totalOf(ends)} events after the prefill, not ${from + plan.events}`);
     phase.finish(`${plan.events} events in ${plan.partitions} partitions`);
     return ends;
   } finally {

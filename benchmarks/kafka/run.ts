@@ -23,7 +23,8 @@ const usage = `npm run -s bench:kafka -- [--json] [--bootstrap HOST:PORT | --por
   [--serial-events N] [--slow-events N] [--slow-decide-ms MS] [--backlog N] [--backlog-decide-ms MS] [--backlog-hold-ms MS]
   [--max-in-flight N] [--max-buffered N] [--commit-every-ms MS] [--consumer-config KEY=VALUE]... [--producer-config KEY=VALUE]...
   [--restore-keys N] [--restore-only]
-  [--soak-events N] [--soak-only] [--no-soak] [--soak-changelog-config KEY=VALUE]... [--broker-data-dir DIR]`;
+  [--soak-events N] [--soak-only] [--no-soak] [--soak-changelog-config KEY=VALUE]... [--soak-nudge-events N] [--soak-settle-ms MS]
+  [--broker-data-dir DIR]`;
 
 /** The soak's changelog topics' settings over orderly's, unless --soak-changelog-config is given (docs/benchmarks.md, "The soak"). */
 const SOAK_CHANGELOG_CONFIG = ['delete.retention.ms=60000'];
@@ -56,6 +57,8 @@ function parse(argv: string[]) {
       'soak-only': { type: 'boolean', default: false },
       'no-soak': { type: 'boolean', default: false },
       'soak-changelog-config': { type: 'string', multiple: true },
+      'soak-nudge-events': { type: 'string', default: '1200' },
+      'soak-settle-ms': { type: 'string', default: '300000' },
       'broker-data-dir': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
@@ -82,7 +85,9 @@ function parse(argv: string[]) {
     bootstrap: values.bootstrap,
     port: int('port', 1),
     soak: {
-      events: values['no-soak'] ? 0 : int('soak-events', 2),
+      events: values['no-soak'] ? 0 : int('soak-events', 40),
+      nudgeEvents: int('soak-nudge-events', 1),
+      settleTimeoutMs: int('soak-settle-ms', 0),
       only: values['soak-only']!,
       changelogConfig: pairs('soak-changelog-config', values['soak-changelog-config'] ?? SOAK_CHANGELOG_CONFIG),
       brokerDataDir: values['broker-data-dir'],
@@ -134,15 +139,19 @@ async function main(argv: string[]): Promise<void> {
     const brokerDataDir = options.soak.brokerDataDir ?? broker.dataDir;
     if (!brokerDataDir)
       throw new Error("bench:kafka: the soak measures the changelogs on the broker's disk: give --broker-data-dir with --bootstrap (or --no-soak)");
-    const soakEnds = await prefill(broker.bootstrap, { topic: topics.soak, events: options.soak.events, partitions: s.partitions, keys: s.keys }, progress);
     return runSoak({
+      events: options.soak.events,
+      partitions: s.partitions,
+      keys: s.keys,
+      nudgeEvents: options.soak.nudgeEvents,
+      settleTimeoutMs: options.soak.settleTimeoutMs,
+      progress,
       spec: {
         kind: 'orderly',
         bootstrap: broker.bootstrap,
         topic: topics.soak,
         group: `${run}.soak`,
         stateDir: join(stateRoot, 'soak'),
-        ends: soakEnds,
         decideMs: 0,
         maxInFlight: s.maxInFlight,
         commitEveryMs: s.commitEveryMs,
@@ -150,8 +159,7 @@ async function main(argv: string[]): Promise<void> {
         perKeyState: true,
       },
       brokerDataDir,
-      phase: progress.phase('soak', options.soak.events, 'events'),
-      timeoutMs: 60 * 60_000,
+      timeoutMs: 90 * 60_000,
     });
   };
   if (options.soak.only) {

@@ -29,6 +29,12 @@ export interface VariantSpec {
   readonly perKeyState?: boolean;
   /** orderly only (the soak): tell the benchmark when the committed offsets first add up to each of these, so it measures the state there. */
   readonly marks?: readonly number[];
+  /**
+   * orderly only (the soak): the benchmark writes the topic in stages while the worker runs, so
+   * `ends` are only what was there at the start; the worker runs until the benchmark tells it to
+   * stop ({@link ParentMessage}), after its commits add up to `events`.
+   */
+  readonly staged?: boolean;
   /** orderly only: settings of the changelog topics it creates, over orderly's (RunTopologyOptions.changelogTopicConfig). */
   readonly changelogConfig?: Readonly<Record<string, string>>;
 }
@@ -52,6 +58,9 @@ export interface VariantResult {
   /** orderly: events the log delivered to the engine (the backlog run: how much it buffered). */
   readonly received?: number;
 }
+
+/** Messages of the benchmark to a variant child: a staged worker stops when told. */
+export type ParentMessage = { readonly type: 'stop' };
 
 /** Messages of a variant child to the benchmark, over the IPC channel. */
 export type VariantMessage =

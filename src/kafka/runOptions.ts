@@ -53,8 +53,9 @@ export interface RunTopologyOptions {
   readonly onRestored?: (report: RestoreReport) => void;
   /**
    * Topic settings of the changelog topics this worker creates (those missing), over orderly's
-   * (`segment.ms` 60000, `min.cleanable.dirty.ratio` 0.1, `delete.retention.ms` 3600000: see
-   * docs/state.md, "Changelog topics"); `cleanup.policy` stays `compact`.
+   * (`segment.ms` 60000, `min.cleanable.dirty.ratio` 0.1, `delete.retention.ms` 600000: see
+   * docs/state.md, "Changelog topics"); `cleanup.policy` stays `compact`. Its `delete.retention.ms`
+   * also bounds the age of a local checkpoint this worker restores from (half of it).
    */
   readonly changelogTopicConfig?: Readonly<Record<string, string>>;
   /**

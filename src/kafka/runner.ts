@@ -4,7 +4,7 @@ import { changelogStoreOver, openState } from './changelog/workerState.js';
 import { KafkaLog } from './log/kafkaLog.js';
 import { startResolutions } from './parked/resolutions.js';
 import { checkRunOptions, type CheckedRun, type RunTopologyOptions } from './runOptions.js';
-import { ensureTopics } from './topics.js';
+import { checkpointMaxAgeMs, ensureTopics } from './topics.js';
 import { startEngine } from './workerEngine.js';
 import { WorkerStop } from './workerStop.js';
 
@@ -44,7 +44,13 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
   await ensureTopics(run.settings, run.logger, run.topics);
   const state = await openState(options.stateDir, run.settings, run.logger);
   const log = new KafkaLog(run.log);
-  const store = changelogStoreOver(state, log, { group: options.group, stores: run.stores, logger: run.logger, onRestored: options.onRestored });
+  const store = changelogStoreOver(state, log, {
+    group: options.group,
+    stores: run.stores,
+    logger: run.logger,
+    onRestored: options.onRestored,
+    checkpointMaxAgeMs: checkpointMaxAgeMs(options.changelogTopicConfig),
+  });
   const worker = new WorkerStop(run.logger);
   const engine = await startEngine(run, log, store, worker);
   await serveResolutions(run, engine, log, worker);

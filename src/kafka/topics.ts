@@ -52,16 +52,29 @@ export interface TopicPlan {
  *   about a minute of writes waits for compaction.
  * - `min.cleanable.dirty.ratio` 0.1: a partition is cleaned once a tenth of it is dirty (Kafka's
  *   default, half, lets a changelog grow to twice its live size).
- * - `delete.retention.ms` 3600000: a tombstone stays an hour after its segment is cleaned, so a
- *   restore (seconds; it must finish within this or it may miss one) sees every delete, and the
- *   tombstones of pruned records leave after an hour (Kafka's default is a day).
+ * - `delete.retention.ms` 600000: a tombstone stays ten minutes after the cleaning that first
+ *   kept it, so a restore (seconds; it must finish within this or it may miss one) sees every
+ *   delete, and a checkpoint stays usable five minutes (`checkpointMaxAgeMs`: a rolling restart);
+ *   the tombstones, one per event at least, which every full restore reads, leave after ten
+ *   minutes (Kafka's default is a day).
  */
 export const CHANGELOG_TOPIC_CONFIG: Readonly<Record<string, string>> = Object.freeze({
   'cleanup.policy': 'compact',
   'segment.ms': '60000',
   'min.cleanable.dirty.ratio': '0.1',
-  'delete.retention.ms': '3600000',
+  'delete.retention.ms': '600000',
 });
+
+/**
+ * The oldest local checkpoint a worker restores from: half the `delete.retention.ms` of the
+ * changelog topics it creates (orderly's, or `changelogConfig`'s), so that the read from it has the
+ * other half to reach every tombstone written since (docs/state.md, "How long tombstones stay").
+ * An existing topic keeps its own setting: give the same in `changelogConfig`.
+ */
+export function checkpointMaxAgeMs(changelogConfig?: Readonly<Record<string, string>>): number | undefined {
+  const retentionMs = Number({ ...CHANGELOG_TOPIC_CONFIG, ...changelogConfig }['delete.retention.ms']);
+  return Number.isFinite(retentionMs) && retentionMs >= 0 ? retentionMs / 2 : undefined;
+}
 
 /**
  * Checks that the source topic exists and creates the missing output topics. Fails with a

@@ -26,8 +26,11 @@ it('bench:kafka runs every variant to its end point and reports each figure', as
     '--restore-keys',
     '20',
   ];
-  // The soak on 400 events, measuring the changelogs in the suite's broker's log directory.
+  // The soak on 400 events, measuring the changelogs in the suite's broker's log directory; its
+  // pauses wait for segments of 200 ms to age, and for the cleaner at most half a second (it may not
+  // catch up: the measure is taken all the same).
   args.push('--soak-events', '400', '--broker-data-dir', join(inject('kafkaDir'), 'node-1', 'data'));
+  args.push('--soak-changelog-config', 'segment.ms=200', '--soak-settle-ms', '500');
   const { stdout } = await run(process.execPath, ['--import', 'tsx', 'benchmarks/kafka/run.ts', '--json', '--bootstrap', inject('kafkaBootstrap'), ...args], {
     cwd: REPO,
     maxBuffer: 16 * 2 ** 20,
@@ -58,8 +61,20 @@ it('bench:kafka runs every variant to its end point and reports each figure', as
     'soakChangelog',
     'soakStateDir',
   ]);
-  // The soak measured at every tenth, half and the end included: a state directory and changelogs that exist.
-  expect(d.soak!.worker.events).toBe(400);
-  expect(d.soak!.marks.map((m) => m.mark)).toEqual([40, 80, 120, 160, 200, 240, 280, 320, 360, 400]);
+  // The soak measured at every tenth and at its pauses (20 events, a twentieth, before half and the end).
+  const soak = d.soak!;
+  expect(soak.worker.events).toBe(400);
+  expect(soak.nudgeEvents).toBe(20);
+  expect(soak.marks.map((m) => m.mark)).toEqual([40, 80, 120, 160, 180, 200, 240, 280, 320, 360, 380, 400]);
   for (const figure of ['stateDirMbAt1M', 'stateDirMbAt2M', 'changelogMbAt1M', 'changelogMbAt2M'] as const) expect(report[figure], figure).toBeGreaterThan(0);
+  // Its two figures come from the settled measures, and the census read what the changelogs hold:
+  // every event's effect record, its tombstone once pruned, and the per-account rows.
+  expect(soak.checkpoints.map((c) => c.mark)).toEqual([200, 400]);
+  expect(report.changelogMbAt2M).toBe(soak.checkpoints[1]!.settled.changelogMb);
+  for (const { atPause } of soak.checkpoints) {
+    expect(atPause.census.kinds.effect!.records).toBeGreaterThan(0);
+    expect(atPause.census.kinds.table!.records).toBeGreaterThan(0);
+  }
+  const { effect } = soak.checkpoints[1]!.atPause.census.kinds;
+  expect(effect!.tombstones).toBeGreaterThan(0);
 });

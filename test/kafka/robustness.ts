@@ -3,7 +3,7 @@
 //
 // - Nothing lost: every input has a decision on `dispute-decisions` and an effect record in the
 //   state of some worker, or had one that was pruned once committed past (a tombstone of its key
-//   on the effects' changelog, kept there for its delete.retention.ms, an hour).
+//   on the effects' changelog, kept there for its delete.retention.ms, ten minutes).
 // - Effect applied once: (1) no effect id was reported APPLIED twice, by one worker process or by
 //   two (a worker writes its outcome lines synchronously, so a killed run's lines are all there);
 //   (2) across the state directories of all workers, each input has exactly one effect record: a

@@ -59,6 +59,13 @@ export interface ChangelogStoreOptions {
    * @defaultValue 1 MiB
    */
   readonly restoreBatchBytes?: number;
+  /**
+   * A checkpoint older than this is not used: the partition is wiped and restored in full. A
+   * changelog keeps a tombstone only `delete.retention.ms` after its first cleaning, so a read from
+   * an older checkpoint may miss a delete (docs/state.md, "How long tombstones stay").
+   * @defaultValue no limit
+   */
+  readonly checkpointMaxAgeMs?: number;
 }
 
 /**
@@ -174,13 +181,18 @@ export class ChangelogStore implements Store {
     this.diverged.delete(partitionId(tp));
     const changelogs = stores.map((store) => ({ store: store.name, topic: changelogTopic(this.options.group, store.name), partition: tp.partition }));
     const ends = await Promise.all(changelogs.map((c) => source.ends(c)));
-    const usable = checkpoint && changelogs.every((c, i) => within(checkpoint.offsets[c.store], ends[i]!));
+    const inside = checkpoint && changelogs.every((c, i) => within(checkpoint.offsets[c.store], ends[i]!));
+    const ageMs = checkpoint ? startedAt - checkpoint.writtenAtMs : 0;
+    const maxAgeMs = this.options.checkpointMaxAgeMs;
+    const usable = inside && (maxAgeMs === undefined || ageMs <= maxAgeMs);
     let wiped = 0;
     let reason: string | undefined;
     if (!usable) {
-      reason = checkpoint
-        ? 'its checkpoint lies outside the changelog (was the changelog topic recreated?)'
-        : 'no checkpoint: this worker stopped uncleanly while it owned the partition, or never owned it';
+      reason = !checkpoint
+        ? 'no checkpoint: this worker stopped uncleanly while it owned the partition, or never owned it'
+        : !inside
+          ? 'its checkpoint lies outside the changelog (was the changelog topic recreated?)'
+          : `its checkpoint is ${Math.round(ageMs / 1_000)} s old, past ${Math.round(maxAgeMs! / 1_000)} s (half the changelogs' delete.retention.ms): a read from it might miss a delete`;
       wiped = await this.wipe(tp);
     }
     const ranges = changelogs.map((c, i): ChangelogRange => ({

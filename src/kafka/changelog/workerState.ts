@@ -41,6 +41,8 @@ export interface ChangelogStoreFor {
   readonly stores: readonly StateStore[];
   readonly logger: Logger;
   readonly onRestored?: ((report: RestoreReport) => void) | undefined;
+  /** The oldest local checkpoint a restore reads from (ChangelogStoreOptions.checkpointMaxAgeMs). */
+  readonly checkpointMaxAgeMs?: number | undefined;
 }
 
 /**
@@ -58,6 +60,7 @@ export function changelogStoreOver(state: OpenedState, log: ChangelogLog, of: Ch
     logger: of.logger.child({ component: 'changelog' }),
     handedBackCleanly: (tp) => !log.isLost(tp),
     ...(of.onRestored ? { onRestored: of.onRestored } : {}),
+    ...(of.checkpointMaxAgeMs !== undefined ? { checkpointMaxAgeMs: of.checkpointMaxAgeMs } : {}),
   });
 }
 

@@ -62,7 +62,7 @@ class MemoryChangelog implements ChangelogSource {
   async close() {}
 }
 
-async function worker(changelog: MemoryChangelog, local?: LocalStore, handedBackCleanly?: (tp: TopicPartition) => boolean) {
+async function worker(changelog: MemoryChangelog, local?: LocalStore, handedBackCleanly?: (tp: TopicPartition) => boolean, checkpointMaxAgeMs?: number) {
   const reports: RestoreReport[] = [];
   const store = new ChangelogStore({
     local: local ?? (await openMemoryStore()),
@@ -73,6 +73,7 @@ async function worker(changelog: MemoryChangelog, local?: LocalStore, handedBack
     logger: pino({ level: 'silent' }),
     onRestored: (r) => reports.push(r),
     ...(handedBackCleanly ? { handedBackCleanly } : {}),
+    ...(checkpointMaxAgeMs !== undefined ? { checkpointMaxAgeMs } : {}),
   });
   return { store, reports };
 }
@@ -330,5 +331,24 @@ describe('ChangelogStore', () => {
       });
       await expect(store.openPartition(p0), `write ${failing}`).rejects.toThrow(`disk full at write ${failing}`);
     }
+  });
+
+  it('restores in full when its checkpoint is older than checkpointMaxAgeMs (tombstones written since may be gone)', async () => {
+    const changelog = new MemoryChangelog();
+    const local = await openMemoryStore();
+    const a = await worker(changelog, local, undefined, 60_000);
+    await a.store.openPartition(p0);
+    await a.store.batch([{ type: 'put', key: effect(p0, 'e1'), value: 1 }]);
+    await a.store.closePartition(p0);
+    // Back within the age: from the checkpoint.
+    await a.store.openPartition(p0);
+    await a.store.closePartition(p0);
+    expect(a.reports.at(-1)).toMatchObject({ mode: 'checkpoint', records: 0 });
+    // Back after longer: the checkpoint is not trusted, the partition is read from the start.
+    const { offsets } = checkpoints.read(local, p0)!;
+    await local.batch([checkpoints.put(p0, { offsets, writtenAtMs: Date.now() - 61_000 })]);
+    await a.store.openPartition(p0);
+    expect(a.reports.at(-1)).toMatchObject({ mode: 'full', reason: expect.stringMatching(/checkpoint is 61 s old, past 60 s/), wiped: 1, records: 1 });
+    expect(local.get(effect(p0, 'e1'))).toBe(1);
   });
 });
