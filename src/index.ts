@@ -12,6 +12,7 @@ export type {
   ApplyOnceOptions,
   ShadowOptions,
   FallbackOptions,
+  NoDecisions,
 } from './dsl/stream.js';
 export { Topology } from './graph/topology.js';
 export { TopologyError } from './dsl/topologyError.js';
@@ -26,6 +27,7 @@ export type {
   DecideContext,
   DecideFn,
   Decided,
+  Decisions,
   DecidedBy,
   Disposition,
   DurableStepContext,

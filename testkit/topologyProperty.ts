@@ -25,9 +25,10 @@ export type UserInvariant<T> = (run: TopologyRun<T>) => void | string | readonly
 export interface ResolutionOptions<T> {
   /**
    * The decision a person gives a parked event (from its decoded value), for `decision`
-   * resolutions; without it only discards (and retries, if allowed) are drawn.
+   * resolutions; without it only discards (and retries, if allowed) are drawn. `step` names the
+   * agent step that parked the event: with several steps, the decision must pass that step's schema.
    */
-  readonly decision?: (parked: { key: string | null; value: T; partition: number; offset: number }) => unknown;
+  readonly decision?: (parked: { key: string | null; value: T; partition: number; offset: number; step: string }) => unknown;
   /** Draw `{ retry: true }` too: only for poison that can pass on a retry (a `failureShare`), or the key parks again. @defaultValue false */
   readonly retry?: boolean;
   /** Crash the engine at a random replayed event, and restart it. @defaultValue true */

@@ -94,7 +94,7 @@ export interface RunSettings<T> {
   readonly topology: TopologyBuilder;
   readonly model: ModelStandIn;
   /** The decision a `decision` resolution gives a parked event, from its decoded value. */
-  readonly resolutionDecision?: (parked: { key: string | null; value: T; partition: number; offset: number }) => unknown;
+  readonly resolutionDecision?: (parked: { key: string | null; value: T; partition: number; offset: number; step: string }) => unknown;
   readonly stateDir?: string;
   readonly faults?: DriverFaults;
 }
@@ -176,7 +176,7 @@ function resolutionOf<T>(kind: ResolutionKind, driver: TopologyTestDriver, parti
   const bytes = head.event.valueBase64 === null ? null : Buffer.from(head.event.valueBase64, 'base64');
   // The source's serde decodes the user's own value type.
   const value = (bytes === null ? null : driver.topology.source.value.deserialize(bytes)) as T;
-  return { decision: decide({ key: head.event.key, value, partition: head.event.partition, offset: head.event.offset }) };
+  return { decision: decide({ key: head.event.key, value, partition: head.event.partition, offset: head.event.offset, step: head.step }) };
 }
 
 /** What the fake provider behind a step enforces. */

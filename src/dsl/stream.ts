@@ -1,5 +1,17 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
-import type { Decided, DecideFn, Disposition, EffectIdContext, GraphNode, HandlerFn, ProcessorNode, RateLimit, RuleFn, SourceNode } from '../graph/nodes.js';
+import type {
+  Decided,
+  DecideFn,
+  Decisions,
+  Disposition,
+  EffectIdContext,
+  GraphNode,
+  HandlerFn,
+  ProcessorNode,
+  RateLimit,
+  RuleFn,
+  SourceNode,
+} from '../graph/nodes.js';
 import type { Effect } from '../graph/effect.js';
 import { json, type Serde } from '../graph/serde.js';
 import { Topology } from '../graph/topology.js';
@@ -115,6 +127,9 @@ export interface FallbackOptions {
   halfOpenAfterMs?: number;
 }
 
+/** The decisions before the first agent step: none. */
+export type NoDecisions = Readonly<Record<never, never>>;
+
 type DecisionOf<S, D> = S extends StandardSchemaV1 ? StandardSchemaV1.InferOutput<S> : D;
 /** The event an agent step decided, in the `{ event, decision }` it passes on. */
 type EventOf<T> = T extends Decided<infer E, unknown> ? E : never;
@@ -125,7 +140,7 @@ type DecisionIn<T> = T extends Decided<unknown, infer D> ? D : never;
  * An immutable handle on a stream being declared. Every operator checks its arguments, adds one
  * node and returns a new handle; `build()` validates the whole chain and returns a {@link Topology}.
  */
-export class StreamBuilder<T> {
+export class StreamBuilder<T, Ds extends Decisions = NoDecisions> {
   /** @internal */
   constructor(
     private readonly source: SourceNode,
@@ -133,14 +148,14 @@ export class StreamBuilder<T> {
   ) {}
 
   /** Keeps the events for which `predicate` holds; the others finish as FILTERED. Stateless. */
-  filter(predicate: (value: T, key: string | null) => boolean, options: NameOption = {}): StreamBuilder<T> {
+  filter(predicate: (value: T, key: string | null) => boolean, options: NameOption = {}): StreamBuilder<T, Ds> {
     requireFunction('filter', 'its predicate', predicate);
     const name = options.name ?? `filter-${this.count('filter') + 1}`;
     return this.with({ kind: 'filter', name, predicate: predicate as (v: unknown, k: string | null) => boolean });
   }
 
   /** Replaces each value by `mapper(value, key)`. Stateless. */
-  mapValues<U>(mapper: (value: T, key: string | null) => U, options: NameOption = {}): StreamBuilder<U> {
+  mapValues<U>(mapper: (value: T, key: string | null) => U, options: NameOption = {}): StreamBuilder<U, Ds> {
     requireFunction('mapValues', 'its mapper', mapper);
     const name = options.name ?? `map-values-${this.count('mapValues') + 1}`;
     return this.with({ kind: 'mapValues', name, mapper: mapper as (v: unknown, k: string | null) => unknown });
@@ -151,7 +166,7 @@ export class StreamBuilder<T> {
    * order: per partition at most `maxInFlight` events in flight, never two of one key.
    * Required upstream of {@link StreamBuilder.agentStep}.
    */
-  keyedSerial(options: KeyedSerialOptions = {}): StreamBuilder<T> {
+  keyedSerial(options: KeyedSerialOptions = {}): StreamBuilder<T, Ds> {
     const maxInFlight = requireInteger('keyedSerial', 'maxInFlight', options.maxInFlight ?? 1, 1);
     const name = options.name ?? `${this.source.topic}-keyed-serial`;
     return this.with({ kind: 'keyedSerial', name, maxInFlight });
@@ -171,7 +186,7 @@ export class StreamBuilder<T> {
    *   .park({ attempts: 3 })
    *   .applyOnce(effects)
    */
-  route<D>(name: string, rule: RuleFn<T, D>): StreamBuilder<T> {
+  route<D>(name: string, rule: RuleFn<T, D, Ds>): StreamBuilder<T, Ds> {
     requireName('route', 'its name', name);
     requireFunction(`route '${name}'`, 'its rule', rule);
     return this.with({ kind: 'route', name, rule: rule as RuleFn<unknown, unknown> });
@@ -189,11 +204,11 @@ export class StreamBuilder<T> {
    *   .park({ attempts: 3 })
    *   .applyOnce(effects)
    */
-  agentStep<D, S extends StandardSchemaV1 | undefined = undefined>(
-    name: string,
-    decide: DecideFn<T, D>,
+  agentStep<N extends string, D, S extends StandardSchemaV1 | undefined = undefined>(
+    name: N,
+    decide: DecideFn<T, D, Ds>,
     options: AgentStepOptions<S> = {},
-  ): StreamBuilder<Decided<T, DecisionOf<S, D>>> {
+  ): StreamBuilder<Decided<T, DecisionOf<S, D>>, Ds & { readonly [K in N]: DecisionOf<S, D> }> {
     requireName('agentStep', 'its name', name);
     requireFunction(`agentStep '${name}'`, 'decide', decide);
     if (options.schema !== undefined && typeof options.schema?.['~standard']?.validate !== 'function') {
@@ -201,7 +216,7 @@ export class StreamBuilder<T> {
     }
     const limit = options.limit && checkLimit(name, options.limit);
     const timeoutMs = options.timeoutMs === undefined ? undefined : requireInteger(`agentStep '${name}'`, 'timeoutMs', options.timeoutMs, 1);
-    return this.with({
+    return this.with<Decided<T, DecisionOf<S, D>>, Ds & { readonly [K in N]: DecisionOf<S, D> }>({
       kind: 'agentStep',
       name,
       decide: decide as DecideFn<unknown, unknown>,
@@ -218,7 +233,7 @@ export class StreamBuilder<T> {
    * `onExhausted` chooses another end for such an event: dead-lettered, skipped, or the worker
    * stopped.
    */
-  park(options: ParkOptions): StreamBuilder<T> {
+  park(options: ParkOptions): StreamBuilder<T, Ds> {
     const step = this.lastAgentStep();
     const operator = step ? `park after '${step}'` : 'park';
     const attempts = requireInteger(operator, 'attempts', options?.attempts, 1);
@@ -252,7 +267,7 @@ export class StreamBuilder<T> {
    * .shadow('legacy-rules', (dispute) => legacyDecision(dispute), { agrees: (agent, applied) => agent.action === applied.action })
    * .applyOnce(effects)
    */
-  shadow(name: string, handler: HandlerFn<EventOf<T>, DecisionIn<T>>, options: ShadowOptions<DecisionIn<T>> = {}): StreamBuilder<T> {
+  shadow(name: string, handler: HandlerFn<EventOf<T>, DecisionIn<T>>, options: ShadowOptions<DecisionIn<T>> = {}): StreamBuilder<T, Ds> {
     requireName('shadow', 'its name', name);
     const operator = `shadow '${name}'`;
     requireFunction(operator, 'its handler', handler);
@@ -279,7 +294,7 @@ export class StreamBuilder<T> {
    * .fallback('rules', (dispute) => ruleDecision(dispute), { afterMs: 30_000 })
    * .applyOnce(effects)
    */
-  fallback(name: string, handler: HandlerFn<EventOf<T>, DecisionIn<T>>, options: FallbackOptions): StreamBuilder<T> {
+  fallback(name: string, handler: HandlerFn<EventOf<T>, DecisionIn<T>>, options: FallbackOptions): StreamBuilder<T, Ds> {
     requireName('fallback', 'its name', name);
     const operator = `fallback '${name}'`;
     requireFunction(operator, 'its handler', handler);
@@ -295,7 +310,7 @@ export class StreamBuilder<T> {
    * after the effect. An effect record is pruned once it can no longer be needed: below the
    * committed offset (ids derived from offsets), or past `idRetentionMs` (declared ids).
    */
-  applyOnce<R>(effect: Effect<T, R>, options: ApplyOnceOptions = {}): StreamBuilder<R> {
+  applyOnce<R>(effect: Effect<T, R>, options: ApplyOnceOptions = {}): StreamBuilder<R, Ds> {
     if (!isEffect(effect)) throw new TopologyError('applyOnce', notAnEffect(effect));
     const name = requireName('applyOnce', 'its name', options.name ?? effect.name);
     const retention =
@@ -304,7 +319,7 @@ export class StreamBuilder<T> {
   }
 
   /** Writes each value to `topic`, keyed as the input, and passes it on. */
-  to(topic: string, options: ToOptions<T> = {}): StreamBuilder<T> {
+  to(topic: string, options: ToOptions<T> = {}): StreamBuilder<T, Ds> {
     requireName('to', 'topic', topic);
     const value = (options.value ?? json<T>()) as Serde<unknown>;
     return this.with({ kind: 'sink', name: options.name ?? `${topic}-sink`, topic, value });
@@ -317,7 +332,7 @@ export class StreamBuilder<T> {
    * with its job id (header `orderly-job-id`, else its effect id). It also declares the status
    * topic that `ctx.status(update)` publishes to. Needs an agentStep upstream.
    */
-  respond(topic: string, options: RespondOptions = {}): StreamBuilder<T> {
+  respond(topic: string, options: RespondOptions = {}): StreamBuilder<T, Ds> {
     requireName('respond', 'topic', topic);
     const statusTopic = requireName('respond', 'statusTopic', options.statusTopic ?? `${this.source.topic}.status`);
     return this.with({ kind: 'respond', name: options.name ?? `${topic}-respond`, topic, statusTopic });
@@ -330,8 +345,8 @@ export class StreamBuilder<T> {
     return new Topology(this.source, this.nodes);
   }
 
-  private with<U>(node: ProcessorNode): StreamBuilder<U> {
-    return new StreamBuilder<U>(this.source, [...this.nodes, node]);
+  private with<U, Ds2 extends Decisions = Ds>(node: ProcessorNode): StreamBuilder<U, Ds2> {
+    return new StreamBuilder<U, Ds2>(this.source, [...this.nodes, node]);
   }
 
   private count(kind: ProcessorNode['kind']): number {
@@ -408,7 +423,7 @@ function checkLimit(step: string, limit: RateLimit): RateLimit {
  *   .to('dispute-decisions')
  *   .build();
  */
-export function stream<T>(topic: string, options: StreamOptions<T> = {}): StreamBuilder<T> {
+export function stream<T>(topic: string, options: StreamOptions<T> = {}): StreamBuilder<T, NoDecisions> {
   requireName('stream', 'topic', topic);
   const deadLetterTopic = requireName('stream', 'deadLetterTopic', options.deadLetterTopic ?? `${topic}.dlq`);
   if (options.effectId !== undefined) requireFunction('stream', 'effectId', options.effectId);

@@ -7,8 +7,15 @@ import type { Serde } from './serde.js';
 export type { RecordMeta } from './recordMeta.js';
 export type { DecidedBy } from './decidedBy.js';
 
-/** What a decide function is told besides the event. */
-export interface DecideContext {
+/**
+ * The decisions of agent steps, by step name. In a chain built with the DSL, a step's
+ * `ctx.decisions` is typed with the steps before it: `{ classify: Kind }` after
+ * `.agentStep('classify', …, { schema: Kind })`.
+ */
+export type Decisions = Readonly<Record<string, unknown>>;
+
+/** What a decide function is told besides the event; `Ds` types the earlier steps' decisions. */
+export interface DecideContext<Ds extends Decisions = Decisions> {
   readonly key: string | null;
   readonly effectId: string;
   /** 1 for the first call of this event at this step; a 429 does not count. */
@@ -17,7 +24,7 @@ export interface DecideContext {
   /** Errors of the earlier failed attempts, oldest first. */
   readonly previousErrors: readonly string[];
   /** The decisions of the agent steps before this one, by step name (`ctx.decisions.classify`). */
-  readonly decisions: Readonly<Record<string, unknown>>;
+  readonly decisions: Ds;
   /** The engine's clock: use it for any waiting, so the test driver can run you on virtual time. */
   readonly clock: Clock;
   /**
@@ -87,7 +94,7 @@ export interface Decided<T, D> {
   readonly decision: D;
 }
 
-export type DecideFn<T, D> = (event: T, ctx: DecideContext) => D | Promise<D>;
+export type DecideFn<T, D, Ds extends Decisions = Decisions> = (event: T, ctx: DecideContext<Ds>) => D | Promise<D>;
 
 /**
  * A provider's rate limit, in any `windowMs`: at most `calls` calls, at most `tokens` tokens, or
@@ -195,7 +202,7 @@ export interface RespondNode {
 }
 
 /** What a rule or a handler (of a route, a shadow or a fallback) is told besides the event. */
-export interface RuleContext {
+export interface RuleContext<Ds extends Decisions = Decisions> {
   /** The event's key. */
   readonly key: string | null;
   /** The event's effect id, as the effect will get it. */
@@ -203,11 +210,11 @@ export interface RuleContext {
   /** Where the event's record is in the log. */
   readonly record: RecordMeta;
   /** The decisions of the agent steps before this one, by step name. */
-  readonly decisions: Readonly<Record<string, unknown>>;
+  readonly decisions: Ds;
 }
 
 /** A route's rule: a decision for a routine event, or `undefined` to leave the event to the agent step. */
-export type RuleFn<T, D> = (event: T, ctx: RuleContext) => D | undefined | Promise<D | undefined>;
+export type RuleFn<T, D, Ds extends Decisions = Decisions> = (event: T, ctx: RuleContext<Ds>) => D | undefined | Promise<D | undefined>;
 
 /** A deterministic handler (a shadow's or a fallback's): a decision for every event. */
 export type HandlerFn<T, D> = (event: T, ctx: RuleContext) => D | Promise<D>;

@@ -194,3 +194,38 @@ describe('the declared limit across restarts: kept per engine process', () => {
     expect(effects.sort()).toEqual([0, 1, 2, 3]);
   });
 });
+
+describe('several agent steps', () => {
+  test("a resolution's decision is told which step parked the event, so that it passes that step's schema", async () => {
+    const Size = z.object({ size: z.enum(['small', 'large']) });
+    const Verdict = z.object({ approve: z.boolean() });
+    type Claim = { claimId: string; amount: number };
+    const verdicts = effect('claim-verdicts', ({ event, decision }: Decided<Claim, z.infer<typeof Verdict>>, { state }) => {
+      state.put(event.claimId, decision);
+      return { claimId: event.claimId, ...decision };
+    });
+    // Poison at either step: an odd amount parks at 'size', an even one at 'verdict'.
+    const poisoned = (claim: Claim) => claim.amount % 5 === 0;
+    const property = topologyProperty<Claim>({
+      topology: (decide) =>
+        stream<Claim>('claims')
+          .keyedSerial({ maxInFlight: 2 })
+          .agentStep('size', decide<Claim, unknown>('size'), { schema: Size })
+          .park({ attempts: 2, retryDelayMs: 10 })
+          .mapValues(({ event }) => event)
+          .agentStep('verdict', decide<Claim, unknown>('verdict'), { schema: Verdict })
+          .park({ attempts: 2, retryDelayMs: 10 })
+          .applyOnce(verdicts)
+          .to('claim-verdicts')
+          .build(),
+      events: keyedEvents(fc.record({ claimId: fc.string({ minLength: 1, maxLength: 4 }), amount: fc.integer({ min: 0, max: 40 }) }), { keys: 3 }),
+      model: {
+        decide: (_claim, ctx) => (ctx.agentStep === 'size' ? { size: 'small' } : { approve: true }),
+        poison: (claim, step) => poisoned(claim as Claim) && step === ((claim as Claim).amount % 2 === 1 ? 'size' : 'verdict'),
+      },
+      resolutions: { decision: ({ step }) => (step === 'size' ? { size: 'large' } : { approve: false }) },
+      crashes: false,
+    });
+    await fc.assert(property.property, { numRuns: 40, seed: 11 });
+  });
+});
