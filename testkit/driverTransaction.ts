@@ -4,6 +4,7 @@ import { partitionId } from '../src/ports/log.js';
 import { stateKeys } from '../src/state/stateKeys.js';
 import type { LandedOverlay } from './landedOverlay.js';
 import type { MemoryLog } from './memoryLog.js';
+import { DiscardGate } from '../src/ports/discardGate.js';
 
 /**
  * The open transaction of one engine instance on the driver's exactly-once log, as Kafka's
@@ -28,11 +29,8 @@ export class DriverTransaction {
   /** Partitions whose units entered the transaction; `all`: a unit or a record named none. */
   private readonly entered = new Set<string>();
   private enteredAll = false;
-  /** While a reset throws the transaction away: the partitions being dropped (their units may still enter), or undefined before they are known. */
-  private dropping: ReadonlySet<string> | 'all' | undefined;
-  private discarding = false;
-  private discardMoved: Promise<void> = Promise.resolve();
-  private moveDiscard: (() => void) | undefined;
+  /** Shut while a reset throws the transaction away: only units of the partitions dropped enter. */
+  private readonly gate = new DiscardGate();
 
   constructor(
     private readonly overlay: LandedOverlay,
@@ -58,8 +56,11 @@ export class DriverTransaction {
   async unit<T>(work: () => Promise<T>, partition?: string, prunesOnly = false): Promise<T> {
     for (;;) {
       if (this.draining) await this.reopened;
-      else if (this.discarding && !this.mayEnter(partition)) await this.discardMoved;
-      else break;
+      else {
+        const heldBack = this.gate.heldBack(partition);
+        if (!heldBack) break;
+        await heldBack;
+      }
     }
     // A unit that only prunes touches nothing (see AtomicOptions.prunesOnly).
     if (prunesOnly) {
@@ -117,26 +118,13 @@ export class DriverTransaction {
    * none is left. Returns every partition dropped; call {@link abort} with it, then {@link endDiscard}.
    */
   async discard(drop: (partitions: ReadonlySet<string> | 'all') => Promise<void>): Promise<ReadonlySet<string> | 'all'> {
-    this.discarding = true;
-    this.announce();
-    const dropped = new Set<string>();
-    for (let first = true; ; first = false) {
-      const touched = this.touched();
-      const more = touched === 'all' ? 'all' : new Set([...touched].filter((id) => !dropped.has(id)));
-      if (!first && (this.dropping === 'all' || (more !== 'all' && more.size === 0))) break;
-      if (more !== 'all') for (const id of more) dropped.add(id);
-      this.dropping = more === 'all' ? 'all' : dropped;
-      this.announce();
-      await drop(more);
-    }
-    return this.dropping ?? dropped;
+    this.gate.close();
+    return this.gate.dropTouched(() => this.touched(), drop);
   }
 
   /** The transaction has been thrown away: the units held back enter the next one. */
   endDiscard(): void {
-    this.discarding = false;
-    this.dropping = undefined;
-    this.announce();
+    this.gate.open();
   }
 
   /**
@@ -153,18 +141,6 @@ export class DriverTransaction {
     if (options.keepLocalState) return;
     if (partitions === 'all') this.overlay.clear();
     else this.overlay.clear((key) => partitions.has(partitionId(stateKeys.partitionOf(key))));
-  }
-
-  private mayEnter(partition: string | undefined): boolean {
-    const dropping = this.dropping;
-    if (dropping === undefined) return false;
-    return dropping === 'all' || (partition !== undefined && dropping.has(partition));
-  }
-
-  private announce(): void {
-    const wake = this.moveDiscard;
-    this.discardMoved = new Promise((resolve) => (this.moveDiscard = resolve));
-    wake?.();
   }
 
   /** Makes what the transaction holds durable and visible, in the order it came; then a new transaction is open. */

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { partitionId, type CommitOffset, type OutRecord } from '../../ports/log.js';
 import { TransactionError, type AckedProducer } from './ackedProducer.js';
+import { DiscardGate } from '../../ports/discardGate.js';
 
 /**
  * Where the transaction stands. `open`: records go in; `draining`: a commit waits for the units
@@ -42,8 +43,8 @@ export class Transactions {
   private openedAt = Date.now();
   private readonly timer: NodeJS.Timeout;
   private failed: Error | undefined;
-  /** While set, nothing is committed: the records produced now belong to work being thrown away. */
-  private discarding = false;
+  /** While shut (discarding), nothing is committed: the records produced now belong to work being thrown away. */
+  private readonly gate = new DiscardGate();
   /**
    * The input partitions whose work the transactions since the last commit hold: those whose
    * units entered them (see {@link unit}). An abortable failure of a commit keeps them: the
@@ -52,11 +53,6 @@ export class Transactions {
   private readonly touched = new Set<string>();
   /** A unit without a partition, or a record produced outside any unit: the work of any partition may be in it. */
   private touchedAll = false;
-  /** While discarding: the partitions being dropped, whose units may still enter (their work goes down with the abort). */
-  private dropping: ReadonlySet<string> | 'all' | undefined;
-  /** Settles when `dropping` grows or the discard ends: units held back by the discard look again. */
-  private discardMoved: Promise<void> = Promise.resolve();
-  private moveDiscard: (() => void) | undefined;
 
   private constructor(
     private readonly producer: AckedProducer,
@@ -97,8 +93,11 @@ export class Transactions {
   async unit<T>(work: () => Promise<T>, partition?: string, prunesOnly = false): Promise<T> {
     for (;;) {
       if (this.phase !== 'open') await this.reopened;
-      else if (this.discarding && !this.mayEnterWhileDiscarding(partition)) await this.discardMoved;
-      else break;
+      else {
+        const heldBack = this.gate.heldBack(partition);
+        if (!heldBack) break;
+        await heldBack;
+      }
     }
     this.throwIfFailed();
     if (prunesOnly) {
@@ -157,22 +156,20 @@ export class Transactions {
    * wait meanwhile, so nothing of theirs is in the aborted transaction: they go on in the next.
    */
   async discard(drop: (partitions: ReadonlySet<string> | 'all') => Promise<void>): Promise<void> {
-    this.discarding = true;
     // Units that come now wait until the partitions to drop are known.
-    this.announceDiscard();
+    this.gate.close();
     try {
       await this.committing;
-      const dropped = new Set<string>();
-      for (let first = true; ; first = false) {
-        const all = this.touchedAll;
-        const more = new Set([...this.touched].filter((id) => !dropped.has(id)));
-        if (!first && (this.dropping === 'all' || (!all && more.size === 0))) break;
-        for (const id of more) dropped.add(id);
-        this.dropping = all ? 'all' : dropped;
-        this.announceDiscard();
-        this.logger.debug({ partitions: all ? 'all' : [...more] }, 'discard: dropping the partitions whose work the transaction holds');
-        await drop(all ? 'all' : more);
-      }
+      await this.gate.dropTouched(
+        () => (this.touchedAll ? 'all' : this.touched),
+        (partitions) => {
+          this.logger.debug(
+            { partitions: partitions === 'all' ? 'all' : [...partitions] },
+            'discard: dropping the partitions whose work the transaction holds',
+          );
+          return drop(partitions);
+        },
+      );
       this.logger.debug('discard: aborting the transaction');
       await this.producer.abortTransaction(this.options.callTimeoutMs);
       this.produced = false;
@@ -184,27 +181,13 @@ export class Transactions {
       this.failed ??= error as Error;
       throw error;
     } finally {
-      this.discarding = false;
-      this.dropping = undefined;
-      this.announceDiscard();
+      this.gate.open();
     }
-  }
-
-  private mayEnterWhileDiscarding(partition: string | undefined): boolean {
-    const dropping = this.dropping;
-    if (dropping === undefined) return false;
-    return dropping === 'all' || (partition !== undefined && dropping.has(partition));
-  }
-
-  private announceDiscard(): void {
-    const wake = this.moveDiscard;
-    this.discardMoved = new Promise((resolve) => (this.moveDiscard = resolve));
-    wake?.();
   }
 
   private async commitNow(offsets: readonly CommitOffset[]): Promise<void> {
     this.throwIfFailed();
-    if (this.discarding) throw new TransactionAbortedError('the open transaction is being thrown away after an aborted one');
+    if (this.gate.discarding) throw new TransactionAbortedError('the open transaction is being thrown away after an aborted one');
     if (offsets.length === 0 && !this.produced) return;
     this.phase = 'draining';
     this.reopened = new Promise((resolve) => (this.reopen = resolve));
@@ -259,7 +242,7 @@ export class Transactions {
   }
 
   private commitIfStale(): void {
-    if (this.failed || this.discarding || !this.produced || this.phase !== 'open') return;
+    if (this.failed || this.gate.discarding || !this.produced || this.phase !== 'open') return;
     if (Date.now() - this.openedAt < this.options.maxOpenMs) return;
     this.commitStale();
   }
