@@ -1,6 +1,7 @@
 import type { TopicPartition } from '../ports/log.js';
 import type { Store, StoreOp } from '../ports/store.js';
 import { stateKeys } from '../state/stateKeys.js';
+import { offsetEffectId } from './events.js';
 import type { EffectRecord } from './outputs.js';
 
 /** How long a declared effect id's record is kept by default: a week (ApplyOnceOptions.idRetentionMs). */
@@ -10,12 +11,10 @@ const PAGE = 1_000;
 /** A sweep of the declared ids starts again at most this often, and at most every tenth of the window. */
 const SWEEP_EVERY_MAX_MS = 60 * 60 * 1_000;
 
-/** An effect record with an id derived from its offset, not pruned yet. */
-interface Tracked {
+/** An effect record found in the store at assignment, not pruned yet: it may be the record of an event still held behind a parked key. */
+interface Found {
   readonly offset: number;
   readonly key: string;
-  /** Found in the store at assignment: it may be the record of an event still held behind a parked key. */
-  readonly mayBeHeld: boolean;
 }
 
 /** Where a partition's effect records are and how long a declared id is kept. */
@@ -47,7 +46,14 @@ export interface EffectPruningOptions {
  * Kafka each becomes a tombstone on the changelog (in the transaction, exactly-once).
  */
 export class EffectPruning {
-  private tracked: Tracked[] = [];
+  /**
+   * The offsets of the records this engine wrote (ids derived from offsets), not pruned yet. Only
+   * numbers, and each record's key built when it is pruned: these live from one commit to the
+   * next, and an object and a key string per event kept that long would all outlive the young
+   * generation of the garbage collector.
+   */
+  private written: number[] = [];
+  private found: Found[] = [];
   private readonly prefix: string;
   /** Declared ids: the last key the sweep read (undefined: the next round starts a pass from the first). */
   private sweptTo: string | undefined;
@@ -65,24 +71,29 @@ export class EffectPruning {
    * returns the deletes of those below `committed` (leftovers), and follows the others.
    */
   async load(committed: number | undefined): Promise<StoreOp[]> {
-    this.tracked = [];
+    this.written = [];
+    this.found = [];
     if (this.options.idRetentionMs !== undefined) return [];
     for (let after: string | undefined; ;) {
       const page = await this.options.store.entries<EffectRecord>(this.prefix, after === undefined ? { limit: PAGE } : { limit: PAGE, after });
-      for (const [key, record] of page) this.tracked.push({ offset: record.offset, key, mayBeHeld: true });
+      for (const [key, record] of page) this.found.push({ offset: record.offset, key });
       if (page.length < PAGE) break;
       after = page[page.length - 1]![0];
     }
     return committed === undefined ? [] : this.offsetDerived(committed);
   }
 
-  /** An event's effect record was written (or found, replaying a held event), and its event has ended. */
-  recorded(offset: number, effectId: string): void {
+  /**
+   * An event's effect record was written (or found, replaying a held event), and its event has
+   * ended. Without declared ids its effect id is the one derived from `offset` (offsetEffectId),
+   * from which its key is built again when it is pruned.
+   */
+  recorded(offset: number): void {
     if (this.options.idRetentionMs !== undefined) {
       this.writtenSinceRound += 1;
       return;
     }
-    this.tracked.push({ offset, key: stateKeys.effect(this.options.effectStore, this.options.tp, effectId), mayBeHeld: false });
+    this.written.push(offset);
   }
 
   /** The deletes of every record no event can need any more, with the partition committed up to `committed` (exclusive). */
@@ -93,12 +104,21 @@ export class EffectPruning {
 
   private offsetDerived(committed: number): StoreOp[] {
     const ops: StoreOp[] = [];
-    const kept: Tracked[] = [];
-    for (const t of this.tracked) {
-      if (t.offset < committed && !(t.mayBeHeld && this.held(t.key))) ops.push({ type: 'del', key: t.key });
-      else kept.push(t);
+    const { effectStore, tp } = this.options;
+    const written: number[] = [];
+    for (const offset of this.written) {
+      if (offset < committed)
+        ops.push({ type: 'del', key: stateKeys.effect(effectStore, tp, offsetEffectId({ topic: tp.topic, partition: tp.partition, offset })) });
+      else written.push(offset);
     }
-    this.tracked = kept;
+    this.written = written;
+    if (this.found.length === 0) return ops;
+    const found: Found[] = [];
+    for (const f of this.found) {
+      if (f.offset < committed && !this.held(f.key)) ops.push({ type: 'del', key: f.key });
+      else found.push(f);
+    }
+    this.found = found;
     return ops;
   }
 

@@ -93,7 +93,7 @@ export class EventUnits {
       stopped ? undefined : decidedDetails(unit),
     );
     // Its record is pruned once the committed offset is past it (which waits for it to be durable).
-    if (!stopped && this.through === Outcome.APPLIED) this.pruning?.recorded(event.offset, event.effectId);
+    if (!stopped && this.through === Outcome.APPLIED) this.pruning?.recorded(event.offset);
     return landed;
   }
 
@@ -121,7 +121,7 @@ export class EventUnits {
       await this.ctx.end.atomically(this.tp, () =>
         this.ctx.writer.write([...advance(), discardRecordOp(this.ctx, head.event), ...this.ctx.runs.clear(head.event)]),
       );
-      this.pruning?.recorded(head.event.offset, head.event.effectId);
+      this.pruning?.recorded(head.event.offset);
       this.ctx.report(Outcome.DISCARDED, head.event, { replayed: true });
       return parked.get(lane) ? 'more' : 'released';
     }
@@ -130,7 +130,7 @@ export class EventUnits {
     if (recorded) {
       await endReplayed(this.ctx, event, ...this.endOfRecorded(recorded), advance, signal);
       // Released from its parked key only now: its record may go once the committed offset is past it.
-      this.pruning?.recorded(event.offset, event.effectId);
+      this.pruning?.recorded(event.offset);
       return parked.get(lane) ? 'more' : 'released';
     }
     // The decisions made before the event was parked, and a person's for the step that parked it.
@@ -154,7 +154,7 @@ export class EventUnits {
       signal,
       stopped ? undefined : decidedDetails(unit),
     );
-    if (!stopped && this.through === Outcome.APPLIED) this.pruning?.recorded(event.offset, event.effectId);
+    if (!stopped && this.through === Outcome.APPLIED) this.pruning?.recorded(event.offset);
     return parked.get(lane) ? 'more' : 'released';
   }
 

@@ -3,7 +3,7 @@ import type { StoreOp } from '../../ports/store.js';
 import { stateKeys } from '../../state/stateKeys.js';
 import type { EngineContext } from '../engineContext.js';
 import { where, type EngineEvent } from '../events.js';
-import { storeOutput, type EffectRecord } from '../outputs.js';
+import { storeOutput, type EffectRecord, type StoredOutput } from '../outputs.js';
 
 /**
  * Stage 4, effect lookup: the event's effect record, if its effect was applied (or a person
@@ -15,6 +15,9 @@ export function recordedEffect(ctx: EngineContext, event: Omit<EngineEvent, 'val
   return apply && ctx.store.get<EffectRecord>(stateKeys.effect(apply.name, event, event.effectId));
 }
 
+/** Shared by every record without outputs: one array fewer per event. */
+const NO_OUTPUTS: readonly StoredOutput[] = Object.freeze([]);
+
 /** The op that records an applied effect with its outputs, written in one batch with the effect's state. */
 export function effectRecordOp(ctx: EngineContext, event: EngineEvent, outputs: readonly OutRecord[]): StoreOp {
   const apply = ctx.topology.applyOnce!;
@@ -25,7 +28,7 @@ export function effectRecordOp(ctx: EngineContext, event: EngineEvent, outputs: 
     key: event.key,
     effectId: event.effectId,
     appliedAtMs: ctx.clock.now(),
-    outputs: outputs.length === 0 ? [] : outputs.map(storeOutput),
+    outputs: outputs.length === 0 ? NO_OUTPUTS : outputs.map(storeOutput),
   };
   return { type: 'put', key: stateKeys.effect(apply.name, event, event.effectId), value: record };
 }
