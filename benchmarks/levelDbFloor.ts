@@ -6,6 +6,9 @@ import type { StoreOp } from '../src/ports/store.js';
 import type { EngineThroughputOptions } from './engineThroughput.js';
 import type { Progress } from './progress.js';
 
+/** How many events back the floor prunes an effect record: well behind every writer, as a commit is. */
+const PRUNE_LAG = 10_000;
+
 /** What the LevelDB floor measured. */
 export interface LevelDbFloor {
   readonly events: number;
@@ -21,8 +24,9 @@ export interface LevelDbFloor {
 
 /**
  * The floor under the engine benchmark: the LevelDB work an event of that topology asks for, with
- * no engine. Per event one lookup of its effect record and one batch of the two rows the engine
- * writes for it (the state row and the effect record, of the same keys and sizes), from as many
+ * no engine. Per event one lookup of its effect record and one batch of the ops the engine writes
+ * for it (the state row and the effect record, of the same keys and sizes, and the delete that
+ * prunes an earlier event's effect record once it is committed), from as many
  * concurrent writers as the engine keeps events in flight. It runs on the store the engine opens
  * (`openLevelStore`), so codecs and options are the engine's. The engine batches several events'
  * rows into one write, so it can beat this floor; the ratio engine ÷ floor is what compares across
@@ -46,6 +50,13 @@ export async function measureLevelDbFloor(progress: Progress, options: EngineThr
         { type: 'put', key: `table/ledger/payments/${partition}/${id}`, value: id % 7 !== 0 ? 'true' : 'false', valueEncoding: 'utf8' } as StoreOp,
         { type: 'put', key: effectKey, value: record, valueEncoding: 'utf8' } as StoreOp,
       ];
+      // The engine prunes each record once the committed offset is past it: one delete per event, later.
+      const pruned = id - PRUNE_LAG;
+      if (pruned >= 0)
+        ops.push({
+          type: 'del',
+          key: `effect/ledger/payments/${pruned % options.partitions}/payments/${pruned % options.partitions}/${Math.floor(pruned / options.partitions)}`,
+        });
       await store.batch(ops);
       done++;
     }

@@ -493,7 +493,7 @@ export class TopologyTestDriver {
    * deletes only. For invariants that compare the state with the effects recorded.
    */
   prunedEffectRecords(): ReadonlyMap<string, EffectRecord> {
-    return this.observations.prunedEffects;
+    return this.observations.prunedEffects();
   }
 
   /**

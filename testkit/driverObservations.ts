@@ -188,13 +188,16 @@ export class DriverObservations {
   /** Durable steps whose journal entry was durable once, by `store|effectId|name`. */
   private readonly journaledSteps = new Set<string>();
   private readonly effectPrefix: string | undefined;
-  /** Effect records durable now, by state key: what a prune deletes is moved to {@link prunedEffects}. */
-  private readonly storedEffects = new Map<string, EffectRecord>();
   /**
-   * Effect records pruned (deleted once durable, as the engine prunes those no event can need), by
-   * state key, as they were before: the state still shows their effects.
+   * Every durable write and delete of an effect record, in order, as key and value (undefined for
+   * a delete): appending is all a batch costs, and {@link prunedEffects} replays it when asked.
    */
-  readonly prunedEffects = new Map<string, EffectRecord>();
+  private readonly effectWrites: Array<string | EffectRecord | undefined> = [];
+  /** How far {@link effectWrites} was replayed into {@link storedEffects} and {@link pruned}. */
+  private effectWritesReplayed = 0;
+  /** Effect records durable now, by state key, as of the replay. */
+  private readonly storedEffects = new Map<string, EffectRecord>();
+  private readonly pruned = new Map<string, EffectRecord>();
   private readonly tablePrefix: string | undefined;
 
   constructor(topology: Topology) {
@@ -298,51 +301,49 @@ export class DriverObservations {
 
   /** A batch is durable: note the effects it recorded, each with the table rows its event wrote. */
   written(ops: readonly StoreOp[], instance: number, atMs: number): void {
-    for (const op of ops) {
-      if (op.type !== 'put' || !op.key.startsWith('run/')) continue;
-      const { store, rest } = stateKeys.parse(op.key);
-      this.journaledSteps.add(`${store}|${rest.slice(0, rest.lastIndexOf('/'))}|${(op.value as { name: string }).name}`);
-    }
     // Holds first: a replayed held event's effect in this batch comes after its release from the hold.
     for (const op of ops) {
-      if (op.key.startsWith('parked/') || op.key.startsWith('held/')) {
-        if (op.type === 'put') this.parkedState.set(op.key, op.value);
-        else this.parkedState.delete(op.key);
-        continue;
+      // Only run/, parked/, held/ and heldid/ keys matter here (horizon/ is skipped below): one char tells most keys apart.
+      const first = op.key.charCodeAt(0);
+      if (first === R) {
+        if (op.type !== 'put' || !op.key.startsWith('run/')) continue;
+        const { store, rest } = stateKeys.parse(op.key);
+        this.journaledSteps.add(`${store}|${rest.slice(0, rest.lastIndexOf('/'))}|${(op.value as { name: string }).name}`);
+      } else if (first === P || first === H) {
+        if (op.key.startsWith('parked/') || op.key.startsWith('held/')) {
+          if (op.type === 'put') this.parkedState.set(op.key, op.value);
+          else this.parkedState.delete(op.key);
+          continue;
+        }
+        if (op.type !== 'del' || !op.key.startsWith('heldid/')) continue;
+        const effectId = stateKeys.parse(op.key).rest;
+        this.releasedFromHold.add(effectId);
+        // Its replay ended it: with an effect (in this batch, noted below) or without one (filtered, say).
+        const held = this.heldEvents.get(effectId);
+        if (held) this.lane(held).settle(held.offset);
       }
-      if (op.type !== 'del' || !op.key.startsWith('heldid/')) continue;
-      const effectId = stateKeys.parse(op.key).rest;
-      this.releasedFromHold.add(effectId);
-      // Its replay ended it: with an effect (in this batch, noted below) or without one (filtered, say).
-      const held = this.heldEvents.get(effectId);
-      if (held) this.lane(held).settle(held.offset);
     }
     const prefix = this.effectPrefix;
     if (!prefix) return;
-    for (const op of ops) {
+    const table = this.tablePrefix;
+    // An event's ops are contiguous in a batch, its effect record last: its rows are the table ops since the previous record.
+    let since = 0;
+    for (let i = 0; i < ops.length; i++) {
+      const op = ops[i]!;
       if (!op.key.startsWith(prefix)) continue;
-      if (op.type === 'put') {
-        this.storedEffects.set(op.key, op.value as EffectRecord);
-        this.prunedEffects.delete(op.key);
-        continue;
-      }
-      const record = this.storedEffects.get(op.key);
-      this.storedEffects.delete(op.key);
-      if (record) this.prunedEffects.set(op.key, record);
-    }
-    // An event's ops are contiguous in a batch, its effect record last: its rows are the ones since the previous record.
-    let rows: Array<{ partition: number; row: { row: string; value?: unknown } }> = [];
-    for (const op of ops) {
-      if (this.tablePrefix && op.key.startsWith(this.tablePrefix)) {
-        const { partition, rest } = tableRowOf(op.key, this.tablePrefix.length);
-        rows.push({ partition, row: op.type === 'put' ? { row: rest, value: op.value } : { row: rest } });
-        continue;
-      }
-      if (op.type !== 'put' || !op.key.startsWith(prefix)) continue;
+      this.effectWrites.push(op.key, op.type === 'put' ? (op.value as EffectRecord) : undefined);
+      if (op.type !== 'put') continue;
       const record = op.value as EffectRecord;
-      const state = [];
-      for (const r of rows) if (r.partition === record.partition) state.push(r.row);
-      rows = [];
+      const state: Array<{ row: string; value?: unknown }> = [];
+      if (table) {
+        for (let j = since; j < i; j++) {
+          const row = ops[j]!;
+          if (!row.key.startsWith(table)) continue;
+          const { partition, rest } = tableRowOf(row.key, table.length);
+          if (partition === record.partition) state.push(row.type === 'put' ? { row: rest, value: row.value } : { row: rest });
+        }
+      }
+      since = i + 1;
       if (record.discardedAtMs !== undefined) {
         this.discarded.add(record.effectId);
         this.discards.push({
@@ -360,6 +361,28 @@ export class DriverObservations {
         this.noteEffect({ effectId, topic, partition, offset, key, appliedAtMs, instance, recordedAtMs: atMs, seq: this.seq++, state });
       }
     }
+  }
+
+  /**
+   * Effect records pruned (deleted once durable, as the engine prunes those no event can need), by
+   * state key, as they were before: the state still shows their effects.
+   */
+  prunedEffects(): ReadonlyMap<string, EffectRecord> {
+    const writes = this.effectWrites;
+    for (let i = this.effectWritesReplayed; i < writes.length; i += 2) {
+      const key = writes[i] as string;
+      const value = writes[i + 1] as EffectRecord | undefined;
+      if (value !== undefined) {
+        this.storedEffects.set(key, value);
+        this.pruned.delete(key);
+        continue;
+      }
+      const record = this.storedEffects.get(key);
+      this.storedEffects.delete(key);
+      if (record) this.pruned.set(key, record);
+    }
+    this.effectWritesReplayed = writes.length;
+    return this.pruned;
   }
 
   /**
@@ -476,6 +499,10 @@ function tableRowOf(key: string, prefixLength: number): { partition: number; res
   if (partitionEnd < 0) return stateKeys.parse(key);
   return { partition: Number(key.slice(topicEnd + 1, partitionEnd)), rest: key.slice(partitionEnd + 1) };
 }
+
+const R = 'r'.charCodeAt(0);
+const P = 'p'.charCodeAt(0);
+const H = 'h'.charCodeAt(0);
 
 /** Keeps the first few breaches of a kind: enough to show, bounded however many there are. */
 function note(list: string[], detail: string): void {

@@ -38,10 +38,28 @@ class LevelStore implements LocalStore {
 
   async batch(ops: readonly StoreOp[]): Promise<void> {
     if (ops.length === 0) return;
-    // A put that carries `valueEncoding` ('utf8' or 'buffer') holds its stored text or bytes
-    // already (the changelog store encodes once for LevelDB and the changelog); every other put
-    // is encoded here.
-    await this.db.batch(ops.map(encodeOp));
+    // A chained batch: each op reaches LevelDB's binding as arguments, where an array batch has the
+    // binding read every op's fields one by one, which costs the main thread twice as much per op.
+    const batch = this.db.batch();
+    try {
+      for (const op of ops) {
+        if (op.type === 'del') {
+          batch.del(op.key);
+          continue;
+        }
+        // A put that carries `valueEncoding` ('utf8' or 'buffer') holds its stored text or bytes
+        // already (the changelog store encodes once for LevelDB and the changelog); every other
+        // put is encoded here.
+        const encoding = (op as { valueEncoding?: string }).valueEncoding;
+        if (encoding === 'buffer') batch.put(op.key, op.value as string, { valueEncoding: 'buffer' });
+        else batch.put(op.key, encoding === undefined ? encodeValue(op) : (op.value as string));
+      }
+    } catch (error) {
+      // Refused whole, as LevelDB refuses an array batch with an invalid op.
+      await batch.close();
+      throw error;
+    }
+    await batch.write();
   }
 
   async entries<T>(prefix: string, options?: EntriesOptions): Promise<Array<[string, T]>> {
@@ -68,13 +86,12 @@ class LevelStore implements LocalStore {
   }
 }
 
-function encodeOp(op: StoreOp): StoreOp {
-  if (op.type === 'del' || (op as { valueEncoding?: string }).valueEncoding !== undefined) return op;
+function encodeValue(op: StoreOp & { type: 'put' }): string {
   // LevelDB refuses null and undefined values, naming them (the whole batch with them): as before.
-  if (op.value === null || op.value === undefined) return op;
+  if (op.value === null || op.value === undefined) return op.value as unknown as string;
   const text = encodeLocalValue(op.value);
   if (text === undefined) throw new TypeError(`state key '${op.key}': its value (${typeof op.value}) has no JSON form; orderly stores JSON values only`);
-  return { type: 'put', key: op.key, value: text };
+  return text;
 }
 
 /**
