@@ -14,7 +14,8 @@ export function createProgram(): Command {
   const program = new Command('orderly')
     .description('per-key order, exactly-once effects and parking for agent steps in Kafka consumers')
     .version(packageVersion(), '-V, --version', 'print the version of orderly')
-    .showHelpAfterError();
+    // A hint, not the whole help: an error's own line stays the last thing on the screen.
+    .showHelpAfterError("(run 'orderly help <command>' for its options)");
   registerScenarioCommand(program);
   registerRunCommand(program);
   registerParkedCommand(program);

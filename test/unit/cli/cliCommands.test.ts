@@ -73,6 +73,14 @@ test('every command refuses a bad number the same way, naming the option and the
   expect(parked.stderr).toContain("expected a whole number of at least 1, got '0'");
 });
 
+test('an error ends with its own line and a hint, not the whole help', () => {
+  const run = orderly('scenario', 'no-such-scenario');
+  expect(run.status).toBe(1);
+  expect(run.stderr).toBe(
+    "orderly scenario: no scenario named 'no-such-scenario'; the scenarios are: worked-example, migration\n(run 'orderly help <command>' for its options)\n",
+  );
+});
+
 test('orderly scenario worked-example prints its table and nothing on stderr (no warning of Node.js either)', () => {
   const run = orderly('scenario', 'worked-example');
   expect(run.status, run.stderr).toBe(0);
