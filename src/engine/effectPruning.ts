@@ -1,7 +1,6 @@
 import type { TopicPartition } from '../ports/log.js';
 import type { Store, StoreOp } from '../ports/store.js';
 import { stateKeys } from '../state/stateKeys.js';
-import { offsetEffectId } from './events.js';
 import type { EffectRecord } from './outputs.js';
 
 /** How long a declared effect id's record is kept by default: a week (ApplyOnceOptions.idRetentionMs). */
@@ -47,12 +46,13 @@ export interface EffectPruningOptions {
  */
 export class EffectPruning {
   /**
-   * The offsets of the records this engine wrote (ids derived from offsets), not pruned yet. Only
-   * numbers, and each record's key built when it is pruned: these live from one commit to the
-   * next, and an object and a key string per event kept that long would all outlive the young
-   * generation of the garbage collector.
+   * The records this engine wrote (ids derived from offsets), not pruned yet: their offsets, and
+   * at the same index their keys (the very strings the engine wrote them under, whose hashes the
+   * store's maps have already computed). Two arrays rather than an object per record: these live
+   * from one commit to the next, past the young generation of the garbage collector.
    */
-  private written: number[] = [];
+  private writtenOffsets: number[] = [];
+  private writtenKeys: string[] = [];
   private found: Found[] = [];
   private readonly prefix: string;
   /** Declared ids: the last key the sweep read (undefined: the next round starts a pass from the first). */
@@ -71,7 +71,8 @@ export class EffectPruning {
    * returns the deletes of those below `committed` (leftovers), and follows the others.
    */
   async load(committed: number | undefined): Promise<StoreOp[]> {
-    this.written = [];
+    this.writtenOffsets = [];
+    this.writtenKeys = [];
     this.found = [];
     if (this.options.idRetentionMs !== undefined) return [];
     for (let after: string | undefined; ;) {
@@ -83,17 +84,14 @@ export class EffectPruning {
     return committed === undefined ? [] : this.offsetDerived(committed);
   }
 
-  /**
-   * An event's effect record was written (or found, replaying a held event), and its event has
-   * ended. Without declared ids its effect id is the one derived from `offset` (offsetEffectId),
-   * from which its key is built again when it is pruned.
-   */
-  recorded(offset: number): void {
+  /** An event's effect record (its state key `key`) was written (or found, replaying a held event), and its event has ended. */
+  recorded(offset: number, key: string): void {
     if (this.options.idRetentionMs !== undefined) {
       this.writtenSinceRound += 1;
       return;
     }
-    this.written.push(offset);
+    this.writtenOffsets.push(offset);
+    this.writtenKeys.push(key);
   }
 
   /** The deletes of every record no event can need any more, with the partition committed up to `committed` (exclusive). */
@@ -104,14 +102,19 @@ export class EffectPruning {
 
   private offsetDerived(committed: number): StoreOp[] {
     const ops: StoreOp[] = [];
-    const { effectStore, tp } = this.options;
-    const written: number[] = [];
-    for (const offset of this.written) {
-      if (offset < committed)
-        ops.push({ type: 'del', key: stateKeys.effect(effectStore, tp, offsetEffectId({ topic: tp.topic, partition: tp.partition, offset })) });
-      else written.push(offset);
+    const offsets: number[] = [];
+    const keys: string[] = [];
+    for (let i = 0; i < this.writtenOffsets.length; i++) {
+      const key = this.writtenKeys[i]!;
+      if (this.writtenOffsets[i]! < committed) {
+        ops.push({ type: 'del', key });
+        continue;
+      }
+      offsets.push(this.writtenOffsets[i]!);
+      keys.push(key);
     }
-    this.written = written;
+    this.writtenOffsets = offsets;
+    this.writtenKeys = keys;
     if (this.found.length === 0) return ops;
     const found: Found[] = [];
     for (const f of this.found) {

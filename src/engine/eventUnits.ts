@@ -15,7 +15,7 @@ import type { ParkedEvent, ParkedKeys, Resolution } from './parkedKeys.js';
 import { buildProcessors } from './processors/index.js';
 import type { EventInFlight, Processor } from './processors/processor.js';
 import { deadLetterUndecodable, decode, decodeStored } from './stages/decode.js';
-import { discardRecordOp, recordedEffect } from './stages/effectLookup.js';
+import { discardRecordOp, effectKey, recordedEffect } from './stages/effectLookup.js';
 import { endEvent, endReplayed } from './stages/endOfEvent.js';
 import { attemptsDeletes, exhausted, repark, requireParking } from './stages/exhausted.js';
 import { hold } from './stages/hold.js';
@@ -66,7 +66,8 @@ export class EventUnits {
     const { event, value } = decoded;
     // Effect horizon, then effect lookup: past the horizon no event has an effect record.
     const unrecorded = this.horizon?.beyond(event.offset) ?? false;
-    const recorded = unrecorded ? undefined : recordedEffect(this.ctx, event);
+    const key = effectKey(this.ctx, event);
+    const recorded = unrecorded ? undefined : recordedEffect(this.ctx, event, key);
     // Hold: behind a parked key, unless it ended for good before the key was parked.
     if (this.parked?.get(event.lane) && !recorded) {
       await hold(this.ctx, this.parked, event);
@@ -91,9 +92,10 @@ export class EventUnits {
       unit.outputs,
       signal,
       stopped ? undefined : decidedDetails(unit),
+      key,
     );
     // Its record is pruned once the committed offset is past it (which waits for it to be durable).
-    if (!stopped && this.through === Outcome.APPLIED) this.pruning?.recorded(event.offset);
+    if (!stopped && this.through === Outcome.APPLIED) this.pruning?.recorded(event.offset, key!);
     return landed;
   }
 
@@ -121,7 +123,7 @@ export class EventUnits {
       await this.ctx.end.atomically(this.tp, () =>
         this.ctx.writer.write([...advance(), discardRecordOp(this.ctx, head.event), ...this.ctx.runs.clear(head.event)]),
       );
-      this.pruning?.recorded(head.event.offset);
+      this.pruning?.recorded(head.event.offset, effectKey(this.ctx, head.event)!);
       this.ctx.report(Outcome.DISCARDED, head.event, { replayed: true });
       return parked.get(lane) ? 'more' : 'released';
     }
@@ -130,7 +132,7 @@ export class EventUnits {
     if (recorded) {
       await endReplayed(this.ctx, event, ...this.endOfRecorded(recorded), advance, signal);
       // Released from its parked key only now: its record may go once the committed offset is past it.
-      this.pruning?.recorded(event.offset);
+      this.pruning?.recorded(event.offset, effectKey(this.ctx, event)!);
       return parked.get(lane) ? 'more' : 'released';
     }
     // The decisions made before the event was parked, and a person's for the step that parked it.
@@ -154,7 +156,7 @@ export class EventUnits {
       signal,
       stopped ? undefined : decidedDetails(unit),
     );
-    if (!stopped && this.through === Outcome.APPLIED) this.pruning?.recorded(event.offset);
+    if (!stopped && this.through === Outcome.APPLIED) this.pruning?.recorded(event.offset, effectKey(this.ctx, event)!);
     return parked.get(lane) ? 'more' : 'released';
   }
 

@@ -10,17 +10,25 @@ import { storeOutput, type EffectRecord, type StoredOutput } from '../outputs.js
  * discarded it). Such an event ended for good: a redelivery runs no step again, and is not held
  * behind a key parked after it ended.
  */
-export function recordedEffect(ctx: EngineContext, event: Omit<EngineEvent, 'value'>): EffectRecord | undefined {
+export function recordedEffect(ctx: EngineContext, event: Omit<EngineEvent, 'value'>, key = effectKey(ctx, event)): EffectRecord | undefined {
+  return key === undefined ? undefined : ctx.store.get<EffectRecord>(key);
+}
+
+/**
+ * The state key of the event's effect record; undefined when the topology has no applyOnce. Built
+ * once per event and handed on, to the lookup, the record and its prune: the same string, so that
+ * the store's maps hash it once.
+ */
+export function effectKey(ctx: EngineContext, event: Omit<EngineEvent, 'value'>): string | undefined {
   const apply = ctx.topology.applyOnce;
-  return apply && ctx.store.get<EffectRecord>(stateKeys.effect(apply.name, event, event.effectId));
+  return apply && stateKeys.effect(apply.name, event, event.effectId);
 }
 
 /** Shared by every record without outputs: one array fewer per event. */
 const NO_OUTPUTS: readonly StoredOutput[] = Object.freeze([]);
 
 /** The op that records an applied effect with its outputs, written in one batch with the effect's state. */
-export function effectRecordOp(ctx: EngineContext, event: EngineEvent, outputs: readonly OutRecord[]): StoreOp {
-  const apply = ctx.topology.applyOnce!;
+export function effectRecordOp(ctx: EngineContext, event: EngineEvent, outputs: readonly OutRecord[], key = effectKey(ctx, event)!): StoreOp {
   const record: EffectRecord = {
     topic: event.topic,
     partition: event.partition,
@@ -30,7 +38,7 @@ export function effectRecordOp(ctx: EngineContext, event: EngineEvent, outputs: 
     appliedAtMs: ctx.clock.now(),
     outputs: outputs.length === 0 ? NO_OUTPUTS : outputs.map(storeOutput),
   };
-  return { type: 'put', key: stateKeys.effect(apply.name, event, event.effectId), value: record };
+  return { type: 'put', key, value: record };
 }
 
 /** The record that ends a discarded event for good, written with its removal from its parked key. */

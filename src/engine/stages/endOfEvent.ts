@@ -20,11 +20,12 @@ export async function endEvent(
   outputs: OutRecord[],
   signal: AbortSignal,
   details?: OutcomeDetails,
+  effectKey?: string,
 ): Promise<Landed | undefined> {
   // The last moment to give up: past it the effect is recorded, so the event runs to its end.
   signal.throwIfAborted();
   for (const op of ctx.runs.clear(event)) ops.push(op);
-  if (outcome === Outcome.APPLIED) ops.push(effectRecordOp(ctx, event, outputs));
+  if (outcome === Outcome.APPLIED) ops.push(effectRecordOp(ctx, event, outputs, effectKey));
   const landed = await ctx.end.end(event, ops, outputs);
   if (!landed) {
     ctx.report(outcome, event, details);

@@ -55,7 +55,7 @@ describe('EffectPruning, ids derived from offsets', () => {
     const store = await storeWith([]);
     const pruning = new EffectPruning({ store, effectStore: 'fx', parkStore: undefined, tp, idRetentionMs: undefined });
     await pruning.load(0);
-    for (const o of [4, 2, 3, 7]) pruning.recorded(o);
+    for (const o of [4, 2, 3, 7]) pruning.recorded(o, stateKeys.effect('fx', tp, offsetId(o)));
     expect(deleted(await pruning.prunable(4, 0))).toEqual([offsetId(2), offsetId(3)]);
     expect(deleted(await pruning.prunable(8, 0))).toEqual([offsetId(4), offsetId(7)]);
   });
