@@ -1,16 +1,16 @@
-import type { Node } from 'ts-morph';
+import { Node, type SourceFile } from 'ts-morph';
 import { TopologyError } from '../dsl/topologyError.js';
 import { Topology } from '../dsl/topology.js';
 import { describeTopology } from '../graph/describe.js';
 import { topologyToMermaid } from '../graph/mermaid.js';
 import { NotStatic } from './dslCalls.js';
 import { Evaluator } from './evaluator.js';
-import { bindParameters } from './invoke.js';
+import { bindParameters, invokeFunction } from './invoke.js';
 import { placeOf, type Place } from './place.js';
 import { Placeholders, type PlaceholderEntry } from './placeholders.js';
 import type { LoadedProject } from './project.js';
 import { callsOf, enclosingFunction, nameOf, topologySites, type TopologySite } from './topologySites.js';
-import { Scope, Unknown } from './values.js';
+import { FunctionValue, Scope, Unknown } from './values.js';
 
 /** A value of a topology known only at run time, shown as `marker` in its description. */
 export interface UnknownValue extends Place {
@@ -47,11 +47,34 @@ export function describeProject(loaded: LoadedProject, cwd: string): StaticTopol
     for (const site of topologySites(file)) {
       for (const instance of instancesOf(site)) {
         const evaluator = new Evaluator(new Placeholders(), loaded.view);
-        topologies.push({ ...place(instance.at), name: instance.name, ...read(evaluator, site, instance.call, place) });
+        const evaluate = (): unknown => evaluator.evaluate(site.build, scopeFor(evaluator, site, instance.call));
+        topologies.push({ ...place(instance.at), name: instance.name, ...read(evaluator, evaluate, place) });
       }
     }
+    const imported = defaultExport(loaded, file, place);
+    if (imported) topologies.push(imported);
   }
   return topologies;
+}
+
+/**
+ * The topology a file's `export default` evaluates to (the module `orderly run` takes), when its
+ * chain is built in a file not described itself: `export default build()`, `build` imported.
+ */
+function defaultExport(loaded: LoadedProject, file: SourceFile, place: (node: Node) => Place): StaticTopology | undefined {
+  const assignment = file.getExportAssignment((a) => !a.isExportEquals());
+  if (!assignment) return undefined;
+  const expression = assignment.getExpression();
+  const evaluator = new Evaluator(new Placeholders(), loaded.view);
+  const evaluate = (): unknown => {
+    const value = evaluator.evaluate(expression, evaluator.moduleScope);
+    // `orderly run` also takes a function that returns the topology: it calls it without arguments.
+    return value instanceof FunctionValue ? invokeFunction(evaluator, value, [], expression) : value;
+  };
+  const row = read(evaluator, evaluate, place);
+  // No chain reached, or one described where it is built: not a topology of its own.
+  if (evaluator.builds.length === 0 || evaluator.builds.some((build) => loaded.targets.includes(build.getSourceFile()))) return undefined;
+  return { ...place(assignment), name: 'default', ...row };
 }
 
 interface Instance {
@@ -73,9 +96,14 @@ function hasParameters(fn: Node): boolean {
   return (fn as unknown as { getParameters?(): Node[] }).getParameters?.().length !== 0;
 }
 
-function read(evaluator: Evaluator, site: TopologySite, call: Instance['call'], place: (node: Node) => Place): Omit<StaticTopology, 'file' | 'line' | 'name'> {
+function read(evaluator: Evaluator, evaluate: () => unknown, place: (node: Node) => Place): Omit<StaticTopology, 'file' | 'line' | 'name'> {
+  const failed = (error: string): Omit<StaticTopology, 'file' | 'line' | 'name'> => {
+    // A DSL message may quote a value known only at run time: show it as its marker, listed.
+    const { message, unknowns } = evaluator.placeholders.revealMessage(error);
+    return { description: null, mermaid: null, unknowns: unknowns.map((u) => unknownValue(u, place)), error: message };
+  };
   try {
-    const value = evaluator.evaluate(site.build, scopeFor(evaluator, site, call));
+    const value = evaluate();
     if (!(value instanceof Topology)) {
       const why = value instanceof Unknown ? `${value.origin.expression} (${at(place(value.origin.node))}): ${value.origin.reason}` : 'it is not a Topology';
       return failed(`the chain cannot be read statically: ${why}`);
@@ -99,11 +127,21 @@ function scopeFor(evaluator: Evaluator, site: TopologySite, call: Instance['call
   return scope;
 }
 
-/** A scope for each function around `node`, outermost first, its parameters unbound (so unknown). */
+/**
+ * A scope for each function around `node`, outermost first, as if called without arguments: a
+ * parameter with a default has it, the others are unbound (so unknown).
+ */
 function scopeAround(evaluator: Evaluator, node: Node): Scope {
   const functions: Node[] = [];
   for (let fn = enclosingFunction(node); fn; fn = enclosingFunction(fn)) functions.unshift(fn);
-  return functions.reduce((scope, fn) => new Scope(scope, fn), evaluator.moduleScope);
+  return functions.reduce((outer, fn) => {
+    const scope = new Scope(outer, fn);
+    const parameters = (fn as unknown as { getParameters?(): Node[] }).getParameters?.() ?? [];
+    for (const parameter of parameters) {
+      if (Node.isParameterDeclaration(parameter) && parameter.hasInitializer()) bindParameters(evaluator, [parameter], [], scope);
+    }
+    return scope;
+  }, evaluator.moduleScope);
 }
 
 function unknownValue(entry: PlaceholderEntry, place: (node: Node) => Place): UnknownValue {
@@ -116,10 +154,6 @@ function unknownValue(entry: PlaceholderEntry, place: (node: Node) => Place): Un
     ...(origin.env === undefined ? {} : { env: origin.env }),
     uses: entry.uses.map((use) => ({ operator: use.operator, option: use.option, ...place(use.node) })),
   };
-}
-
-function failed(error: string): Omit<StaticTopology, 'file' | 'line' | 'name'> {
-  return { description: null, mermaid: null, unknowns: [], error };
 }
 
 function at(p: Place): string {

@@ -24,6 +24,8 @@ export interface ProjectView {
 export class Evaluator implements Evaluation {
   readonly moduleScope = new Scope(undefined, undefined);
   private readonly evaluating = new Set<Node>();
+  /** The `.build()` calls this evaluator has made, so that a caller can tell which chain a Topology comes from. */
+  readonly builds: Node[] = [];
   depth = 0;
 
   constructor(
@@ -168,7 +170,8 @@ export class Evaluator implements Evaluation {
   /** `object[key]`. */
   member(node: Node, object: unknown, key: unknown, optional: boolean): unknown {
     const knownKey = this.known(key);
-    if (object instanceof Unknown) return object;
+    // A property of an unknown object is a value of its own: `topics.source` and `topics.output` must not stand for the same one.
+    if (object instanceof Unknown) return knownKey instanceof Unknown ? object : object.property(String(knownKey), node);
     if (knownKey instanceof Unknown) return object instanceof EnvValue ? envRead(undefined, node) : knownKey;
     const property = String(knownKey);
     if (object instanceof EnvValue) return envRead(property, node);
@@ -200,7 +203,10 @@ export class Evaluator implements Evaluation {
     const expression = node.getExpression();
     const where = Node.isPropertyAccessExpression(expression) ? expression.getNameNode() : node;
     if (callee instanceof DslFunction) return callDslFunction(callee.name, args, where, this.placeholders);
-    if (callee instanceof DslOperator) return callDslOperator(callee, args, where, this.placeholders);
+    if (callee instanceof DslOperator) {
+      if (callee.name === 'build') this.builds.push(node);
+      return callDslOperator(callee, args, where, this.placeholders);
+    }
     if (callee instanceof FunctionValue) return invokeFunction(this, callee, args, node);
     if (callee instanceof NativeValue) return this.native(callee, args, node);
     if (callee instanceof Unknown) return callee;

@@ -21,6 +21,7 @@ export const UNKNOWN_TOKEN_PREFIX = '__orderly_unknown_';
 const TOKEN = /__orderly_unknown_(\d+)__/g;
 // Far above any real option value, and whole, so that the DSL's own checks accept it.
 const SENTINEL_BASE = 987_654_321_000;
+const SENTINEL_TEXT = /\b987654321\d{3}\b/g;
 
 /**
  * Stands in for unknown values while the real DSL builds the graph: an unknown string becomes a
@@ -58,25 +59,45 @@ export class Placeholders {
    * entries of the markers that appear, numbered in order of appearance.
    */
   reveal(nodes: readonly GraphNode[]): { nodes: GraphNode[]; unknowns: PlaceholderEntry[] } {
-    const shown = new Map<number, PlaceholderEntry>();
-    const markerOf = (index: number): string => {
-      const entry = this.entries[index]!;
-      if (!shown.has(index)) shown.set(index, { ...entry, marker: `<?${shown.size + 1}>` });
-      return shown.get(index)!.marker;
-    };
+    const markers = this.markers();
     const revealValue = (value: unknown): unknown => {
-      if (typeof value === 'string') return value.replace(TOKEN, (_, i: string) => markerOf(Number(i)));
-      if (typeof value === 'number' && value >= SENTINEL_BASE && value - SENTINEL_BASE < this.entries.length) return markerOf(value - SENTINEL_BASE);
+      if (typeof value === 'string') return markers.inText(value);
+      if (typeof value === 'number' && this.isSentinel(value)) return markers.of(value - SENTINEL_BASE);
       if (isPlainObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, revealValue(v)]));
       return value;
     };
     const revealed = nodes.map((node) => revealValue(node) as GraphNode);
-    return { nodes: revealed, unknowns: [...shown.values()] };
+    return { nodes: revealed, unknowns: markers.shown() };
+  }
+
+  /**
+   * `message` (the DSL's error about a chain) with its tokens and sentinels written as markers, and
+   * the entries of those markers: a placeholder's own spelling never reaches the user.
+   */
+  revealMessage(message: string): { message: string; unknowns: PlaceholderEntry[] } {
+    const markers = this.markers();
+    const text = markers
+      .inText(message)
+      .replace(SENTINEL_TEXT, (digits) => (this.isSentinel(Number(digits)) ? markers.of(Number(digits) - SENTINEL_BASE) : digits));
+    return { message: text, unknowns: markers.shown() };
+  }
+
+  private markers(): { of(index: number): string; inText(text: string): string; shown(): PlaceholderEntry[] } {
+    const shown = new Map<number, PlaceholderEntry>();
+    const of = (index: number): string => {
+      const entry = this.entries[index]!;
+      if (!shown.has(index)) shown.set(index, { ...entry, marker: `<?${shown.size + 1}>` });
+      return shown.get(index)!.marker;
+    };
+    return { of, inText: (text) => text.replace(TOKEN, (_, i: string) => of(Number(i))), shown: () => [...shown.values()] };
+  }
+
+  private isSentinel(value: number): boolean {
+    return value >= SENTINEL_BASE && value - SENTINEL_BASE < this.entries.length;
   }
 
   private indexOf(unknown: Unknown, use: UnknownUse | undefined): number {
-    const { node, env } = unknown.origin;
-    const key = `${node.getSourceFile().getFilePath()}:${node.getStart()}:${env ?? ''}`;
+    const key = unknown.identity;
     let entry = this.byOrigin.get(key);
     if (!entry) {
       entry = { marker: '', origin: unknown.origin, uses: [] };

@@ -9,11 +9,30 @@ export interface UnknownOrigin {
   readonly reason: string;
   /** The environment variable it reads, when it reads one whose name is known. */
   readonly env?: string;
+  /** The property path read from the unknown value at `base` (`.source`), when this is a part of one. */
+  readonly path?: string;
+  /** The expression whose value this is a property of, when `path` is set. */
+  readonly base?: Node;
 }
 
-/** A value known only at run time. Operations on it give another Unknown with the same origin. */
+/**
+ * A value known only at run time. Operations on it give another Unknown with the same origin; a
+ * property read from it is an Unknown of its own ({@link Unknown.property}).
+ */
 export class Unknown {
   constructor(readonly origin: UnknownOrigin) {}
+
+  /** `this[name]`, read at `node`: the same value wherever it is read, another than any other property's. */
+  property(name: string, node: Node): Unknown {
+    const { reason, env, path = '', base = this.origin.node } = this.origin;
+    return new Unknown({ expression: node.getText(), node, reason, ...(env === undefined ? {} : { env }), path: `${path}.${name}`, base });
+  }
+
+  /** What tells two unknown values apart: the expression first unknown, the variable it reads, the property path. */
+  get identity(): string {
+    const { node, env, path, base = node } = this.origin;
+    return `${base.getSourceFile().getFilePath()}:${base.getStart()}:${env ?? ''}:${path ?? ''}`;
+  }
 }
 
 /** A function of the project, with the scope it was declared in. */
