@@ -40,4 +40,11 @@ describe('orderly describe', () => {
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('does not exist');
   });
+
+  it('exits 1 when the files named hold no topology, naming them and the fix', { timeout: CLI_TIMEOUT_MS }, async () => {
+    const result = await orderlyCli(['describe', 'test/fixtures/describe/project/model.ts']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('no topology found in test/fixtures/describe/project/model.ts');
+    expect(result.stderr).toContain('name the file or directory that holds the stream(...)...build() chain');
+  });
 });

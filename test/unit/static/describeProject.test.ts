@@ -57,6 +57,35 @@ describe('orderly describe, read statically', { timeout: 180_000 }, () => {
     ]);
   });
 
+  it("describes a module's default export built in a file it imports, once, as `orderly run` takes it", async () => {
+    const [row, ...more] = readStatically('test/fixtures/describe/imported/main.ts');
+    expect(more).toEqual([]);
+    expect(row).toMatchObject({ file: 'test/fixtures/describe/imported/main.ts', line: 2, name: 'default', unknowns: [] });
+    expect(row!.error).toBeUndefined();
+    expect(row!.description).toBe((await atRunTime(row!)).describe());
+    // The file that builds the chain describes it, and the default export is not a second topology.
+    const both = readStatically('test/fixtures/describe/imported');
+    expect(both.map((r) => `${r.file}:${r.line} ${r.name}`)).toEqual(['test/fixtures/describe/imported/lib.ts:3 build']);
+  });
+
+  it('uses a default parameter, tells two properties of an unknown apart and never shows a placeholder token', async () => {
+    const rows = readStatically('test/fixtures/describe/defaults.ts');
+    expect(rows.map((r) => r.name)).toEqual(['build', 'unbound', 'loop']);
+    const [build, unbound, loop] = rows as [StaticTopology, StaticTopology, StaticTopology];
+    expect(build.error).toBeUndefined();
+    expect(build.description).toBe((await atRunTime(build)).describe());
+    expect(unbound.error).toBeUndefined();
+    expect(unbound.unknowns.map((u) => [u.marker, u.expression, u.uses.map((use) => `${use.operator} ${use.option}`)])).toEqual([
+      ['<?1>', 'topics.source', ['stream topic']],
+      ['<?2>', 'topics.output', ['to topic']],
+    ]);
+    expect(unbound.description).toContain('Sink: <?2>-sink (topic: <?2>)');
+    // One unknown given to both stream() and to() is one value: refused, in markers.
+    expect(loop.error).toContain("its output topic is the source topic '<?1>'");
+    expect(loop.unknowns.map((u) => [u.marker, u.uses.map((use) => `${use.operator} ${use.option}`)])).toEqual([['<?1>', ['stream topic', 'to topic']]]);
+    for (const row of rows) expect(JSON.stringify(row)).not.toContain('__orderly_unknown_');
+  });
+
   describe('the disputes example', () => {
     const saved = { ...process.env };
     afterEach(() => {
