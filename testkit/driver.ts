@@ -228,10 +228,27 @@ export class TopologyTestDriver {
     await this.run(Infinity);
     if (this.instance?.alive && this.instance.engine.inFlight > 0) {
       throw new Error(
-        `TopologyTestDriver: ${this.instance.engine.inFlight} events are in flight and nothing is scheduled: ` +
-          'a decide or effect function awaits something other than ctx.clock (use sleep(ctx.clock, ms) to wait)',
+        `TopologyTestDriver: ${this.instance.engine.inFlight} events are in flight and nothing is scheduled${this.unansweredCalls()}: ` +
+          'a decide or effect function awaits something other than ctx.clock (use sleep(ctx.clock, ms) to wait). ' +
+          "On Kafka such a call would hold its key until the step's timeoutMs (agentStep options) fails it",
       );
     }
+  }
+
+  /** `; unanswered: step 's' for effect id …`, for the calls of this instance whose event has had no outcome since. */
+  private unansweredCalls(): string {
+    const generation = this.generation;
+    // Each event's last call, unless an outcome of the event came at or after it (a call that
+    // answered and failed gets a RETRY then; the next one is a later call).
+    const lastCall = new Map<string, { step: string; atMs: number }>();
+    for (const call of this.observations.modelCalls) if (call.instance === generation) lastCall.set(call.effectId, call);
+    for (const outcome of this.observations.history) {
+      const call = outcome.instance === generation ? lastCall.get(outcome.effectId) : undefined;
+      if (call && outcome.atMs >= call.atMs) lastCall.delete(outcome.effectId);
+    }
+    const named = [...lastCall].slice(0, 3).map(([effectId, call]) => `step '${call.step}' for effect id ${effectId}`);
+    if (named.length === 0) return '';
+    return `; calls with no answer: ${named.join(', ')}${lastCall.size > named.length ? `, and ${lastCall.size - named.length} more` : ''}`;
   }
 
   /** Moves virtual time forward by `ms`, doing everything that falls due on the way. */

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Topology } from '../dsl/topology.js';
@@ -7,7 +8,13 @@ import type { Topology } from '../dsl/topology.js';
  * Topology. A TypeScript module is compiled on import by tsx, registered only then.
  */
 export async function loadTopology(module: string): Promise<Topology> {
-  const url = pathToFileURL(resolve(module)).href;
+  const path = resolve(module);
+  if (!existsSync(path)) {
+    throw new Error(
+      `orderly run: the module '${module}' does not exist (${path}): give the path of the module whose default export is the Topology, relative to the current directory (${process.cwd()})`,
+    );
+  }
+  const url = pathToFileURL(path).href;
   if (isTypeScript(module)) await registerTypeScript(module);
   let exported: unknown;
   try {

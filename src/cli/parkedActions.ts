@@ -124,6 +124,8 @@ function parseDecision(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new InvalidArgumentError(`--decision must be JSON, e.g. '{"action":"refund","rationale":"..."}': ${(error as Error).message}`);
+    throw new InvalidArgumentError(
+      `--decision must be JSON: the decision the parked step returns, which its schema checks (\`orderly parked show\` names the step): ${(error as Error).message}`,
+    );
   }
 }

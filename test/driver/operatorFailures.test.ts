@@ -164,3 +164,30 @@ describe('a user function that throws', () => {
     expect(committed).toBeLessThanOrEqual(1);
   });
 });
+
+describe('a decide that never answers', () => {
+  it('runUntilIdle names the step and the event of the call with no answer, and the fix', async () => {
+    const topology = stream<Ev>('events')
+      .keyedSerial({ maxInFlight: 2 })
+      .agentStep('classify', async () => ({ action: 'refund' as const }), { schema: Decision })
+      .park({ attempts: 3 })
+      .mapValues(({ event }) => event)
+      .agentStep('decide', (e) => (e.id === 'a1' ? new Promise<Decision>(() => undefined) : { action: 'refund' as const }), { schema: Decision })
+      .park({ attempts: 3 })
+      .applyOnce(effect('fx', (v: { event: Ev; decision: Decision }) => ({ id: v.event.id, action: v.decision.action }) satisfies Out))
+      .to('out')
+      .build();
+    driver = new TopologyTestDriver(topology);
+    const input = driver.createInputTopic<Ev>('events');
+    input.pipeInput('a', { id: 'a1' }, { partition: 0 });
+    input.pipeInput('b', { id: 'b1' }, { partition: 0 });
+    const error = await driver.runUntilIdle().then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(error?.message).toContain(
+      "1 events are in flight and nothing is scheduled; calls with no answer: step 'decide' for effect id events/0/0: a decide or effect function awaits something other than ctx.clock",
+    );
+    expect(error?.message).toContain("until the step's timeoutMs (agentStep options) fails it");
+  });
+});

@@ -30,7 +30,7 @@ describe('orderly run: waiting for partitions after an unclean restart', () => {
     expect(waiting[0]).toMatchObject({ level: 30, group, sessionTimeoutMs: SESSION_TIMEOUT_MS });
     expect(String(waiting[0]!.msg)).toMatch(
       new RegExp(
-        `^waiting \\d+ s for partitions: a worker of group '${group.replaceAll('.', '\\.')}' that stopped without leaving it \\(kill -9, a crash, a cut network\\) keeps its partitions until its session expires, at most session\\.timeout\\.ms = ${SESSION_TIMEOUT_MS} ms after it stopped`,
+        `^waiting \\d+ s for partitions of group '${group.replaceAll('.', '\\.')}': if a worker of it stopped without leaving it \\(kill -9, a crash, a cut network\\), it keeps its partitions until its session expires, at most session\\.timeout\\.ms = ${SESSION_TIMEOUT_MS} ms after it stopped`,
       ),
     );
     // Nothing more once the partitions came.

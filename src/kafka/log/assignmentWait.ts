@@ -13,9 +13,10 @@ export interface AssignmentWaitOptions {
 }
 
 /**
- * Logs why a worker that joined its group has no partitions yet. The usual cause is a member
+ * Logs why a worker that joined its group may have no partitions yet. The usual cause is a member
  * that stopped without leaving (kill -9, a crash, a cut network): the coordinator waits for it
- * until its session expires, and says nothing meanwhile. Started when the consumer subscribes,
+ * until its session expires, and says nothing meanwhile. A new group's first worker can also wait
+ * a few seconds while the broker's group coordinator loads, so the line says "if". Started when the consumer subscribes,
  * stopped at its first assignment.
  */
 export class AssignmentWait {
@@ -57,9 +58,10 @@ export class AssignmentWait {
       : "at most the broker's group.consumer.session.timeout.ms (45000 ms by default) after it stopped";
     this.logger.info(
       { group, waitedMs, ...(sessionTimeoutMs !== undefined ? { sessionTimeoutMs } : {}) },
-      `waiting ${Math.round(waitedMs / 1000)} s for partitions: a worker of group '${group}' that stopped without leaving it ` +
-        `(kill -9, a crash, a cut network) keeps its partitions until its session expires, ${atMost}; ` +
-        'a worker restarted with the same --instance-id (static membership) gets them back at once',
+      `waiting ${Math.round(waitedMs / 1000)} s for partitions of group '${group}': if a worker of it stopped without leaving it ` +
+        `(kill -9, a crash, a cut network), it keeps its partitions until its session expires, ${atMost}; ` +
+        'a worker restarted with the same --instance-id (static membership) gets them back at once. ' +
+        "A group's first worker may also wait while the broker's group coordinator starts",
     );
   }
 }

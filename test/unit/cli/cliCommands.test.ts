@@ -51,6 +51,12 @@ test('a .ts module that Node.js loads as CommonJS (no "type": "module" above it)
   }
 });
 
+test('a module that does not exist is refused, naming it, where it was looked for and the fix', () => {
+  const loaded = loadTopology('no/such/topology.ts');
+  expect(loaded.status).toBe(1);
+  expect(loaded.stderr).toContain(`the module 'no/such/topology.ts' does not exist (${join(root, 'no/such/topology.ts')}): give the path of the module`);
+});
+
 test('a module that exports no topology is refused, naming the module and what it must export', () => {
   const dir = mkdtempSync(join(tmpdir(), 'orderly-cli-'));
   try {

@@ -21,7 +21,7 @@ describe('AssignmentWait', () => {
     vi.advanceTimersByTime(1);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({ group: 'fraud', waitedMs: 1_000, sessionTimeoutMs: 6_000 });
-    expect(lines[0]!.msg).toContain("a worker of group 'fraud' that stopped without leaving it");
+    expect(lines[0]!.msg).toContain("for partitions of group 'fraud': if a worker of it stopped without leaving it");
     expect(lines[0]!.msg).toContain('session.timeout.ms = 6000 ms');
     vi.advanceTimersByTime(10_000);
     expect(lines.map((l) => l.waitedMs)).toEqual([1_000, 6_000, 11_000]);
