@@ -209,7 +209,8 @@ export class Evaluator implements Evaluation {
     }
     if (callee instanceof FunctionValue) return invokeFunction(this, callee, args, node);
     if (callee instanceof NativeValue) return this.native(callee, args, node);
-    if (callee instanceof Unknown) return callee;
+    // A method of an unknown object (a chain built on one) gives a value as unknown as the object: name the object.
+    if (callee instanceof Unknown) return callee.object ?? callee;
     return this.unknown(node, 'a call orderly describe does not follow');
   }
 

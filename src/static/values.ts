@@ -20,12 +20,16 @@ export interface UnknownOrigin {
  * property read from it is an Unknown of its own ({@link Unknown.property}).
  */
 export class Unknown {
-  constructor(readonly origin: UnknownOrigin) {}
+  constructor(
+    readonly origin: UnknownOrigin,
+    /** The unknown object this is a property of, if it is one. */
+    readonly object?: Unknown,
+  ) {}
 
   /** `this[name]`, read at `node`: the same value wherever it is read, another than any other property's. */
   property(name: string, node: Node): Unknown {
     const { reason, env, path = '', base = this.origin.node } = this.origin;
-    return new Unknown({ expression: node.getText(), node, reason, ...(env === undefined ? {} : { env }), path: `${path}.${name}`, base });
+    return new Unknown({ expression: node.getText(), node, reason, ...(env === undefined ? {} : { env }), path: `${path}.${name}`, base }, this);
   }
 
   /** What tells two unknown values apart: the expression first unknown, the variable it reads, the property path. */

@@ -70,8 +70,8 @@ describe('orderly describe, read statically', { timeout: 180_000 }, () => {
 
   it('uses a default parameter, tells two properties of an unknown apart and never shows a placeholder token', async () => {
     const rows = readStatically('test/fixtures/describe/defaults.ts');
-    expect(rows.map((r) => r.name)).toEqual(['build', 'unbound', 'loop']);
-    const [build, unbound, loop] = rows as [StaticTopology, StaticTopology, StaticTopology];
+    expect(rows.map((r) => r.name)).toEqual(['build', 'unbound', 'loop', 'extend']);
+    const [build, unbound, loop, extend] = rows as [StaticTopology, StaticTopology, StaticTopology, StaticTopology];
     expect(build.error).toBeUndefined();
     expect(build.description).toBe((await atRunTime(build)).describe());
     expect(unbound.error).toBeUndefined();
@@ -83,6 +83,10 @@ describe('orderly describe, read statically', { timeout: 180_000 }, () => {
     // One unknown given to both stream() and to() is one value: refused, in markers.
     expect(loop.error).toContain("its output topic is the source topic '<?1>'");
     expect(loop.unknowns.map((u) => [u.marker, u.uses.map((use) => `${use.operator} ${use.option}`)])).toEqual([['<?1>', ['stream topic', 'to topic']]]);
+    // Methods of an unknown builder are as unknown as it: the error names the builder, not the chain's text.
+    expect(extend.error).toMatch(
+      /^the chain cannot be read statically: base: StreamBuilder<\{ id: string \}> \(test\/fixtures\/describe\/defaults.ts:\d+\): parameter 'base' of extend/,
+    );
     for (const row of rows) expect(JSON.stringify(row)).not.toContain('__orderly_unknown_');
   });
 
