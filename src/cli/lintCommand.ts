@@ -13,9 +13,13 @@ export interface LintOptions {
 export async function lintCommand(inputs: readonly string[], options: LintOptions): Promise<number> {
   const opened = openProject('lint', inputs);
   if (!opened) return 2;
-  const { findings } = lintProject(opened.loaded, opened.cwd);
+  const { findings, checked } = lintProject(opened.loaded, opened.cwd);
   if (options.json) process.stdout.write(`${JSON.stringify(findings, null, 2)}\n`);
   else process.stdout.write(findings.map(formatFinding).join(''));
+  // What was checked, on stderr: stdout stays the findings alone, for scripts.
+  const count = findings.length === 0 ? 'no findings' : findings.length === 1 ? '1 finding' : `${findings.length} findings`;
+  const none = checked.length === 0 ? ': none found, is this the project that declares the topology?' : '';
+  process.stderr.write(`orderly lint: ${count}; ${checked.length} checked (decide functions and effects)${none}\n`);
   return findings.length > 0 ? 1 : 0;
 }
 
