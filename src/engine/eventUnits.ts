@@ -118,21 +118,22 @@ export class EventUnits {
     const head = parked.head(lane);
     const resolution = state.resolution;
     const advance = () => parked.advance(lane, head);
+    const key = effectKey(this.ctx, head.event);
     if (resolution && 'discard' in resolution) {
       signal.throwIfAborted();
       await this.ctx.end.atomically(this.tp, () =>
-        this.ctx.writer.write([...advance(), discardRecordOp(this.ctx, head.event), ...this.ctx.runs.clear(head.event)]),
+        this.ctx.writer.write([...advance(), discardRecordOp(this.ctx, head.event, key), ...this.ctx.runs.clear(head.event)]),
       );
-      this.pruning?.recorded(head.event.offset, effectKey(this.ctx, head.event)!);
+      this.pruning?.recorded(head.event.offset, key!);
       this.ctx.report(Outcome.DISCARDED, head.event, { replayed: true });
       return parked.get(lane) ? 'more' : 'released';
     }
     const event = fromStoredEvent(head.event);
-    const recorded = recordedEffect(this.ctx, event);
+    const recorded = recordedEffect(this.ctx, event, key);
     if (recorded) {
       await endReplayed(this.ctx, event, ...this.endOfRecorded(recorded), advance, signal);
       // Released from its parked key only now: its record may go once the committed offset is past it.
-      this.pruning?.recorded(event.offset, effectKey(this.ctx, event)!);
+      this.pruning?.recorded(event.offset, key!);
       return parked.get(lane) ? 'more' : 'released';
     }
     // The decisions made before the event was parked, and a person's for the step that parked it.
@@ -155,8 +156,9 @@ export class EventUnits {
       advance,
       signal,
       stopped ? undefined : decidedDetails(unit),
+      key,
     );
-    if (!stopped && this.through === Outcome.APPLIED) this.pruning?.recorded(event.offset, effectKey(this.ctx, event)!);
+    if (!stopped && this.through === Outcome.APPLIED) this.pruning?.recorded(event.offset, key!);
     return parked.get(lane) ? 'more' : 'released';
   }
 

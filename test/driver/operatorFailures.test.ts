@@ -15,6 +15,8 @@ afterEach(async () => {
 });
 
 const decide = async () => ({ action: 'refund' as const });
+/** The effect of every topology here: the decision, sent downstream. */
+const sendDecision = effect('fx', (v: { event: Ev; decision: Decision }) => ({ id: v.event.id, action: v.decision.action }) satisfies Out);
 
 describe('a user function that throws', () => {
   it('mapValues: the event is parked with the error, its key held behind it, other keys go on', async () => {
@@ -29,7 +31,7 @@ describe('a user function that throws', () => {
       .keyedSerial({ maxInFlight: 2 })
       .agentStep('decide', decide, { schema: Decision })
       .park({ attempts: 3 })
-      .applyOnce(effect('fx', (v: { event: Ev; decision: Decision }) => ({ id: v.event.id, action: v.decision.action }) satisfies Out))
+      .applyOnce(sendDecision)
       .to('out')
       .build();
     driver = new TopologyTestDriver(topology);
@@ -174,7 +176,7 @@ describe('a decide that never answers', () => {
       .mapValues(({ event }) => event)
       .agentStep('decide', (e) => (e.id === 'a1' ? new Promise<Decision>(() => undefined) : { action: 'refund' as const }), { schema: Decision })
       .park({ attempts: 3 })
-      .applyOnce(effect('fx', (v: { event: Ev; decision: Decision }) => ({ id: v.event.id, action: v.decision.action }) satisfies Out))
+      .applyOnce(sendDecision)
       .to('out')
       .build();
     driver = new TopologyTestDriver(topology);

@@ -42,8 +42,7 @@ export function effectRecordOp(ctx: EngineContext, event: EngineEvent, outputs: 
 }
 
 /** The record that ends a discarded event for good, written with its removal from its parked key. */
-export function discardRecordOp(ctx: EngineContext, event: Omit<EngineEvent, 'value'>): StoreOp {
-  const apply = ctx.topology.applyOnce!;
-  const record: EffectRecord = { ...where(event), appliedAtMs: ctx.clock.now(), discardedAtMs: ctx.clock.now(), outputs: [] };
-  return { type: 'put', key: stateKeys.effect(apply.name, event, event.effectId), value: record };
+export function discardRecordOp(ctx: EngineContext, event: Omit<EngineEvent, 'value'>, key = effectKey(ctx, event)!): StoreOp {
+  const record: EffectRecord = { ...where(event), appliedAtMs: ctx.clock.now(), discardedAtMs: ctx.clock.now(), outputs: NO_OUTPUTS };
+  return { type: 'put', key, value: record };
 }

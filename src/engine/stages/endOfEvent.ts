@@ -44,10 +44,11 @@ export async function endReplayed(
   advance: () => readonly StoreOp[],
   signal: AbortSignal,
   details?: OutcomeDetails,
+  effectKey?: string,
 ): Promise<void> {
   signal.throwIfAborted();
   for (const op of ctx.runs.clear(event)) ops.push(op);
-  if (outcome === Outcome.APPLIED) ops.push(effectRecordOp(ctx, event, outputs));
+  if (outcome === Outcome.APPLIED) ops.push(effectRecordOp(ctx, event, outputs, effectKey));
   await ctx.end.endReplay(event, ops, outputs, advance);
   ctx.report(outcome, event, { ...details, replayed: true });
 }
