@@ -38,12 +38,14 @@ const until = async (check: () => boolean) => {
 describe('AckedProducer', () => {
   it('hands records over in call order, also when they waited for room in a full queue', async () => {
     const { acked, produced } = fullFor(3);
-    void acked.produce([record('a1'), record('a2')]);
-    void acked.produce([record('b1')]);
+    const a = acked.produce([record('a1'), record('a2')]);
+    const b = acked.produce([record('b1')]);
     // Refused, then retried: nothing produced yet, and b1 does not overtake a1 and a2.
     expect(produced).toEqual([]);
-    await until(() => produced.length === 3);
+    // Acknowledged: the flush that covered them is over (a write made during a flush waits for its end).
+    await Promise.all([a, b]);
     expect(produced).toEqual(['a1', 'a2', 'b1']);
+    // With room in the queue and no flush running, a write is handed over at once.
     void acked.produce([record('c1')]);
     expect(produced).toEqual(['a1', 'a2', 'b1', 'c1']);
   });
