@@ -49,6 +49,11 @@ export class AckedProducer {
     private readonly transactional: boolean,
   ) {}
 
+  /** Calls not settled yet: their records are not acknowledged (without transactions; 0 in one). */
+  get unacknowledged(): number {
+    return this.unsettled.size;
+  }
+
   static async connect(settings: KafkaSettings, logger: Logger, onFatal: (error: Error) => void, transactions?: TransactionSettings): Promise<AckedProducer> {
     const producer = new rdkafka.Producer(producerConfig(settings, transactions));
     logClientTo(producer, logger, onFatal);

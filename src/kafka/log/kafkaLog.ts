@@ -117,6 +117,13 @@ export interface KafkaLogOptions {
  *   offers `atomic`; a failed transaction, or partitions lost without a revocation, is fatal: the
  *   worker's local state holds what the transaction held, and must be rebuilt by a restart.
  */
+/** A rebalance step running longer than this is logged (see KafkaLog's `serialize`). */
+const SLOW_REBALANCE_STEP_MS = 10_000;
+const REVOCATION_WAITS_FOR =
+  "the engine to end the partitions' events in flight (their model calls are aborted; an event whose effect is being recorded waits for Kafka to acknowledge its writes)";
+const ASSIGNMENT_WAITS_FOR = "the partitions' committed offsets and the restore of their state from the changelogs";
+const RESET_WAITS_FOR = "the partitions' events in flight to end, then their committed offsets and the restore of their state";
+
 export class KafkaLog implements Log {
   private consumer: Consumer | undefined;
   private producer: AckedProducer | undefined;
@@ -203,16 +210,15 @@ export class KafkaLog implements Log {
         const ownership = this.partitions.get(partitionId(o))?.ownership;
         return ownership !== undefined && ownership !== 'lost';
       });
-      if (this.transactions) return await this.commitTransaction(live);
-      if (live.length < offsets.length) {
-        const skipped = offsets.filter((o) => !live.includes(o)).map((o) => `${partitionId(o)}@${o.offset}`);
-        this.logger.warn({ skipped }, 'not committing offsets of partitions this worker no longer owns');
+      if (this.transactions) {
+        await this.commitTransaction(live);
+        return this.refuseSkipped(offsets, live);
       }
-      if (live.length === 0) return;
       try {
-        await this.commits.commit(consumer, live);
-        this.logger.debug({ offsets: live.map((o) => `${partitionId(o)}@${o.offset}`) }, 'committed');
-        return;
+        if (live.length > 0) {
+          await this.commits.commit(consumer, live);
+          this.logger.debug({ offsets: live.map((o) => `${partitionId(o)}@${o.offset}`) }, 'committed');
+        }
       } catch (error) {
         const what = live.map((o) => `${partitionId(o)}@${o.offset}`).join(', ');
         if (isRefusedByRebalance(error)) {
@@ -232,8 +238,21 @@ export class KafkaLog implements Log {
         }
         this.logger.warn({ attempt, error: (error as Error).message }, 'commit failed; retrying');
         await sleep(Math.min(100 * 2 ** attempt, 2_000));
+        continue;
       }
+      return this.refuseSkipped(offsets, live);
     }
+  }
+
+  /**
+   * After the offsets still owned were committed: the others (of partitions lost meanwhile) were
+   * not, and the engine must not count them as committed, so the commit is refused for them.
+   */
+  private refuseSkipped(offsets: readonly CommitOffset[], live: readonly CommitOffset[]): void {
+    if (live.length === offsets.length) return;
+    const skipped = offsets.filter((o) => !live.includes(o)).map((o) => `${partitionId(o)}@${o.offset}`);
+    this.logger.warn({ skipped }, 'not committing offsets of partitions this worker no longer owns');
+    throw new CommitRefusedError(`Kafka commit of ${skipped.join(', ')} refused: this worker lost these partitions in a rebalance`);
   }
 
   async produce(records: readonly OutRecord[]): Promise<void> {
@@ -343,7 +362,8 @@ export class KafkaLog implements Log {
     const queued = [...lost];
     this.queuedReset = queued;
     this.resetting += 1;
-    this.serialize(async () => {
+    const step = `reset of ${queued.length > 0 ? queued.map(partitionId).join(', ') : 'the partitions the aborted transaction touched'}`;
+    this.serialize(step, RESET_WAITS_FOR, async () => {
       this.queuedReset = undefined;
       const states: PartitionState[] = [];
       const owned = [...this.partitions.values()].filter((p) => p.ownership === 'owned').length;
@@ -509,7 +529,7 @@ export class KafkaLog implements Log {
       this.assignmentWait?.stop();
       // An empty assignment completes a rebalance that gave this worker nothing new.
       if (tps.length > 0) this.logger.info({ partitions: tps.map(partitionId) }, 'assigned');
-      this.serialize(async () => {
+      this.serialize(`assignment of ${tps.map(partitionId).join(', ') || 'no partition'}`, ASSIGNMENT_WAITS_FOR, async () => {
         const states = tps.map((tp): PartitionState => ({ tp, ownership: 'assigning', paused: false }));
         for (const state of states) this.partitions.set(partitionId(state.tp), state);
         const listener = this.listener;
@@ -554,7 +574,7 @@ export class KafkaLog implements Log {
       if (lost && this.transactions && states.length > 0)
         this.resetAfterAbort(new Error(`partitions ${tps.map(partitionId).join(', ')} were lost: this worker was fenced out of its group`), tps);
       this.logger.info({ partitions: tps.map(partitionId), lost }, lost ? 'partitions lost' : 'revoking');
-      this.serialize(async () => {
+      this.serialize(`${lost ? 'loss' : 'revocation'} of ${tps.map(partitionId).join(', ')}`, REVOCATION_WAITS_FOR, async () => {
         if (this.listener) await (lost ? this.listener.lost(tps) : this.listener.revoked(tps));
         for (const tp of tps) {
           const id = partitionId(tp);
@@ -587,9 +607,30 @@ export class KafkaLog implements Log {
     }
   }
 
-  /** Runs rebalance steps one after another, in the order librdkafka gave them. */
-  private serialize(step: () => Promise<void>): void {
-    this.rebalances = this.rebalances.then(step).catch((error: unknown) => {
+  /**
+   * Runs rebalance steps one after another, in the order librdkafka gave them. A step still
+   * running after {@link SLOW_REBALANCE_STEP_MS} is logged, then as often again, with what it
+   * waits for: until it ends, librdkafka holds the group's rebalance (and this worker's partitions).
+   */
+  private serialize(what: string, waitsFor: string, step: () => Promise<void>): void {
+    const timed = async () => {
+      const started = Date.now();
+      const timer = setInterval(() => {
+        const waitedS = Math.round((Date.now() - started) / 1_000);
+        const unacknowledged = this.producer?.unacknowledged ?? 0;
+        this.logger.warn(
+          { step: what, waitedMs: Date.now() - started, unacknowledgedWrites: unacknowledged },
+          `rebalance step '${what}' still running after ${waitedS} s: it waits for ${waitsFor}; ${unacknowledged} writes are not acknowledged by Kafka yet`,
+        );
+      }, SLOW_REBALANCE_STEP_MS);
+      timer.unref();
+      try {
+        await step();
+      } finally {
+        clearInterval(timer);
+      }
+    };
+    this.rebalances = this.rebalances.then(timed).catch((error: unknown) => {
       // A step cut short by the close (the consumer disconnected under it) fails nothing: the
       // engine has stopped, and the partitions' next owner starts from the committed offsets.
       if (this.closing) this.logger.warn({ err: error }, 'a rebalance step failed while the log closed');

@@ -5,11 +5,13 @@
 // clients are replaced by fakes that record the order of calls, so the order is checked without a
 // broker and without timing.
 import pino from 'pino';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { LogListener, TopicPartition } from '../../../../src/ports/log.js';
 import type { AckedProducer } from '../../../../src/kafka/log/ackedProducer.js';
 import { KafkaLog } from '../../../../src/kafka/log/kafkaLog.js';
 import { Transactions } from '../../../../src/kafka/log/transactions.js';
+import type { CommitWaiter } from '../../../../src/kafka/log/commitWaiter.js';
+import { isCommitRefused } from '../../../../src/ports/log.js';
 
 const ERR_REVOKE_PARTITIONS = -174;
 const ERR_ASSIGN_PARTITIONS = -175;
@@ -40,10 +42,18 @@ interface Rig {
 }
 
 async function rig(
-  options: { assigned?: (tps: readonly TopicPartition[]) => Promise<void>; lost?: () => Promise<void>; disconnected?: boolean } = {},
+  options: {
+    assigned?: (tps: readonly TopicPartition[]) => Promise<void>;
+    lost?: () => Promise<void>;
+    disconnected?: boolean;
+    /** At-least-once: no transactions; the consumer commits offsets itself. */
+    atLeastOnce?: boolean;
+    /** Hears the log's lines (silent by default). */
+    logger?: pino.Logger;
+  } = {},
 ): Promise<Rig> {
   const calls: string[] = [];
-  const logger = pino({ level: 'silent' });
+  const logger = options.logger ?? pino({ level: 'silent' });
   const producer = {
     beginTransaction: async () => void calls.push('begin'),
     abortTransaction: async () => void calls.push('abort'),
@@ -64,6 +74,11 @@ async function rig(
         tps.map((t) => ({ ...t, offset: 0 })),
       ),
     seek: (_tpo: unknown, _t: number, cb: (e: unknown) => void) => cb(undefined),
+    // As librdkafka: the commit is enqueued, and its offset_commit_cb comes later.
+    commit: (offsets: Array<TopicPartition & { offset: number }>) => {
+      calls.push(`commit ${offsets.map((o) => `${o.topic}/${o.partition}@${o.offset}`).join(',')}`);
+      setImmediate(() => (inner.commits as CommitWaiter).settled(undefined, offsets));
+    },
   };
   const listener: LogListener = {
     assigned: async (tps) => {
@@ -78,7 +93,12 @@ async function rig(
     records: () => undefined,
     failed: (error) => void calls.push(`failed ${error.message}`),
   };
-  const log = new KafkaLog({ settings: { bootstrap: '127.0.0.1:9', group: 'g' }, logger, exactlyOnce: { transactionalId: 't', timeoutMs: 10_000 } as never });
+  const log = new KafkaLog({
+    settings: { bootstrap: '127.0.0.1:9', group: 'g' },
+    logger,
+    ...(options.atLeastOnce ? {} : { exactlyOnce: { transactionalId: 't', timeoutMs: 10_000 } as never }),
+  });
+  const inner = log as unknown as Record<string, unknown>;
   const transactions = await Transactions.begin(
     producer,
     () => consumer as never,
@@ -87,8 +107,7 @@ async function rig(
     () => undefined,
   );
   calls.length = 0;
-  const inner = log as unknown as Record<string, unknown>;
-  Object.assign(inner, { consumer, producer, transactions, listener });
+  Object.assign(inner, { consumer, producer, listener, ...(options.atLeastOnce ? {} : { transactions }) });
   const partitions = inner.partitions as Map<string, unknown>;
   for (const t of [tp(0), tp(1)]) partitions.set(`${t.topic}/${t.partition}`, { tp: t, ownership: 'owned', paused: false, position: 0 });
   const onRebalance = inner.onRebalance as (e: unknown, a: TopicPartition[]) => void;
@@ -218,5 +237,49 @@ describe('KafkaLog: a rebalance while it closes', () => {
     assign([tp(2)]);
     await settled();
     expect(calls).toEqual(['assign orders/2']);
+  });
+});
+
+describe('KafkaLog, at-least-once: a commit that names a partition lost meanwhile', () => {
+  it('commits the offsets of the partitions still owned, and refuses the commit for the lost one, so that the engine never counts it as committed', async () => {
+    const { log, calls, lose } = await rig({ atLeastOnce: true });
+    lose([tp(1)]);
+    const committed = log.commit([
+      { ...tp(0), offset: 5 },
+      { ...tp(1), offset: 7 },
+    ]);
+    await expect(committed).rejects.toSatisfy(isCommitRefused);
+    await expect(committed).rejects.toThrow('Kafka commit of orders/1@7 refused: this worker lost these partitions in a rebalance');
+    expect(calls.filter((c) => c.startsWith('commit'))).toEqual(['commit orders/0@5']);
+  });
+
+  it('a commit of owned partitions only settles as before', async () => {
+    const { log, calls } = await rig({ atLeastOnce: true });
+    await log.commit([{ ...tp(0), offset: 5 }]);
+    expect(calls).toEqual(['commit orders/0@5']);
+  });
+});
+
+describe('KafkaLog: a rebalance step that does not end', () => {
+  afterEach(() => void vi.useRealTimers());
+
+  it('is logged every 10 s with what it waits for, until it ends', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'Date'] });
+    const lines: Array<{ msg: string; step: string; unacknowledgedWrites: number }> = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const stuck = deferred();
+    const { lose, settled } = await rig({ atLeastOnce: true, logger, lost: () => stuck.promise });
+    lose([tp(1)]);
+    await vi.advanceTimersByTimeAsync(9_999);
+    expect(lines).toEqual([]);
+    await vi.advanceTimersByTimeAsync(10_001);
+    expect(lines.map((l) => l.msg)).toEqual([
+      "rebalance step 'loss of orders/1' still running after 10 s: it waits for the engine to end the partitions' events in flight (their model calls are aborted; an event whose effect is being recorded waits for Kafka to acknowledge its writes); 0 writes are not acknowledged by Kafka yet",
+      "rebalance step 'loss of orders/1' still running after 20 s: it waits for the engine to end the partitions' events in flight (their model calls are aborted; an event whose effect is being recorded waits for Kafka to acknowledge its writes); 0 writes are not acknowledged by Kafka yet",
+    ]);
+    stuck.resolve();
+    await settled();
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(lines).toHaveLength(2);
   });
 });
