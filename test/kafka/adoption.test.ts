@@ -41,7 +41,7 @@ it('routes routine disputes to the rule, applies the old rules with the agent in
 
   const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => dedupe(r).unique.length >= inputs.length, {
     timeoutMs: 90_000,
-    describe: (r) => `${dedupe(r).unique.length} of ${inputs.length} decided\n${worker.tail()}`,
+    describe: (r) => `${dedupe(r).unique.length} of ${inputs.length} decided\n${worker.stuck()}`,
   });
   expect(checkDecisions(inputs, output)).toEqual([]);
   const applied = new Map(dedupe(output).unique.map((r) => [(JSON.parse(r.value!) as Applied).disputeId, JSON.parse(r.value!) as Applied]));
@@ -50,7 +50,7 @@ it('routes routine disputes to the rule, applies the old rules with the agent in
 
   const shadows = await readUntil(bootstrap, `${prefix}disputes.shadow`, (r) => dedupe(r).unique.length >= shadowed.length, {
     timeoutMs: 30_000,
-    describe: (r) => `${dedupe(r).unique.length} of ${shadowed.length} shadow records\n${worker.tail()}`,
+    describe: (r) => `${dedupe(r).unique.length} of ${shadowed.length} shadow records\n${worker.stuck()}`,
   });
   // Each shadow record names its dispute by effect id, as the output does; only the shadowed disputes have one.
   const disputeOf = new Map(dedupe(output).unique.map((r) => [r.headers[EFFECT_ID_HEADER]!, (JSON.parse(r.value!) as Applied).disputeId]));

@@ -71,7 +71,7 @@ describe('orderly run: a broker of three killed mid-run', () => {
 
     const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length, {
       timeoutMs: 150_000,
-      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${worker.tail()}`,
+      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${worker.stuck()}`,
     });
     // Processing went on with the broker down, and the leaders moved off it.
     expect(appliedAtKill).toBeLessThan(inputs.length);

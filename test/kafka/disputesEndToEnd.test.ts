@@ -24,7 +24,7 @@ describe('orderly run: the disputes example on Kafka', () => {
 
     const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length, {
       timeoutMs: 120_000,
-      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${worker.tail()}`,
+      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${worker.stuck()}`,
     });
     expect(checkDecisions(inputs, output)).toEqual([]);
     // No crash and no rebalance: not even a repeated output.
@@ -55,7 +55,7 @@ describe('orderly run: the disputes example on Kafka', () => {
     workers.push(worker);
     const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length, {
       timeoutMs: 120_000,
-      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${worker.tail()}`,
+      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${worker.stuck()}`,
     });
     expect(checkDecisions(inputs, output)).toEqual([]);
     expect(dedupe(output).copies).toBe(0);

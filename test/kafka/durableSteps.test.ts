@@ -56,7 +56,7 @@ it('a worker killed between two durable steps: the restarted worker does not run
   workers.push(second);
   const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length, {
     timeoutMs: 90_000,
-    describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${second.tail()}`,
+    describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${second.stuck()}`,
   });
   expect(await second.stop()).toBe(0);
   expect(checkDecisions(inputs, output)).toEqual([]);

@@ -53,7 +53,7 @@ describe('orderly run --exactly-once on Kafka', () => {
     runs.push(b);
     const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length, {
       timeoutMs: 180_000,
-      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${again.tail()}\n${b.tail()}`,
+      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${again.stuck()}\n${b.stuck()}`,
     });
     expect(checkDecisions(inputs, output)).toEqual([]);
     await Promise.all([again.stop(), b.stop()]);
@@ -92,7 +92,7 @@ describe('orderly run --exactly-once on Kafka', () => {
 
     const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length, {
       timeoutMs: 180_000,
-      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${a.tail()}\n${b.tail()}`,
+      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${a.stuck()}\n${b.stuck()}`,
     });
     expect(checkDecisions(inputs, output)).toEqual([]);
     await a.waitFor(
@@ -142,7 +142,7 @@ describe('orderly run --exactly-once on Kafka', () => {
     await first.waitFor('p1 parked, p2 and p3 held', () => first.outcomes('PARKED').length === 1 && first.outcomes('HELD').length === 2);
     await readUntil(bootstrap, `${topic}.parked`, (r) => r.length >= 3, {
       timeoutMs: 60_000,
-      describe: (r) => `${r.length} of 3 park records committed\n${first.tail()}`,
+      describe: (r) => `${r.length} of 3 park records committed\n${first.stuck()}`,
     });
     expect(held).toHaveLength(1);
     await first.kill();
@@ -151,7 +151,7 @@ describe('orderly run --exactly-once on Kafka', () => {
     const next = start(worker());
     await readUntil(bootstrap, `${names.prefix}dispute-decisions`, (r) => decided(r) >= 1, {
       timeoutMs: 60_000,
-      describe: () => `x1 not decided\n${next.tail()}`,
+      describe: () => `x1 not decided\n${next.stuck()}`,
     });
     // The next run met the parked and held events again (their offsets were never committed).
     await next.waitFor('p1 found parked, p2 and p3 found held', () => next.outcomes('PARKED').length === 1 && next.outcomes('HELD').length === 2);

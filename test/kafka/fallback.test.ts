@@ -26,7 +26,7 @@ it('opens the circuit of a step whose model is down, and the fallback decides ev
 
   const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => dedupe(r).unique.length >= inputs.length, {
     timeoutMs: 90_000,
-    describe: (r) => `${dedupe(r).unique.length} of ${inputs.length} decided\n${worker.tail()}`,
+    describe: (r) => `${dedupe(r).unique.length} of ${inputs.length} decided\n${worker.stuck()}`,
   });
   expect(checkDecisions(inputs, output)).toEqual([]);
   const applied = new Map(

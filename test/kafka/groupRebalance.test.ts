@@ -53,7 +53,7 @@ describe('orderly run: workers joining and leaving one group, on Kafka', () => {
 
     const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length, {
       timeoutMs: 120_000,
-      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${b.tail()}\n${c.tail()}`,
+      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${b.stuck()}\n${c.stuck()}`,
     });
     expect(await b.stop()).toBe(0);
     expect(await c.stop()).toBe(0);

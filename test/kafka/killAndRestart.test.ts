@@ -74,11 +74,11 @@ describe('orderly run: kill -9 at random moments and restart, on Kafka', () => {
     workers.push(last);
     const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= decidable.length, {
       timeoutMs: 120_000,
-      describe: (r) => `${decided(r)} of ${decidable.length} disputes decided\n${last.tail()}`,
+      describe: (r) => `${decided(r)} of ${decidable.length} disputes decided\n${last.stuck()}`,
     });
     await readUntil(bootstrap, `${prefix}disputes.parked`, (r) => new Set(r.map(parkedDisputeId)).size >= parkedIds.length, {
       timeoutMs: 60_000,
-      describe: (r) => `${new Set(r.map(parkedDisputeId)).size} of ${parkedIds.length} events parked or held\n${last.tail()}`,
+      describe: (r) => `${new Set(r.map(parkedDisputeId)).size} of ${parkedIds.length} events parked or held\n${last.stuck()}`,
     });
     expect(await last.stop()).toBe(0);
     expect(checkDecisions(decidable, output)).toEqual([]);
@@ -140,7 +140,7 @@ describe('orderly run: kill -9 at random moments and restart, on Kafka', () => {
       workers.push(second);
       const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length, {
         timeoutMs: 60_000,
-        describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${second.tail()}`,
+        describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${second.stuck()}`,
       });
       expect(await second.stop()).toBe(0);
       const resumed = second.lines.filter((l) => l.msg === 'finished offsets above the committed one: skipped when redelivered');
@@ -189,7 +189,7 @@ async function killAndFinish(
   workers.push(last);
   const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length, {
     timeoutMs: 120_000,
-    describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${last.tail()}`,
+    describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${last.stuck()}`,
   });
   expect(await last.stop()).toBe(0);
   const summary = await expectEachInputAppliedOnceInOrder(inputs, output, runs, [stateDir], group);

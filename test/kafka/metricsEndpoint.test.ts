@@ -48,7 +48,7 @@ describe('orderly run --metrics-port: /metrics on the broker', () => {
     }
     await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= applied, {
       timeoutMs: 30_000,
-      describe: (r) => `${decided(r)} of ${applied} decided\n${worker.tail()}`,
+      describe: (r) => `${decided(r)} of ${applied} decided\n${worker.stuck()}`,
     });
 
     expect(m.sum('orderly_events_total', { outcome: 'APPLIED' })).toBe(applied);

@@ -55,7 +55,7 @@ async function waitParked(prefix: string, worker: Worker, count: number, dispute
   const enough = (ids: Set<unknown>) => ids.size >= count && (disputeId === undefined || ids.has(disputeId));
   return readUntil(bootstrap, `${prefix}disputes.parked`, (r) => enough(new Set(r.map(parkedDisputeId))), {
     timeoutMs: 90_000,
-    describe: (r) => `${r.length} park records\n${worker.tail()}`,
+    describe: (r) => `${r.length} park records\n${worker.stuck()}`,
   });
 }
 
@@ -69,7 +69,7 @@ describe('orderly parked: list, show, resolve and replay against a running worke
     await waitParked(prefix, worker, 2 + heldA.length + heldB.length);
     const early = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= free.length, {
       timeoutMs: 90_000,
-      describe: (r) => `${decided(r)} of ${free.length} decided\n${worker.tail()}`,
+      describe: (r) => `${decided(r)} of ${free.length} decided\n${worker.stuck()}`,
     });
     expect(checkDecisions(free, early)).toEqual([]);
 
@@ -125,7 +125,7 @@ describe('orderly parked: list, show, resolve and replay against a running worke
     const expected = inputs.filter((d) => d !== poisonB);
     const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= expected.length, {
       timeoutMs: 90_000,
-      describe: (r) => `${decided(r)} of ${expected.length} decided\n${worker.tail()}`,
+      describe: (r) => `${decided(r)} of ${expected.length} decided\n${worker.stuck()}`,
     });
     expect(checkDecisions(expected, output)).toEqual([]);
     const decidedA = output.find((r) => disputeIdOf(r) === poisonA.disputeId)!;
@@ -173,7 +173,7 @@ describe('orderly parked: list, show, resolve and replay against a running worke
     const expected = inputs.filter((d) => d.account === poisonA.account);
     const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r.filter((x) => x.key === poisonA.account)) >= expected.length, {
       timeoutMs: 90_000,
-      describe: (r) => `${r.length} decisions\n${next.tail()}`,
+      describe: (r) => `${r.length} decisions\n${next.stuck()}`,
     });
     expect(
       checkDecisions(
@@ -224,7 +224,7 @@ describe('orderly parked: list, show, resolve and replay against a running worke
       (
         await readUntil(bootstrap, resolutionsTopic(group), (r) => r.filter((x) => x.value?.includes('"outcome"')).length >= count, {
           timeoutMs: 60_000,
-          describe: (r) => `${r.length} control records\n${worker.tail()}`,
+          describe: (r) => `${r.length} control records\n${worker.stuck()}`,
         })
       )
         .map((r) => JSON.parse(r.value!) as { type: string; id: string; status: string; message: string })
@@ -241,7 +241,7 @@ describe('orderly parked: list, show, resolve and replay against a running worke
     const expected = inputs.filter((d) => d.account === poisonA.account);
     const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => r.filter((x) => x.key === poisonA.account).length >= expected.length, {
       timeoutMs: 90_000,
-      describe: (r) => `${r.length} decisions\n${worker.tail()}`,
+      describe: (r) => `${r.length} decisions\n${worker.stuck()}`,
     });
     expect(
       checkDecisions(

@@ -32,7 +32,7 @@ describe('orderly run: bad payloads and poison events on Kafka', () => {
 
     const dlq = await readUntil(bootstrap, `${prefix}disputes.dlq`, (r) => r.length >= 2, {
       timeoutMs: 90_000,
-      describe: (r) => `${r.length} dead letters\n${worker.tail()}`,
+      describe: (r) => `${r.length} dead letters\n${worker.stuck()}`,
     });
     expect(dlq).toHaveLength(2);
     const truncated = dlq.find((r) => r.value?.includes('d-bad'))!;
@@ -44,7 +44,7 @@ describe('orderly run: bad payloads and poison events on Kafka', () => {
 
     const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= good.length, {
       timeoutMs: 90_000,
-      describe: (r) => `${decided(r)} of ${good.length} decided\n${worker.tail()}`,
+      describe: (r) => `${decided(r)} of ${good.length} decided\n${worker.stuck()}`,
     });
     expect(checkDecisions(good, output)).toEqual([]);
     expect(worker.outcomes('DEAD_LETTERED')).toHaveLength(2);
@@ -65,7 +65,7 @@ describe('orderly run: bad payloads and poison events on Kafka', () => {
     // The poison's park record, then one HELD record for each later event of its account.
     const parked = await readUntil(bootstrap, `${prefix}disputes.parked`, (r) => new Set(r.map(parkedDisputeId)).size >= 1 + held.length, {
       timeoutMs: 90_000,
-      describe: (r) => `${r.length} park records: ${r.map(parkedDisputeId).join(' ')}\n${worker.tail()}`,
+      describe: (r) => `${r.length} park records: ${r.map(parkedDisputeId).join(' ')}\n${worker.stuck()}`,
     });
     const poisonRecord = parked.find((r) => parkedDisputeId(r) === poison.disputeId)!;
     expect(poisonRecord.key).toBe(poisonAccount);
@@ -82,7 +82,7 @@ describe('orderly run: bad payloads and poison events on Kafka', () => {
     const expectedDecided = [...others, ...before];
     const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= expectedDecided.length, {
       timeoutMs: 90_000,
-      describe: (r) => `${decided(r)} of ${expectedDecided.length} decided\n${worker.tail()}`,
+      describe: (r) => `${decided(r)} of ${expectedDecided.length} decided\n${worker.stuck()}`,
     });
     expect(checkDecisions(expectedDecided, output)).toEqual([]);
     // Nothing of the poison's account after it reached the output, however long we look.
@@ -105,7 +105,7 @@ describe('orderly run: bad payloads and poison events on Kafka', () => {
 
     const dlq = await readUntil(bootstrap, `${prefix}disputes.dlq`, (r) => r.length >= 1, {
       timeoutMs: 90_000,
-      describe: (r) => `${r.length} dead letters\n${worker.tail()}`,
+      describe: (r) => `${r.length} dead letters\n${worker.stuck()}`,
     });
     expect(dlq).toHaveLength(1);
     expect(dlq[0]!.key).toBe(poison.account);
@@ -117,7 +117,7 @@ describe('orderly run: bad payloads and poison events on Kafka', () => {
     // Every other event is decided, the poison's account's later ones included: not held.
     const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= good.length, {
       timeoutMs: 90_000,
-      describe: (r) => `${decided(r)} of ${good.length} decided\n${worker.tail()}`,
+      describe: (r) => `${decided(r)} of ${good.length} decided\n${worker.stuck()}`,
     });
     expect(checkDecisions(good, output)).toEqual([]);
     expect(await readAll(bootstrap, `${prefix}disputes.parked`)).toEqual([]);

@@ -69,7 +69,7 @@ describe('orderly run: a model that answers 429 for longer than max.poll.interva
 
     const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length, {
       timeoutMs: 90_000,
-      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${worker.tail()}`,
+      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${worker.stuck()}`,
     });
     // Rebalance lines up to now: stopping revokes every partition, on purpose.
     const rebalances = rebalanceLines(worker);
@@ -160,7 +160,7 @@ describe('orderly run: a model that answers 429 for longer than max.poll.interva
 
     const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length, {
       timeoutMs: 90_000,
-      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${b.tail()}`,
+      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${b.stuck()}`,
     });
     expect(await b.stop()).toBe(0);
     console.log(

@@ -144,7 +144,7 @@ describe('a rolling upgrade from the code before stored-format versions, on Kafk
 
     const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length, {
       timeoutMs: 60_000,
-      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${newA.tail()}\n${newB2.tail()}`,
+      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${newA.stuck()}\n${newB2.stuck()}`,
     });
     expect(await newA.stop(), 'new A stops cleanly').toBe(0);
     expect(await newB2.stop(), 'new B stops cleanly').toBe(0);

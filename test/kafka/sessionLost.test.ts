@@ -43,7 +43,7 @@ describe('orderly run: partitions lost after a session timeout, on Kafka', () =>
     await worker.waitFor('partitions lost', () => rebalanceLines(worker).lost.length > 0, 30_000);
     const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length, {
       timeoutMs: 90_000,
-      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${worker.tail()}`,
+      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${worker.stuck()}`,
     });
     const r = rebalanceLines(worker);
     expect(worker.running, 'the worker went on').toBe(true);

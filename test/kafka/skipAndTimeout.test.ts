@@ -36,7 +36,7 @@ describe("orderly run: onExhausted 'skip' and timeouts on Kafka", () => {
     const good = inputs.filter((d) => d !== poison);
     const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= good.length, {
       timeoutMs: 60_000,
-      describe: (r) => `${decided(r)} of ${good.length} decided\n${worker.tail()}`,
+      describe: (r) => `${decided(r)} of ${good.length} decided\n${worker.stuck()}`,
     });
     expect(checkDecisions(good, output)).toEqual([]);
     await worker.waitFor('the poison SKIPPED', () => worker.outcomes('SKIPPED').length > 0, 30_000);

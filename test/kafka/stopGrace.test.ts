@@ -46,7 +46,7 @@ describe('orderly run --stop-grace-ms, on Kafka', () => {
     await produce(bootstrap, `${prefix}disputes`, [asInput({ ...later, disputeId: 'd-late' })]);
     await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length + 1, {
       timeoutMs: 60_000,
-      describe: (r) => `${decided(r)} of ${inputs.length + 1} disputes decided\n${next.tail()}`,
+      describe: (r) => `${decided(r)} of ${inputs.length + 1} disputes decided\n${next.stuck()}`,
     });
     expect(await next.stop()).toBe(0);
     expect(next.outcomes('APPLIED')).toHaveLength(1);
@@ -68,7 +68,7 @@ describe('orderly run --stop-grace-ms, on Kafka', () => {
     workers.push(next);
     await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length, {
       timeoutMs: 60_000,
-      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${next.tail()}`,
+      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${next.stuck()}`,
     });
     expect(await next.stop()).toBe(0);
     expect(next.outcomes('APPLIED')).toHaveLength(inputs.length);
@@ -146,7 +146,7 @@ describe('orderly run --stop-grace-ms with a paused partition, on Kafka', () => 
     model.release('a2');
     await readUntil(bootstrap, `${names.prefix}dispute-decisions`, (r) => decided(r) >= 3, {
       timeoutMs: 60_000,
-      describe: (r) => `${decided(r)} of 3 disputes decided\n${next.tail()}`,
+      describe: (r) => `${decided(r)} of 3 disputes decided\n${next.stuck()}`,
     });
     expect(await next.stop()).toBe(0);
     expect(next.outcomes('APPLIED')).toHaveLength(1);

@@ -1,5 +1,6 @@
 // `./bin/orderly run` as a child process, with its JSON log lines collected.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -110,7 +111,7 @@ export class Worker {
     const deadline = Date.now() + timeoutMs;
     while (!predicate(this.lines)) {
       if (!this.running) throw new Error(`worker exited (code ${this.child.exitCode}) before ${what}\n${this.tail()}`);
-      if (Date.now() > deadline) throw new Error(`worker: no ${what} within ${timeoutMs} ms\n${this.tail()}`);
+      if (Date.now() > deadline) throw new Error(`worker: no ${what} within ${timeoutMs} ms\n${this.stuck()}`);
       await sleep(100);
     }
   }
@@ -154,4 +155,44 @@ export class Worker {
     const lines = this.lines.slice(-count).map((l) => JSON.stringify(l));
     return `--- last ${lines.length} log lines:\n${lines.join('\n')}\n--- stderr:\n${this.stderr.slice(-3000)}`;
   }
+
+  /**
+   * For a wait that timed out: the {@link diagnosis} first (CI keeps only a failure's first lines),
+   * then the tail. Not for a message built whether or not the check fails: gdb stops the worker a moment.
+   */
+  stuck(count = 25): string {
+    return `${this.diagnosis()}\n${this.tail(count)}`;
+  }
+
+  /**
+   * Two lines on where a worker stands: how long ago it last logged, its last lines that are not
+   * event outcomes, and what its main thread waits on (the kernel's wait channel: \`do_epoll_wait\`
+   * is an idle event loop, a futex wait is a native call blocking it; with gdb installed, the
+   * thread's native frames too).
+   */
+  diagnosis(): string {
+    const last = this.lines.at(-1);
+    const ageS = typeof last?.time === 'number' ? `${Math.round((Date.now() - last.time) / 1_000)} s ago` : 'never';
+    const notOutcomes = this.lines
+      .filter((l) => typeof l.outcome !== 'string')
+      .slice(-4)
+      .map((l) => String(l.msg).slice(0, 120));
+    const head = `--- worker ${this.child.pid}: ${this.running ? 'running' : `exited (${this.child.exitCode ?? this.child.signalCode})`}, last log line ${ageS}; last lines other than outcomes: ${notOutcomes.join(' | ')}`;
+    if (!this.running) return head;
+    return `${head}\n--- its main thread waits in ${mainThreadWait(this.child.pid!)}`;
+  }
+}
+
+/** The kernel wait channel of a process's main thread, and its native frames when gdb is installed. */
+function mainThreadWait(pid: number): string {
+  let wchan = 'unknown';
+  try {
+    wchan = readFileSync(`/proc/${pid}/wchan`, 'utf8') || 'running';
+  } catch {
+    // Not Linux, or the process is gone.
+  }
+  const gdb = spawnSync('gdb', ['-p', String(pid), '-batch', '-ex', 'thread 1', '-ex', 'bt 14'], { encoding: 'utf8', timeout: 20_000 });
+  if (gdb.error || gdb.status !== 0) return wchan;
+  const frames = [...gdb.stdout.matchAll(/^#\d+\s+(?:0x[0-9a-f]+ in )?([\w:~<>]+)/gm)].map((m) => m[1]);
+  return `${wchan}; frames: ${frames.join(' < ')}`;
 }
