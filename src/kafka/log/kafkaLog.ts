@@ -102,6 +102,13 @@ export interface KafkaLogOptions {
   };
 }
 
+/** A rebalance step running longer than this is logged (see KafkaLog's `serialize`). */
+const SLOW_REBALANCE_STEP_MS = 10_000;
+const REVOCATION_WAITS_FOR =
+  "the engine to end the partitions' events in flight (their model calls are aborted; an event whose effect is being recorded waits for Kafka to acknowledge its writes)";
+const ASSIGNMENT_WAITS_FOR = "the partitions' committed offsets and the restore of their state from the changelogs";
+const RESET_WAITS_FOR = "the partitions' events in flight to end, then their committed offsets and the restore of their state";
+
 /**
  * The Log port over @confluentinc/kafka-javascript (librdkafka).
  *
@@ -117,13 +124,6 @@ export interface KafkaLogOptions {
  *   offers `atomic`; a failed transaction, or partitions lost without a revocation, is fatal: the
  *   worker's local state holds what the transaction held, and must be rebuilt by a restart.
  */
-/** A rebalance step running longer than this is logged (see KafkaLog's `serialize`). */
-const SLOW_REBALANCE_STEP_MS = 10_000;
-const REVOCATION_WAITS_FOR =
-  "the engine to end the partitions' events in flight (their model calls are aborted; an event whose effect is being recorded waits for Kafka to acknowledge its writes)";
-const ASSIGNMENT_WAITS_FOR = "the partitions' committed offsets and the restore of their state from the changelogs";
-const RESET_WAITS_FOR = "the partitions' events in flight to end, then their committed offsets and the restore of their state";
-
 export class KafkaLog implements Log {
   private consumer: Consumer | undefined;
   private producer: AckedProducer | undefined;
