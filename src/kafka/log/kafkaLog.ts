@@ -609,7 +609,7 @@ export class KafkaLog implements Log {
 
   /**
    * Runs rebalance steps one after another, in the order librdkafka gave them. A step still
-   * running after {@link SLOW_REBALANCE_STEP_MS} is logged, then as often again, with what it
+   * running after `SLOW_REBALANCE_STEP_MS` is logged, then as often again, with what it
    * waits for: until it ends, librdkafka holds the group's rebalance (and this worker's partitions).
    */
   private serialize(what: string, waitsFor: string, step: () => Promise<void>): void {
