@@ -73,11 +73,13 @@ interface Committer {
   commit(offsets: TopicPartitionOffset[]): unknown;
 }
 
+/** Offsets named as the log lines and errors name them: `topic/partition@offset`. */
+export function offsetIds(offsets: ReadonlyArray<{ topic: string; partition: number; offset: number }>): string[] {
+  return offsets.map((o) => `${partitionId(o)}@${o.offset}`);
+}
+
 function keyOf(offsets: ReadonlyArray<{ topic: string; partition: number; offset: number }>): string {
-  return offsets
-    .map((o) => `${partitionId(o)}@${o.offset}`)
-    .sort()
-    .join(',');
+  return offsetIds(offsets).sort().join(',');
 }
 
 /**

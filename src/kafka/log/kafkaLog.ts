@@ -22,7 +22,7 @@ import {
 } from '../../ports/log.js';
 import { AckedProducer } from './ackedProducer.js';
 import { AssignmentWait } from './assignmentWait.js';
-import { CommitWaiter, isMetadataTooLarge, isRefusedByRebalance, isRetriableCommitError } from './commitWaiter.js';
+import { CommitWaiter, isMetadataTooLarge, isRefusedByRebalance, isRetriableCommitError, offsetIds } from './commitWaiter.js';
 import { consumerConfig, type KafkaSettings, type TransactionSettings } from '../kafkaConfig.js';
 import { logClientTo } from './kafkaLogger.js';
 import { transition, type Ownership } from './partitionOwnership.js';
@@ -217,10 +217,10 @@ export class KafkaLog implements Log {
       try {
         if (live.length > 0) {
           await this.commits.commit(consumer, live);
-          this.logger.debug({ offsets: live.map((o) => `${partitionId(o)}@${o.offset}`) }, 'committed');
+          this.logger.debug({ offsets: offsetIds(live) }, 'committed');
         }
       } catch (error) {
-        const what = live.map((o) => `${partitionId(o)}@${o.offset}`).join(', ');
+        const what = offsetIds(live).join(', ');
         if (isRefusedByRebalance(error)) {
           this.logger.warn({ offsets: what, error: (error as Error).message }, 'commit refused: a rebalance took these partitions');
           throw new CommitRefusedError(`Kafka commit of ${what} refused by a rebalance: ${(error as Error).message}`, { cause: error });
@@ -232,7 +232,7 @@ export class KafkaLog implements Log {
           );
         }
         if (!isRetriableCommitError(error) || Date.now() >= deadline) {
-          throw new Error(`Kafka commit of ${live.map((o) => `${partitionId(o)}@${o.offset}`).join(', ')} failed: ${(error as Error).message}`, {
+          throw new Error(`Kafka commit of ${what} failed: ${(error as Error).message}`, {
             cause: error,
           });
         }
@@ -250,7 +250,7 @@ export class KafkaLog implements Log {
    */
   private refuseSkipped(offsets: readonly CommitOffset[], live: readonly CommitOffset[]): void {
     if (live.length === offsets.length) return;
-    const skipped = offsets.filter((o) => !live.includes(o)).map((o) => `${partitionId(o)}@${o.offset}`);
+    const skipped = offsetIds(offsets.filter((o) => !live.includes(o)));
     this.logger.warn({ skipped }, 'not committing offsets of partitions this worker no longer owns');
     throw new CommitRefusedError(`Kafka commit of ${skipped.join(', ')} refused: this worker lost these partitions in a rebalance`);
   }
@@ -616,11 +616,11 @@ export class KafkaLog implements Log {
     const timed = async () => {
       const started = Date.now();
       const timer = setInterval(() => {
-        const waitedS = Math.round((Date.now() - started) / 1_000);
+        const waitedMs = Date.now() - started;
         const unacknowledged = this.producer?.unacknowledged ?? 0;
         this.logger.warn(
-          { step: what, waitedMs: Date.now() - started, unacknowledgedWrites: unacknowledged },
-          `rebalance step '${what}' still running after ${waitedS} s: it waits for ${waitsFor}; ${unacknowledged} writes are not acknowledged by Kafka yet`,
+          { step: what, waitedMs, unacknowledgedWrites: unacknowledged },
+          `rebalance step '${what}' still running after ${Math.round(waitedMs / 1_000)} s: it waits for ${waitsFor}; ${unacknowledged} writes are not acknowledged by Kafka yet`,
         );
       }, SLOW_REBALANCE_STEP_MS);
       timer.unref();

@@ -1,8 +1,9 @@
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
 import type { Logger } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { partitionId, type CommitOffset, type OutRecord } from '../../ports/log.js';
+import type { CommitOffset, OutRecord } from '../../ports/log.js';
 import { TransactionError, type AckedProducer } from './ackedProducer.js';
+import { offsetIds } from './commitWaiter.js';
 import { DiscardGate } from '../../ports/discardGate.js';
 
 /**
@@ -198,7 +199,7 @@ export class Transactions {
       if (offsets.length > 0)
         await this.retrying('sendOffsetsToTransaction', () => this.producer.sendOffsetsToTransaction(offsets, this.consumer(), this.options.callTimeoutMs));
       await this.retrying('commitTransaction', () => this.producer.commitTransaction(this.options.callTimeoutMs));
-      this.logger.debug({ offsets: offsets.map((o) => `${partitionId(o)}@${o.offset}`) }, 'transaction committed');
+      this.logger.debug({ offsets: offsetIds(offsets) }, 'transaction committed');
       this.produced = false;
       // Units enter again only once the phase is open (below), so none of the next transaction's is counted here.
       this.touched.clear();
