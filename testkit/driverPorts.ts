@@ -420,7 +420,7 @@ export class DriverConsumer implements Log {
       for (const p of more) p.ready = false;
       dropped.push(...more);
       if (this.listener && more.length > 0) await this.listener.lost(more.map((p) => p.tp));
-    });
+    }, gone);
     transaction.abort({
       keepLocalState: this.options.resetKeepsLocalState === true,
       partitions: partitions === 'all' ? 'all' : new Set([...partitions, ...dropped.map((p) => partitionId(p.tp))]),

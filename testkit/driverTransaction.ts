@@ -114,12 +114,13 @@ export class DriverTransaction {
 
   /**
    * As Kafka's log throws a transaction away: units of other partitions wait from now on, then
-   * `drop` is called with the partitions touched, and again with those touched meanwhile, until
-   * none is left. Returns every partition dropped; call {@link abort} with it, then {@link endDiscard}.
+   * `drop` is called with the partitions touched and the `lost` ones, and again with those touched
+   * meanwhile, until none is left. Returns every partition dropped; call {@link abort} with it,
+   * then {@link endDiscard}.
    */
-  async discard(drop: (partitions: ReadonlySet<string> | 'all') => Promise<void>): Promise<ReadonlySet<string> | 'all'> {
+  async discard(drop: (partitions: ReadonlySet<string> | 'all') => Promise<void>, lost: ReadonlySet<string>): Promise<ReadonlySet<string> | 'all'> {
     this.gate.close();
-    return this.gate.dropTouched(() => this.touched(), drop);
+    return this.gate.dropTouched(() => this.touched(), drop, lost);
   }
 
   /** The transaction has been thrown away: the units held back enter the next one. */

@@ -35,14 +35,23 @@ export class DiscardGate {
   }
 
   /**
-   * Calls `drop` with the partitions `touched` names, then again with those touched meanwhile
-   * (their units may enter and write), until none is left; returns every partition dropped.
-   * `drop` is called at least once (with none, when nothing was touched).
+   * Calls `drop` with the partitions `touched` names and the `lost` ones, then again with those
+   * touched meanwhile (their units may enter and write), until none is left; returns every
+   * partition dropped. `drop` is called at least once (with none, when nothing was touched).
+   *
+   * `lost` partitions (taken from this worker, touched or not) are dropped with the others: their
+   * units enter too, so that what they write goes down with the transaction. Held back, a unit
+   * of a lost partition that the transaction never touched would wait for the door to open, while
+   * the drop waits for that very unit to end.
    */
-  async dropTouched(touched: () => TouchedPartitions, drop: (partitions: TouchedPartitions) => Promise<void>): Promise<TouchedPartitions> {
+  async dropTouched(
+    touched: () => TouchedPartitions,
+    drop: (partitions: TouchedPartitions) => Promise<void>,
+    lost: ReadonlySet<string> = NONE,
+  ): Promise<TouchedPartitions> {
     const dropped = new Set<string>();
     for (let first = true; ; first = false) {
-      const now = touched();
+      const now = withLost(touched(), lost);
       const more = now === 'all' ? 'all' : new Set([...now].filter((id) => !dropped.has(id)));
       if (!first && (this.dropping === 'all' || (more !== 'all' && more.size === 0))) break;
       if (more !== 'all') for (const id of more) dropped.add(id);
@@ -65,4 +74,10 @@ export class DiscardGate {
     this.moved = new Promise((resolve) => (this.wake = resolve));
     wake?.();
   }
+}
+
+const NONE: ReadonlySet<string> = new Set();
+
+function withLost(touched: TouchedPartitions, lost: ReadonlySet<string>): TouchedPartitions {
+  return touched === 'all' || lost.size === 0 ? touched : new Set([...touched, ...lost]);
 }

@@ -107,7 +107,13 @@ const SLOW_REBALANCE_STEP_MS = 10_000;
 const REVOCATION_WAITS_FOR =
   "the engine to end the partitions' events in flight (their model calls are aborted; an event whose effect is being recorded waits for Kafka to acknowledge its writes)";
 const ASSIGNMENT_WAITS_FOR = "the partitions' committed offsets and the restore of their state from the changelogs";
-const RESET_WAITS_FOR = "the partitions' events in flight to end, then their committed offsets and the restore of their state";
+/** What a reset waits for, by its phase: the warning names the one it is in. */
+const RESET_WAITS_FOR = {
+  dropping: "the partitions' events in flight to end (then their committed offsets and the restore of their state)",
+  aborting: 'Kafka to abort the transaction (then the committed offsets and the restore of the partitions)',
+  rewinding: "the partitions' committed offsets from the group coordinator, and the seeks to them (then the restore of their state)",
+  restoring: "the restore of the partitions' state from the changelogs",
+} as const;
 
 /**
  * The Log port over @confluentinc/kafka-javascript (librdkafka).
@@ -363,15 +369,19 @@ export class KafkaLog implements Log {
     this.queuedReset = queued;
     this.resetting += 1;
     const step = `reset of ${queued.length > 0 ? queued.map(partitionId).join(', ') : 'the partitions the aborted transaction touched'}`;
-    this.serialize(step, RESET_WAITS_FOR, async () => {
+    let phase: keyof typeof RESET_WAITS_FOR = 'dropping';
+    const waitsFor = () => RESET_WAITS_FOR[phase];
+    this.serialize(step, waitsFor, async () => {
       this.queuedReset = undefined;
       const states: PartitionState[] = [];
       const owned = [...this.partitions.values()].filter((p) => p.ownership === 'owned').length;
+      const lost = new Set(queued.map(partitionId));
       try {
         const consumer = this.requireConsumer('reset');
         let lostToo: readonly TopicPartition[] = queued;
         // Their work in flight ends (or is given up) first; what it produced goes with the abort.
         await this.transactions!.discard(async (touched) => {
+          phase = 'dropping';
           const dropped = [...this.partitions.values()].filter((p) => p.ownership === 'owned' && (touched === 'all' || touched.has(partitionId(p.tp))));
           // New tasks start unpaused; what the dropped ones asked for no longer holds.
           for (const state of dropped) {
@@ -387,7 +397,8 @@ export class KafkaLog implements Log {
           const drop = [...lostToo, ...tps];
           lostToo = [];
           if (drop.length > 0) await this.listener?.lost(drop);
-        });
+          phase = 'aborting';
+        }, lost);
       } finally {
         this.resetting -= 1;
       }
@@ -395,7 +406,9 @@ export class KafkaLog implements Log {
       // A worker that is stopping (or failed) takes nothing back.
       if (tps.length === 0 || !this.listener || this.closing || this.fatal) return;
       const consumer = this.requireConsumer('reset');
+      phase = 'rewinding';
       const assigned = withCommitted(tps, await this.rewind(consumer, tps));
+      phase = 'restoring';
       this.noteReadBack(assigned);
       const listener = this.listener;
       // Each partition runs again as soon as its own state is back.
@@ -612,7 +625,7 @@ export class KafkaLog implements Log {
    * running after `SLOW_REBALANCE_STEP_MS` is logged, then as often again, with what it
    * waits for: until it ends, librdkafka holds the group's rebalance (and this worker's partitions).
    */
-  private serialize(what: string, waitsFor: string, step: () => Promise<void>): void {
+  private serialize(what: string, waitsFor: string | (() => string), step: () => Promise<void>): void {
     const timed = async () => {
       const started = Date.now();
       const timer = setInterval(() => {
@@ -620,7 +633,7 @@ export class KafkaLog implements Log {
         const unacknowledged = this.producer?.unacknowledged ?? 0;
         this.logger.warn(
           { step: what, waitedMs, unacknowledgedWrites: unacknowledged },
-          `rebalance step '${what}' still running after ${Math.round(waitedMs / 1_000)} s: it waits for ${waitsFor}; ${unacknowledged} writes are not acknowledged by Kafka yet`,
+          `rebalance step '${what}' still running after ${Math.round(waitedMs / 1_000)} s: it waits for ${typeof waitsFor === 'string' ? waitsFor : waitsFor()}; ${unacknowledged} writes are not acknowledged by Kafka yet`,
         );
       }, SLOW_REBALANCE_STEP_MS);
       timer.unref();

@@ -156,7 +156,7 @@ export class Transactions {
    * partitions lost meanwhile can be dropped before the abort too. Units of other partitions
    * wait meanwhile, so nothing of theirs is in the aborted transaction: they go on in the next.
    */
-  async discard(drop: (partitions: ReadonlySet<string> | 'all') => Promise<void>): Promise<void> {
+  async discard(drop: (partitions: ReadonlySet<string> | 'all') => Promise<void>, lost: ReadonlySet<string>): Promise<void> {
     // Units that come now wait until the partitions to drop are known.
     this.gate.close();
     try {
@@ -170,6 +170,7 @@ export class Transactions {
           );
           return drop(partitions);
         },
+        lost,
       );
       this.logger.debug('discard: aborting the transaction');
       await this.producer.abortTransaction(this.options.callTimeoutMs);
