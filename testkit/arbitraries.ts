@@ -102,6 +102,8 @@ export function crashScenarioArbitrary(bounds: CrashScenarioBounds = {}): fc.Arb
         steps: fc.constantFrom(1 as const, 2 as const),
         // Half the schedules run durable steps in 'decide' (1, 2 or 3), half none.
         runSteps: fc.constantFrom(0 as const, 0 as const, 0 as const, 1 as const, 2 as const, 3 as const),
+        // Half the schedules wrap their effect rings within a few events (2 to 6 positions).
+        effectRingSize: fc.option(fc.integer({ min: 2, max: 6 }), { nil: undefined, freq: 2 }),
         seed: fc.integer(),
       }),
     )

@@ -44,15 +44,17 @@ const writes = (request: IoRequest) => (request.kind === 'batch' ? request.ops :
 /** The ops a request makes written for good: a plain batch, or the acknowledgement of a staged one. */
 const acknowledges = (request: IoRequest) => (request.kind === 'durable' || (request.kind === 'batch' && !request.staged) ? request.ops : []);
 const puts = (ops: readonly StoreOp[], prefix: string) => ops.some((op) => op.type === 'put' && op.key.startsWith(prefix));
+/** An effect record written: under its effect id or at its ring position. */
+const recordsEffect = (ops: readonly StoreOp[]) => puts(ops, 'effect/') || puts(ops, 'ring/');
 const dels = (ops: readonly StoreOp[], prefix: string) => ops.some((op) => op.type === 'del' && op.key.startsWith(prefix));
 
 /** The phase at which `request` reaches `point`, if it does. */
 export function crashPhase(point: CrashPoint, request: IoRequest): CrashPhase | undefined {
   switch (point) {
     case 'effect-applied-not-recorded':
-      return puts(writes(request), 'effect/') ? 'before' : undefined;
+      return recordsEffect(writes(request)) ? 'before' : undefined;
     case 'recorded-not-committed':
-      return puts(acknowledges(request), 'effect/') ? 'after' : undefined;
+      return recordsEffect(acknowledges(request)) ? 'after' : undefined;
     case 'parking':
       return acknowledges(request).some((op) => op.type === 'put' && op.key.startsWith('held/') && (op.value as { reason?: string }).reason === 'POISON')
         ? 'after'

@@ -53,6 +53,8 @@ export interface CrashScenario {
   readonly runSteps?: 0 | 1 | 2 | 3;
   /** Which production path the ports take (see DriverOptions.mode). @defaultValue 'plain' */
   readonly mode?: DriverMode;
+  /** Positions in each partition's ring of effect records (see DriverOptions.effectRingSize): a few make it wrap. @defaultValue 16384 */
+  readonly effectRingSize?: number;
   readonly seed: number;
 }
 
@@ -168,6 +170,7 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
     seed: scenario.seed,
     commit: scenario.commit,
     mode: scenario.mode ?? 'plain',
+    ...(scenario.effectRingSize ? { effectRingSize: scenario.effectRingSize } : {}),
     ...(options.stateDir ? { stateDir: options.stateDir } : {}),
     ...(Object.keys(faults).length > 0 ? { faults } : {}),
   });

@@ -51,6 +51,12 @@ export interface DriverOptions {
   /** The engine's `commitMetadataMaxBytes` (the log's own limit, as a broker's default, is 4096 with the client's NUL byte). @defaultValue 4095 */
   commitMetadataMaxBytes?: number;
   /**
+   * Positions in each partition's ring of effect records: a small ring wraps within a few events,
+   * so that a test sees records replaced at their positions and the commits the ring asks for.
+   * Keep it for the driver's life (restarts included). @defaultValue 16384
+   */
+  effectRingSize?: number;
+  /**
    * Which capabilities the ports have, as on Kafka: `plain` (a store batch is durable once
    * written), `staged` (the store stages its batches: a batch lands at once, and becomes durable
    * through its acknowledgement later, as the changelog store's at-least-once path) or
@@ -73,8 +79,9 @@ export interface DriverOptions {
    * matches, as an engine that skipped them would. `metadataListsUnfinished`: each commit's
    * metadata lists one more offset as finished, an unfinished one polled above the committed
    * offset, as an engine that listed what it had not finished would (a restart skips it).
-   * `pruneAheadOfCommit`: a batch that prunes effect records of a partition deletes all of them,
-   * those at or above the committed offset too, as an engine that pruned past its commit would.
+   * `pruneAheadOfCommit`: a batch that prunes effect records of a partition (or replaces one at
+   * its ring position) deletes all of them, those at or above the committed offset too, as an
+   * engine that pruned past its commit would.
    */
   faults?: DriverFaults;
   /** Hears every engine instance's outcomes, model calls and commits too (a metrics exporter, say). */
@@ -678,6 +685,7 @@ export class TopologyTestDriver {
       ),
       ...(this.options.commit ? { commit: this.options.commit } : {}),
       ...(this.options.maxBufferedPerPartition ? { maxBufferedPerPartition: this.options.maxBufferedPerPartition } : {}),
+      ...(this.options.effectRingSize ? { effectRingSize: this.options.effectRingSize } : {}),
       ...(this.options.commitMetadataMaxBytes !== undefined ? { commitMetadataMaxBytes: this.options.commitMetadataMaxBytes } : {}),
     });
     this.instance = { id, engine, consumer, alive: true };

@@ -188,6 +188,7 @@ export class DriverObservations {
   /** Durable steps whose journal entry was durable once, by `store|effectId|name`. */
   private readonly journaledSteps = new Set<string>();
   private readonly effectPrefix: string | undefined;
+  private readonly ringPrefix: string | undefined;
   /**
    * Every durable write and delete of an effect record, in order, as key and value (undefined for
    * a delete): appending is all a batch costs, and {@link prunedEffects} replays it when asked.
@@ -202,6 +203,7 @@ export class DriverObservations {
 
   constructor(topology: Topology) {
     this.effectPrefix = topology.applyOnce && stateKeys.effectPrefix(topology.applyOnce.name);
+    this.ringPrefix = topology.applyOnce && stateKeys.ringPrefix(topology.applyOnce.name);
     this.tablePrefix = topology.applyOnce && stateKeys.tablePrefix(topology.applyOnce.name);
   }
 
@@ -324,13 +326,14 @@ export class DriverObservations {
       }
     }
     const prefix = this.effectPrefix;
-    if (!prefix) return;
+    const ring = this.ringPrefix;
+    if (!prefix || !ring) return;
     const table = this.tablePrefix;
     // An event's ops are contiguous in a batch, its effect record last: its rows are the table ops since the previous record.
     let since = 0;
     for (let i = 0; i < ops.length; i++) {
       const op = ops[i]!;
-      if (!op.key.startsWith(prefix)) continue;
+      if (!op.key.startsWith(prefix) && !op.key.startsWith(ring)) continue;
       this.effectWrites.push(op.key, op.type === 'put' ? (op.value as EffectRecord) : undefined);
       if (op.type !== 'put') continue;
       const record = op.value as EffectRecord;
@@ -365,7 +368,9 @@ export class DriverObservations {
 
   /**
    * Effect records pruned (deleted once durable, as the engine prunes those no event can need), by
-   * state key, as they were before: the state still shows their effects.
+   * state key, as they were before: the state still shows their effects. A record in a ring is
+   * under `<state key>@<its offset>`, and one that a later record replaced at its position counts
+   * as pruned too.
    */
   prunedEffects(): ReadonlyMap<string, EffectRecord> {
     const writes = this.effectWrites;
@@ -373,16 +378,24 @@ export class DriverObservations {
       const key = writes[i] as string;
       const value = writes[i + 1] as EffectRecord | undefined;
       if (value !== undefined) {
+        const replaced = this.storedEffects.get(key);
+        if (replaced && replaced.offset !== value.offset) this.pruned.set(this.prunedKey(key, replaced), replaced);
         this.storedEffects.set(key, value);
-        this.pruned.delete(key);
+        // Written again (a record pruned, then its event recorded anew): it is stored, not pruned.
+        this.pruned.delete(this.prunedKey(key, value));
         continue;
       }
       const record = this.storedEffects.get(key);
       this.storedEffects.delete(key);
-      if (record) this.pruned.set(key, record);
+      if (record) this.pruned.set(this.prunedKey(key, record), record);
     }
     this.effectWritesReplayed = writes.length;
     return this.pruned;
+  }
+
+  /** Where {@link pruned} keeps a record: by state key, and a ring position's by its offset too (the position holds many in turn). */
+  private prunedKey(key: string, record: EffectRecord): string {
+    return this.ringPrefix !== undefined && key.startsWith(this.ringPrefix) ? `${key}@${record.offset}` : key;
   }
 
   /**

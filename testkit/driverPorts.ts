@@ -20,8 +20,9 @@ export interface StoreFaults {
   /** Reads of run journals (`run/...`) find nothing, as an engine that skipped the journal lookup of `ctx.step` would. */
   readonly skipRunJournal?: boolean;
   /**
-   * A batch that prunes effect records of a partition prunes every one the partition holds, those
-   * at or above the committed offset too, as an engine that pruned past its commit would.
+   * A batch that prunes effect records of a partition, or replaces one at its ring position, prunes
+   * every one the partition holds, those at or above the committed offset too, as an engine that
+   * pruned past its commit would.
    */
   readonly pruneAheadOfCommit?: boolean;
 }
@@ -90,7 +91,7 @@ export class GatedStore implements Store {
     const { dropWrite, splitEffectBatch } = this.options.faults ?? {};
     const kept = dropWrite ? ops.filter((op) => !dropWrite(op)) : [...ops];
     if (!splitEffectBatch) return [kept];
-    const isEffect = (op: StoreOp) => op.type === 'put' && op.key.startsWith('effect/');
+    const isEffect = (op: StoreOp) => op.type === 'put' && (op.key.startsWith('effect/') || op.key.startsWith('ring/'));
     const [rest, effects] = [kept.filter((op) => !isEffect(op)), kept.filter(isEffect)];
     if (rest.length === 0 || effects.length === 0) return [kept];
     return splitEffectBatch === 'state-first' ? [rest, effects] : [effects, rest];
@@ -110,15 +111,21 @@ export class GatedStore implements Store {
   private async widened(ops: StoreOp[]): Promise<StoreOp[]> {
     if (!this.options.faults?.pruneAheadOfCommit) return ops;
     const prefixes = new Set<string>();
+    const putHere = new Set<string>();
     for (const op of ops) {
-      if (op.type !== 'del' || !op.key.startsWith('effect/')) continue;
+      // A prune, or a record taking a ring position (which replaces the record there).
+      const prunes = op.type === 'del' && op.key.startsWith('effect/');
+      const replaces = op.type === 'put' && op.key.startsWith('ring/');
+      if (!prunes && !replaces) continue;
+      if (replaces) putHere.add(op.key);
       const { store, topic, partition } = stateKeys.parse(op.key);
       prefixes.add(stateKeys.effectPartitionPrefix(store, { topic, partition }));
+      prefixes.add(stateKeys.ringPartitionPrefix(store, { topic, partition }));
     }
     if (prefixes.size === 0) return ops;
     const from = this.options.overlay ?? this.options.state();
     const all = [...ops];
-    for (const prefix of prefixes) for (const [key] of await from.entries(prefix)) all.push({ type: 'del', key });
+    for (const prefix of prefixes) for (const [key] of await from.entries(prefix)) if (!putHere.has(key)) all.push({ type: 'del', key });
     return all;
   }
 

@@ -23,7 +23,9 @@ export async function checkStateMatchesEffects(
   const expected = new Map<string, Array<{ offset: number; n: number | undefined }>>();
   // Records pruned once no event could need them stand for effects the state still shows.
   const records = new Map(driver.prunedEffectRecords());
-  for (const [key, record] of await driver.storedEntries<EffectRecord>(stateKeys.effectPrefix(effect))) records.set(key, record);
+  for (const prefix of [stateKeys.effectPrefix(effect), stateKeys.ringPrefix(effect)]) {
+    for (const [key, record] of await driver.storedEntries<EffectRecord>(prefix)) records.set(key, record);
+  }
   for (const record of records.values()) {
     if (record.discardedAtMs !== undefined) continue;
     const row = `${record.partition}/${record.key}`;

@@ -73,6 +73,11 @@ export class EffectHorizon {
       });
   }
 
+  /** Every effect record written before this task (by an earlier one, another worker or an older version) lies below this offset; Infinity: anywhere. */
+  get recordedBefore(): number {
+    return this.loaded;
+  }
+
   /** True if the event's effect cannot be recorded anywhere: no lookup needed. */
   beyond(offset: number): boolean {
     return offset >= this.loaded;

@@ -22,6 +22,7 @@ import { MetricsRecorder, type EngineMetrics } from './metrics.js';
 import type { EngineObserver } from './outcomes.js';
 import { checkResolution } from './checkResolution.js';
 import type { ParkedEvent, ParkedKeyState, Resolution } from './parkedKeys.js';
+import { RING_SIZE } from './effectRing.js';
 import { PartitionTasks } from './partitionTasks.js';
 import { disposeProcessors } from './processors/index.js';
 import { PartitionTask } from './partitionTask.js';
@@ -60,6 +61,15 @@ export interface EngineOptions {
    * Kafka client adds a NUL byte); 0 commits offsets alone. See docs/delivery.md. @defaultValue 4095
    */
   readonly commitMetadataMaxBytes?: number;
+  /**
+   * Positions in each partition's ring of effect records (ids derived from offsets): it keeps the
+   * records of its partition's last events, and a commit is asked for once the events past the
+   * committed offset fill half of it. For tests that make the ring wrap within a few events: it
+   * must stay the same for as long as the partitions' state lives, since a record is looked up at
+   * `offset % effectRingSize`. @defaultValue 16384
+   * @internal
+   */
+  readonly effectRingSize?: number;
   /** Names this engine instance to its agent steps (DecideContext.instance), so a test can tell restarts apart. */
   readonly instance?: string;
 }
@@ -247,6 +257,8 @@ export class Engine {
       committedAtAssignment: committed?.offset,
       onFinished: () => this.finished(),
       onReplayed: () => this.finished(),
+      effectRingSize: this.options.effectRingSize ?? RING_SIZE,
+      onRingHalfFull: () => void this.commit(),
       onFatal: (error) => this.fail(error),
     });
     // The finished offsets the last commit listed above its offset: skipped when they come again.

@@ -6,9 +6,10 @@ import { validateDecision } from './agentStepRunner.js';
 import { isThenable } from './attemptLoop.js';
 import type { EffectHorizon } from './effectHorizon.js';
 import type { EffectPruning } from './effectPruning.js';
+import type { EffectRing } from './effectRing.js';
 import type { EngineContext } from './engineContext.js';
 import type { Landed } from './eventEnd.js';
-import { fromStoredEvent } from './events.js';
+import { fromStoredEvent, type EngineEvent } from './events.js';
 import { loadOutput, type EffectRecord } from './outputs.js';
 import { Outcome, type OutcomeDetails } from './outcomes.js';
 import type { ParkedEvent, ParkedKeys, Resolution } from './parkedKeys.js';
@@ -45,6 +46,9 @@ export class EventUnits {
     private readonly parked: ParkedKeys | undefined,
     private readonly horizon: EffectHorizon | undefined,
     private readonly pruning: EffectPruning | undefined,
+    private readonly ring: EffectRing | undefined,
+    /** The partition's committed offset (exclusive; undefined: never committed). */
+    private readonly committed: () => number | undefined,
   ) {
     this.processors = buildProcessors(ctx, ctx.topology.processors);
     this.through = ctx.topology.applyOnce ? Outcome.APPLIED : Outcome.FORWARDED;
@@ -66,8 +70,7 @@ export class EventUnits {
     const { event, value } = decoded;
     // Effect horizon, then effect lookup: past the horizon no event has an effect record.
     const unrecorded = this.horizon?.beyond(event.offset) ?? false;
-    const key = effectKey(this.ctx, event);
-    const recorded = unrecorded ? undefined : recordedEffect(this.ctx, event, key);
+    const recorded = unrecorded ? undefined : this.lookup(event);
     // Hold: behind a parked key, unless it ended for good before the key was parked.
     if (this.parked?.get(event.lane) && !recorded) {
       await hold(this.ctx, this.parked, event);
@@ -83,7 +86,10 @@ export class EventUnits {
       await exhausted(this.ctx, this.parked, unit, stopped);
       return undefined;
     }
-    // The end of the event.
+    // The end of the event, its effect recorded at its ring position if that is free, else under its effect id.
+    const applied = !stopped && this.through === Outcome.APPLIED;
+    const inRing = applied ? this.ring?.claim(event.offset, this.committed()) : undefined;
+    const key = applied ? (inRing ?? effectKey(this.ctx, event)) : undefined;
     const landed = await endEvent(
       this.ctx,
       event,
@@ -94,8 +100,8 @@ export class EventUnits {
       stopped ? undefined : decidedDetails(unit),
       key,
     );
-    // Its record is pruned once the committed offset is past it (which waits for it to be durable).
-    if (!stopped && this.through === Outcome.APPLIED) this.pruning?.recorded(event.offset, key!);
+    // A record under its effect id is pruned once the committed offset is past it (which waits for it to be durable).
+    if (applied && inRing === undefined) this.pruning?.recorded(event.offset, key!);
     return landed;
   }
 
@@ -129,7 +135,7 @@ export class EventUnits {
       return parked.get(lane) ? 'more' : 'released';
     }
     const event = fromStoredEvent(head.event);
-    const recorded = recordedEffect(this.ctx, event, key);
+    const recorded = this.lookup(event);
     if (recorded) {
       await endReplayed(this.ctx, event, ...this.endOfRecorded(recorded), advance, signal);
       // Released from its parked key only now: its record may go once the committed offset is past it.
@@ -160,6 +166,15 @@ export class EventUnits {
     );
     if (!stopped && this.through === Outcome.APPLIED) this.pruning?.recorded(event.offset, key!);
     return parked.get(lane) ? 'more' : 'released';
+  }
+
+  /**
+   * Stage 4, effect lookup: the event's effect record, at its ring position or under its effect id
+   * (a replay's, a record whose position was not free, a declared id's, or one written before
+   * rings existed), if its effect was applied (or a person discarded it).
+   */
+  private lookup(event: Omit<EngineEvent, 'value'>): EffectRecord | undefined {
+    return this.ring?.recorded(event.offset) ?? recordedEffect(this.ctx, event);
   }
 
   /**

@@ -6,6 +6,7 @@ import { attemptsOwners } from './attemptsRecords.js';
 import { CommitTracker } from './commitTracker.js';
 import { EffectHorizon } from './effectHorizon.js';
 import { DEFAULT_ID_RETENTION_MS, EffectPruning } from './effectPruning.js';
+import { EffectRing } from './effectRing.js';
 import type { EngineContext } from './engineContext.js';
 import { laneOf } from './events.js';
 import type { Landed } from './eventEnd.js';
@@ -47,6 +48,10 @@ export interface PartitionTaskOptions {
   readonly onFinished: (tp: TopicPartition) => void;
   /** A replay step of a parked key ended: no offset moves, but its effect record may now be pruned. */
   readonly onReplayed: () => void;
+  /** Positions in the partition's ring of effect records (see EngineOptions.effectRingSize). */
+  readonly effectRingSize: number;
+  /** The events past the committed offset fill half the partition's effect ring: a commit now frees its positions. */
+  readonly onRingHalfFull: () => void;
   readonly onFatal: (error: Error) => void;
 }
 
@@ -69,6 +74,10 @@ export class PartitionTask {
   private readonly parked: ParkedKeys | undefined;
   private readonly horizon: EffectHorizon | undefined;
   private readonly pruning: EffectPruning | undefined;
+  private readonly ring: EffectRing | undefined;
+  /** The committed offset (or, before any, the first offset received) when a commit was last asked for to free ring positions. */
+  private ringCommitAskedAt: number | undefined;
+  private firstReceived: number | undefined;
   private readonly units: EventUnits;
   private inFlight = 0;
   /** Events whose lane went on once their end landed, and which wait for it to be durable to finish. */
@@ -109,7 +118,14 @@ export class PartitionTask {
         tp,
         idRetentionMs: ctx.topology.source.effectId ? (apply.idRetentionMs ?? DEFAULT_ID_RETENTION_MS) : undefined,
       });
-    this.units = new EventUnits(ctx, tp, this.parked, this.horizon, this.pruning);
+    // Declared ids may repeat at any offset, so their records are kept by id, never in a ring.
+    this.ring = this.horizon && new EffectRing(ctx.store, apply!.name, tp, options.effectRingSize, this.horizon);
+    this.units = new EventUnits(ctx, tp, this.parked, this.horizon, this.pruning, this.ring, () => this.committed());
+  }
+
+  /** The partition's committed offset (exclusive), as this task knows it; undefined if it was never committed. */
+  private committed(): number | undefined {
+    return this.tracker.committedOffset ?? this.options.committedAtAssignment;
   }
 
   /** Loads the partition's attempts records, run journals and parked keys, and resumes the replays a crash interrupted. */
@@ -153,6 +169,7 @@ export class PartitionTask {
       return;
     }
     this.horizon?.received(record.offset);
+    if (this.ring) this.keepRingFree(this.ring, record.offset);
     const lane = this.lane(laneOf(record));
     lane.queue.push(record);
     this.schedule(lane);
@@ -161,6 +178,19 @@ export class PartitionTask {
       this.ctx.log.pause([this.tp]);
     }
     this.pump();
+  }
+
+  /**
+   * Asks for a commit once the events received past the committed offset fill half the ring:
+   * without it, under a long commit interval, later events would find their positions taken by
+   * records not committed yet and be recorded by effect id (a delete each, later).
+   */
+  private keepRingFree(ring: EffectRing, offset: number): void {
+    this.firstReceived ??= offset;
+    const from = this.committed() ?? this.firstReceived;
+    if (offset - from < ring.size / 2 || this.ringCommitAskedAt === from) return;
+    this.ringCommitAskedAt = from;
+    this.options.onRingHalfFull();
   }
 
   /**

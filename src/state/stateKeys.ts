@@ -11,11 +11,11 @@ import type { TopicPartition } from '../ports/log.js';
 // is the last segment and may hold '/' (an effect id is `topic/partition/offset`).
 
 /** The kinds of key, each held by one kind of store. */
-export type KeyKind = 'effect' | 'horizon' | 'table' | 'attempts' | 'parked' | 'held' | 'heldid' | 'run';
+export type KeyKind = 'effect' | 'ring' | 'horizon' | 'table' | 'attempts' | 'parked' | 'held' | 'heldid' | 'run';
 
 const kindsOfStore: Record<StoreKind, readonly KeyKind[]> = {
   // An effect's failed attempts live in its own store, beside its records (no topic of their own).
-  effects: ['effect', 'horizon', 'table', 'attempts'],
+  effects: ['effect', 'ring', 'horizon', 'table', 'attempts'],
   attempts: ['attempts'],
   park: ['parked', 'held', 'heldid'],
   runs: ['run'],
@@ -53,7 +53,7 @@ export interface ParsedKey {
   readonly rest: string;
 }
 
-const kinds: ReadonlySet<string> = new Set<KeyKind>(['effect', 'horizon', 'table', 'attempts', 'parked', 'held', 'heldid', 'run']);
+const kinds: ReadonlySet<string> = new Set<KeyKind>(['effect', 'ring', 'horizon', 'table', 'attempts', 'parked', 'held', 'heldid', 'run']);
 
 /** Takes a state key apart; throws, naming the key, if it is not one of orderly's. */
 function parse(key: string): ParsedKey {
@@ -99,12 +99,22 @@ function storeAndPartition(key: string): { store: string; partition: number } {
 export const stateKeys = {
   /** The record of an applied (or discarded) effect, by effect id: dedup is per partition. */
   effect: (store: string, tp: TopicPartition, effectId: string) => `${scope('effect', store, tp)}${effectId}`,
-  /** Effect records of one partition of a store. */
+  /**
+   * The record of an applied effect with an id derived from its offset, at its position in the
+   * partition's ring (`offset` modulo the ring's size, see EffectRing): a later event overwrites it
+   * once the committed offset has passed it, so these records are never deleted.
+   */
+  ring: (store: string, tp: TopicPartition, position: number) => `${scope('ring', store, tp)}${position}`,
+  /** The ring of effect records of one partition of a store. */
+  ringPartitionPrefix: (store: string, tp: TopicPartition) => scope('ring', store, tp),
+  /** Effect records of one partition of a store, by effect id (declared ids, replays, and records written before the ring). */
   effectPartitionPrefix: (store: string, tp: TopicPartition) => scope('effect', store, tp),
   /** The partition's effect horizon: no effect record with an offset-derived id lies at or past it (see EffectHorizon). */
   horizon: (store: string, tp: TopicPartition) => `${scope('horizon', store, tp)}offsets`,
-  /** Effect records of every partition of a store. */
+  /** Effect records of every partition of a store, by effect id. */
   effectPrefix: (store: string) => `effect/${enc(store)}/`,
+  /** Effect records of every partition of a store, in their rings. */
+  ringPrefix: (store: string) => `ring/${enc(store)}/`,
   /** A row that an effect wrote to its own state table. */
   table: (store: string, tp: TopicPartition, row: string) => `${scope('table', store, tp)}${row}`,
   /** Table rows of every partition of a store. */

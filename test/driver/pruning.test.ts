@@ -1,12 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { effect } from '../../src/dsl/effect.js';
 import { stream } from '../../src/dsl/stream.js';
+import type { DecideContext } from '../../src/index.js';
 import type { EffectRecord } from '../../src/engine/outputs.js';
 import type { StoreOp } from '../../src/ports/store.js';
+import { RING_SIZE } from '../../src/engine/effectRing.js';
 import { stateKeys } from '../../src/state/stateKeys.js';
 import { driverModes, TopologyTestDriver, type DriverMode } from '../../testkit/driver.js';
 import { fakeModel } from '../../testkit/fakeModel.js';
-import { Decision, decisionTopology, type Ev } from './helpers.js';
+import { Decision, decisionTopology, outcomesAt, type Ev } from './helpers.js';
 
 // Effect records are pruned once no event can need them (docs/guarantees.md, "How long effect
 // records are kept"): below the committed offset for ids derived from offsets, past applyOnce's
@@ -21,51 +23,92 @@ afterEach(async () => {
 
 const model = () => fakeModel<Ev, unknown>({ latencyMs: (e) => e.ms ?? 10, decide: () => ({ action: 'refund' }) });
 
-/** The offsets of the effect records a restart would find, and of those pruned (deleted once durable). */
-async function effectOffsets(d: TopologyTestDriver): Promise<{ stored: number[]; pruned: number[] }> {
-  const stored = (await d.storedEntries<EffectRecord>(stateKeys.effectPrefix('fx'))).map(([, r]) => r.offset).sort((a, b) => a - b);
+/**
+ * The offsets of the effect records a restart would find, under their effect ids (`stored`) and in
+ * their partitions' rings (`ring`), and of those pruned (deleted once durable, or replaced at their
+ * ring position).
+ */
+async function effectOffsets(d: TopologyTestDriver): Promise<{ stored: number[]; ring: number[]; pruned: number[] }> {
+  const offsets = (entries: Array<[string, EffectRecord]>) => entries.map(([, r]) => r.offset).sort((a, b) => a - b);
+  const stored = offsets(await d.storedEntries<EffectRecord>(stateKeys.effectPrefix('fx')));
+  const ring = offsets(await d.storedEntries<EffectRecord>(stateKeys.ringPrefix('fx')));
   const pruned = [...d.prunedEffectRecords().values()].map((r) => r.offset).sort((a, b) => a - b);
-  return { stored, pruned };
+  return { stored, ring, pruned };
 }
 
+/** `n` quick events on partition 0, on 64 keys. */
+function pipeQuick(d: TopologyTestDriver, from: number, n: number): void {
+  const input = d.createInputTopic<Ev>('events');
+  for (let i = from; i < from + n; i++) input.pipeInput(`k${i % 64}`, { id: `e${i}` }, { partition: 0 });
+}
+
+const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
+
 describe.each(driverModes)('effect records with ids derived from offsets (%s)', (mode: DriverMode) => {
-  it('are pruned once the committed offset is past them; those at or above it stay', async () => {
+  it("take the position offset % RING_SIZE of their partition's ring, and a later one takes it only once the committed offset is past them", async () => {
     const d = (driver = new TopologyTestDriver(decisionTopology(model().decide, { maxInFlight: 4 }), { mode, commit: { everyMs: 1_000 } }));
     const input = d.createInputTopic<Ev>('events');
     input.pipeInput('a', { id: 'e0' }, { partition: 0 });
-    input.pipeInput('slow', { id: 'e1', ms: 60_000 }, { partition: 0 });
-    input.pipeInput('b', { id: 'e2' }, { partition: 0 });
-    input.pipeInput('c', { id: 'e3' }, { partition: 0 });
-    await d.advanceWallClockTime(10_000);
-    // e1 holds the committed offset at 1: e2 and e3 finished above it, their records stay (a crash may redeliver them).
+    input.pipeInput('slow', { id: 'e1', ms: 600_000 }, { partition: 0 });
+    pipeQuick(d, 2, RING_SIZE + 1);
+    // 10 ms per event, 3 at a time beside e1: all but e1 end within 60 s.
+    await d.advanceWallClockTime(120_000);
+    // e1 holds the committed offset at 1. Offset RING_SIZE took position 0 (offset 0 was committed:
+    // its record counts as pruned) and RING_SIZE + 1 the free position 1; RING_SIZE + 2 found
+    // position 2 holding offset 2, not committed, so its record is under its effect id.
     expect(d.committed()).toMatchObject([{ topic: 'events', partition: 0, offset: 1 }]);
-    expect(await effectOffsets(d)).toEqual({ stored: [2, 3], pruned: [0] });
+    expect(await effectOffsets(d)).toEqual({ stored: [RING_SIZE + 2], ring: range(2, RING_SIZE + 2), pruned: [0] });
 
     await d.runUntilIdle();
-    expect(d.committed()).toMatchObject([{ topic: 'events', partition: 0, offset: 4 }]);
-    expect(await effectOffsets(d)).toEqual({ stored: [], pruned: [0, 1, 2, 3] });
+    // e1's position was taken by a later offset: its record went under its effect id too, and
+    // both were pruned once the committed offset passed them.
+    expect(d.committed()).toMatchObject([{ topic: 'events', partition: 0, offset: RING_SIZE + 3 }]);
+    expect(await effectOffsets(d)).toEqual({ stored: [], ring: range(2, RING_SIZE + 2), pruned: [0, 1, RING_SIZE + 2] });
     expect(d.metrics().doubleEffects).toBe(0);
   });
 
-  it('left behind by a worker that stopped before pruning them are pruned when the partition is assigned again', async () => {
+  it('in the ring make a redelivered event a DUPLICATE; past half the ring the engine commits without waiting for the interval', async () => {
+    const d = (driver = new TopologyTestDriver(decisionTopology(model().decide, { maxInFlight: 4 }), { mode, commit: { everyMs: 3_600_000 } }));
+    pipeQuick(d, 0, RING_SIZE / 2 + 10);
+    // 10 ms per event, 4 at a time: all end within 30 s, long before the commit interval.
+    await d.advanceWallClockTime(30_000);
+    // A commit came from the ring filling half, and left the last events uncommitted.
+    const committed = d.committed()[0]!.offset;
+    expect(committed).toBeGreaterThan(0);
+    expect(committed).toBeLessThan(RING_SIZE / 2 + 10);
+    expect((await effectOffsets(d)).ring).toEqual(range(0, RING_SIZE / 2 + 10));
+    d.crash();
+    d.restart();
+    await d.runUntilIdle();
+    const last = RING_SIZE / 2 + 9;
+    expect(outcomesAt(d, 0, last)).toEqual(['APPLIED', 'DUPLICATE']);
+    expect(d.metrics().doubleEffects).toBe(0);
+  });
+
+  it('under their effect ids (replays) left behind by a worker that stopped before pruning them are pruned when the partition is assigned again', async () => {
     let keepPrunes = true;
     const dropWrite = (op: StoreOp) => keepPrunes && op.type === 'del' && op.key.startsWith('effect/');
-    const d = (driver = new TopologyTestDriver(decisionTopology(model().decide, { maxInFlight: 4 }), {
+    const bad = fakeModel<Ev, unknown>({ latencyMs: 10, decide: (e) => (e.bad ? { action: 'nonsense' } : { action: 'refund' }) });
+    const d = (driver = new TopologyTestDriver(decisionTopology(bad.decide, { maxInFlight: 4, attempts: 1 }), {
       mode,
       commit: { everyMs: 1_000 },
       faults: { dropWrite },
     }));
     const input = d.createInputTopic<Ev>('events');
-    for (const id of ['e0', 'e1', 'e2']) input.pipeInput(id, { id }, { partition: 0 });
+    input.pipeInput('k', { id: 'e0', bad: true }, { partition: 0 });
+    input.pipeInput('k', { id: 'e1' }, { partition: 0 });
+    input.pipeInput('j', { id: 'e2' }, { partition: 0 });
     await d.runUntilIdle();
-    expect(d.committed()).toEqual([{ topic: 'events', partition: 0, offset: 3 }]);
-    expect(await effectOffsets(d)).toEqual({ stored: [0, 1, 2], pruned: [] });
+    await d.resolve(0, 'k', { decision: { action: 'refund' } });
+    await d.runUntilIdle();
+    // The replays (e0, e1) recorded their effects under their effect ids; their prunes were dropped.
+    expect(await effectOffsets(d)).toEqual({ stored: [0, 1], ring: [2], pruned: [] });
 
     d.crash();
     keepPrunes = false;
     d.restart();
     await d.runUntilIdle();
-    expect(await effectOffsets(d)).toEqual({ stored: [], pruned: [0, 1, 2] });
+    expect(await effectOffsets(d)).toEqual({ stored: [], ring: [2], pruned: [0, 1] });
   });
 });
 
@@ -142,6 +185,40 @@ describe('records that live only as long as their event', () => {
     await d.resolve(0, 'k', { decision: { action: 'refund' } });
     await d.runUntilIdle();
     for (const prefix of ['attempts/', 'run/', 'parked/', 'held/', 'heldid/']) expect(await d.storedEntries(prefix), prefix).toEqual([]);
-    expect(await effectOffsets(d)).toEqual({ stored: [], pruned: [0, 1, 2] });
+    expect(await effectOffsets(d)).toEqual({ stored: [], ring: [2], pruned: [0, 1] });
   });
+});
+
+describe('the ring after a restart', () => {
+  // Exactly-once has no such record: a crash aborts the transaction that wrote it, uncommitted.
+  it.each(['plain', 'staged'] as const)(
+    'keeps a record the committed offset has not passed, written by the engine before, from a later event at its position (%s)',
+    async (mode: DriverMode) => {
+      // Quick events answer at once, so that a later event claims its position while an earlier
+      // one of its partition still waits behind its key.
+      const decide = (e: Ev, ctx: DecideContext): { action: 'refund' } | Promise<{ action: 'refund' }> =>
+        e.ms ? new Promise((resolve) => ctx.clock.setTimer(e.ms!, () => resolve({ action: 'refund' }))) : { action: 'refund' };
+      const d = (driver = new TopologyTestDriver(decisionTopology(decide, { maxInFlight: 8 }), { mode, effectRingSize: 4, commit: { everyMs: 3_600_000 } }));
+      const input = d.createInputTopic<Ev>('events');
+      // Offset 0 holds the committed offset at 0; 1 to 4 (one key) end, their records at positions 1, 2, 3 and 0.
+      input.pipeInput('s', { id: 'e0', ms: 600_000 }, { partition: 0 });
+      for (const id of ['e1', 'e2', 'e3', 'e4']) input.pipeInput('x', { id }, { partition: 0 });
+      await d.advanceWallClockTime(1_000);
+      expect(await effectOffsets(d)).toMatchObject({ ring: [1, 2, 3, 4] });
+      d.crash();
+      // Offset 8 is at position 0: on the restarted engine it ends while offset 4 waits behind 1 to 3
+      // (its key's, DUPLICATEs now), and must not take the position of 4's record.
+      for (const [key, id] of [
+        ['y', 'e5'],
+        ['y', 'e6'],
+        ['z', 'e7'],
+        ['w', 'e8'],
+      ] as const)
+        input.pipeInput(key, { id }, { partition: 0 });
+      d.restart();
+      await d.runUntilIdle();
+      expect(outcomesAt(d, 0, 4)).toEqual(['APPLIED', 'DUPLICATE']);
+      expect(d.metrics().doubleEffects).toBe(0);
+    },
+  );
 });

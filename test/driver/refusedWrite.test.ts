@@ -69,8 +69,9 @@ const pipelined: CrashScenario = {
   retryDelayMs: 1000,
   commit: { everyMs: 5000 },
   model: { latencyMs: 2, limit: { calls: 6, windowMs: 10000 }, declareLimit: false },
-  // The 7th staged write from the start: an event's effect record, after the first commit's prune.
-  crashes: [{ kind: 'refused', nth: 7, restartAfterMs: 1056 }],
+  // The 6th staged write from the start: an event's end with later writes of its partition behind
+  // it (the 5th and the 7th to the 14th have none that a gap would lose).
+  crashes: [{ kind: 'refused', nth: 6, restartAfterMs: 1056 }],
   resolutions: ['discard', 'discard'],
   replayCrash: { nth: 2, restartAfterMs: 4991 },
   mode: 'staged',

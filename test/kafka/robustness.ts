@@ -47,7 +47,11 @@ export async function effectRecords(stateDirs: readonly string[]): Promise<Effec
   for (const dir of stateDirs) {
     const store = await openLevelStore(dir);
     try {
-      const entries = await store.entries<EffectRecord>(stateKeys.effectPrefix('dispute-decisions'));
+      // In the partitions' rings, and under effect ids (replays).
+      const entries = [
+        ...(await store.entries<EffectRecord>(stateKeys.ringPrefix('dispute-decisions'))),
+        ...(await store.entries<EffectRecord>(stateKeys.effectPrefix('dispute-decisions'))),
+      ];
       all.push(entries.map(([, record]) => record));
     } finally {
       await store.close();

@@ -6,9 +6,10 @@ import { where, type EngineEvent } from '../events.js';
 import { storeOutput, type EffectRecord, type StoredOutput } from '../outputs.js';
 
 /**
- * Stage 4, effect lookup: the event's effect record, if its effect was applied (or a person
- * discarded it). Such an event ended for good: a redelivery runs no step again, and is not held
- * behind a key parked after it ended.
+ * Stage 4, effect lookup, under the effect id (`EventUnits.lookup` tries the effect ring first):
+ * the event's effect record, if its effect was applied (or a person discarded it). Such an event
+ * ended for good: a redelivery runs no step again, and is not held behind a key parked after it
+ * ended.
  */
 export function recordedEffect(ctx: EngineContext, event: Omit<EngineEvent, 'value'>, key = effectKey(ctx, event)): EffectRecord | undefined {
   return key === undefined ? undefined : ctx.store.get<EffectRecord>(key);

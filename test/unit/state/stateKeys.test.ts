@@ -66,6 +66,7 @@ describe('stateKeys: every key is <kind>/<store>/<topic>/<partition>/<rest>', ()
     ] as const;
     const mine = [
       stateKeys.effect('fx', tp, 'e1'),
+      stateKeys.ring('fx', tp, 7),
       stateKeys.horizon('fx', tp),
       stateKeys.table('fx', tp, 'r1'),
       stateKeys.attempts('decide', tp, 1),
@@ -81,11 +82,11 @@ describe('stateKeys: every key is <kind>/<store>/<topic>/<partition>/<rest>', ()
       { topic: 'disputes', partition: 30 },
       { topic: 'disputes', partition: 0 },
       { topic: 'disputes2', partition: 3 },
-    ].flatMap((o) => [stateKeys.effect('fx', o, 'e1'), stateKeys.heldEvent('hold', o, 'k', 0), stateKeys.attempts('decide', o, 1)]);
+    ].flatMap((o) => [stateKeys.effect('fx', o, 'e1'), stateKeys.ring('fx', o, 7), stateKeys.heldEvent('hold', o, 'k', 0), stateKeys.attempts('decide', o, 1)]);
     const store = await openMemoryStore();
     await store.batch([...mine, ...others].map((key) => ({ type: 'put' as const, key, value: 1 })));
     const prefixes = stateKeys.partitionPrefixes(stores, tp);
-    expect(prefixes).toHaveLength(9);
+    expect(prefixes).toHaveLength(10);
     const found = (await Promise.all(prefixes.map((p) => store.entries(p)))).flat().map(([k]) => k);
     expect(found.sort()).toEqual([...mine].sort());
     await store.close();

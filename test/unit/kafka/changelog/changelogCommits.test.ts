@@ -98,7 +98,7 @@ describe('commits wait for the changelog', () => {
     await settle();
     // The first batch is in LevelDB and its changelog records are sent, not acknowledged (the
     // others wait behind it, as a group commit waits for the one before it).
-    expect((await local.entries(stateKeys.effectPrefix('fx'))).length).toBeGreaterThan(0);
+    expect((await local.entries(stateKeys.ringPrefix('fx'))).length).toBeGreaterThan(0);
     expect(acks.pending.flatMap((p) => p.records.map((r) => r.topic))).toContain('g-fx-changelog');
     expect(log.commits).toEqual([]);
     expect(log.outputs).toEqual([]);
