@@ -56,6 +56,8 @@ export interface DriverOptions {
    * Keep it for the driver's life (restarts included). @defaultValue 16384
    */
   effectRingSize?: number;
+  /** The engine's `effectRing`: false records every effect under its effect id, as orderly before rings did. @defaultValue true */
+  effectRing?: boolean;
   /**
    * Which capabilities the ports have, as on Kafka: `plain` (a store batch is durable once
    * written), `staged` (the store stages its batches: a batch lands at once, and becomes durable
@@ -686,6 +688,7 @@ export class TopologyTestDriver {
       ...(this.options.commit ? { commit: this.options.commit } : {}),
       ...(this.options.maxBufferedPerPartition ? { maxBufferedPerPartition: this.options.maxBufferedPerPartition } : {}),
       ...(this.options.effectRingSize ? { effectRingSize: this.options.effectRingSize } : {}),
+      ...(this.options.effectRing === false ? { effectRing: false } : {}),
       ...(this.options.commitMetadataMaxBytes !== undefined ? { commitMetadataMaxBytes: this.options.commitMetadataMaxBytes } : {}),
     });
     this.instance = { id, engine, consumer, alive: true };

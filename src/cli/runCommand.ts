@@ -27,6 +27,10 @@ export function registerRunCommand(program: Command): void {
       "longest commit metadata, which lists the finished offsets above each committed one so that a restart skips them; below the broker's offset.metadata.max.bytes, 0: none (default 4095)",
       toWholeNumber,
     )
+    .option(
+      '--no-effect-ring',
+      'record effects under their effect ids only, as orderly before effect rings did: while workers of such an orderly share the group (the first step of a rolling upgrade, docs/state.md)',
+    )
     .option('--max-buffered <n>', 'unfinished events per partition before it is paused, resumed at half (default 1500)', toPositive)
     .option(
       '--stop-grace-ms <ms>',

@@ -19,6 +19,8 @@ export interface RunOptions {
   commitEveryMs?: number;
   commitMetadataMaxBytes?: number;
   maxBuffered?: number;
+  /** False with --no-effect-ring. */
+  effectRing: boolean;
   stopGraceMs?: number;
   rateLimitWarnMs?: number;
   exactlyOnce?: boolean;
@@ -100,6 +102,7 @@ async function startWorker(
     logger,
     ...(options.commitEveryMs ? { commit: { everyMs: options.commitEveryMs } } : {}),
     ...(options.maxBuffered ? { maxBufferedPerPartition: options.maxBuffered } : {}),
+    ...(options.effectRing ? {} : { effectRing: false }),
     ...(options.commitMetadataMaxBytes !== undefined ? { commitMetadataMaxBytes: options.commitMetadataMaxBytes } : {}),
     ...(options.rateLimitWarnMs ? { rateLimitWarnings: { afterMs: options.rateLimitWarnMs, everyMs: options.rateLimitWarnMs } } : {}),
     ...(options.exactlyOnce

@@ -48,8 +48,11 @@ export class EffectHorizon {
       this.loaded = this.reserved = stored;
       return;
     }
-    const older = await this.store.entries(stateKeys.effectPartitionPrefix(this.effectStore, this.tp), { limit: 1 });
-    if (older.length > 0) return;
+    // Records under effect ids, or in the ring: a partition whose old records were all pruned
+    // still has ring records written since, with no horizon past them.
+    for (const prefix of [stateKeys.effectPartitionPrefix(this.effectStore, this.tp), stateKeys.ringPartitionPrefix(this.effectStore, this.tp)]) {
+      if ((await this.store.entries(prefix, { limit: 1 })).length > 0) return;
+    }
     // Nothing recorded yet: every event is new, and the first one received writes a horizon.
     this.loaded = this.reserved = 0;
   }

@@ -5,10 +5,10 @@ import { stateKeys } from '../state/stateKeys.js';
 import type { EffectRecord } from './outputs.js';
 
 /**
- * Positions in a partition's ring of effect records, by default. A partition's ring holds at most this many
- * records, so its effect records take bounded room without a delete (nor, on Kafka, a tombstone)
- * per event; the engine asks for a commit once the events past the committed offset fill half of
- * it, so that positions come free as fast as events arrive.
+ * Positions in a partition's ring of effect records, by default. A partition's ring holds at most
+ * this many records, so its effect records take bounded room without a delete (nor, on Kafka, a
+ * tombstone) per event; the engine asks for a commit when an event finds its position taken, so
+ * that positions come free as fast as events arrive.
  */
 export const RING_SIZE = 16_384;
 /** Not read yet: the position's record is looked up in the store at its first claim. */
@@ -44,14 +44,20 @@ export class EffectRing {
     readonly size: number,
     /** The partition's effect horizon, loaded before any claim: the records found in the store lie below it. */
     private readonly horizon: EffectHorizon,
+    /** Told when a claim is refused: a record not committed yet holds the position. */
+    private readonly onTaken: () => void,
   ) {
     this.prefix = stateKeys.ringPartitionPrefix(effectStore, tp);
   }
 
-  /** The effect record of the event at `offset`, if its position holds it. */
-  recorded(offset: number): EffectRecord | undefined {
+  /**
+   * The effect record of the event at `offset` with this key, if its position holds it. The key
+   * is compared too: records are never deleted, so after a topic was deleted and made again (its
+   * offsets from 0 again) the ring holds the old topic's last records.
+   */
+  recorded(offset: number, key: string | null): EffectRecord | undefined {
     const record = this.store.get<EffectRecord>(this.keyOf(offset % this.size));
-    return record !== undefined && record.offset === offset ? record : undefined;
+    return record !== undefined && record.offset === offset && record.key === key ? record : undefined;
   }
 
   /**
@@ -67,6 +73,7 @@ export class EffectRing {
     if (current === UNKNOWN) current = this.mayHoldNeeded(offset, committed) ? (this.store.get<EffectRecord>(this.keyOf(position))?.offset ?? EMPTY) : EMPTY;
     if (current !== EMPTY && (committed === undefined || current >= committed)) {
       claims[position] = current;
+      this.onTaken();
       return undefined;
     }
     claims[position] = offset;

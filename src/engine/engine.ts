@@ -62,9 +62,17 @@ export interface EngineOptions {
    */
   readonly commitMetadataMaxBytes?: number;
   /**
+   * Whether effect records of ids derived from offsets go to their partitions' effect rings
+   * (docs/guarantees.md, "How long effect records are kept"); false: under their effect ids only,
+   * each pruned after the commit, as orderly before rings did. Records of both kinds are looked up
+   * either way. Set it to false while workers of an orderly without rings may take this group's
+   * partitions (a rolling upgrade: docs/state.md). @defaultValue true
+   */
+  readonly effectRing?: boolean;
+  /**
    * Positions in each partition's ring of effect records (ids derived from offsets): it keeps the
-   * records of its partition's last events, and a commit is asked for once the events past the
-   * committed offset fill half of it. For tests that make the ring wrap within a few events: it
+   * records of its partition's last events, and a commit is asked for when an event finds its
+   * position taken by a record not committed yet. For tests that make the ring wrap within a few events: it
    * must stay the same for as long as the partitions' state lives, since a record is looked up at
    * `offset % effectRingSize`. @defaultValue 16384
    * @internal
@@ -257,8 +265,8 @@ export class Engine {
       committedAtAssignment: committed?.offset,
       onFinished: () => this.finished(),
       onReplayed: () => this.finished(),
-      effectRingSize: this.options.effectRingSize ?? RING_SIZE,
-      onRingHalfFull: () => void this.commit(),
+      effectRingSize: this.options.effectRing === false ? 0 : (this.options.effectRingSize ?? RING_SIZE),
+      onRingTaken: () => void this.commit(),
       onFatal: (error) => this.fail(error),
     });
     // The finished offsets the last commit listed above its offset: skipped when they come again.

@@ -174,7 +174,7 @@ export class EventUnits {
    * rings existed), if its effect was applied (or a person discarded it).
    */
   private lookup(event: Omit<EngineEvent, 'value'>): EffectRecord | undefined {
-    return this.ring?.recorded(event.offset) ?? recordedEffect(this.ctx, event);
+    return this.ring?.recorded(event.offset, event.key) ?? recordedEffect(this.ctx, event);
   }
 
   /**

@@ -48,10 +48,10 @@ export interface PartitionTaskOptions {
   readonly onFinished: (tp: TopicPartition) => void;
   /** A replay step of a parked key ended: no offset moves, but its effect record may now be pruned. */
   readonly onReplayed: () => void;
-  /** Positions in the partition's ring of effect records (see EngineOptions.effectRingSize). */
+  /** Positions in the partition's ring of effect records (see EngineOptions.effectRingSize); 0: no ring. */
   readonly effectRingSize: number;
-  /** The events past the committed offset fill half the partition's effect ring: a commit now frees its positions. */
-  readonly onRingHalfFull: () => void;
+  /** An event found its position in the partition's effect ring taken by a record not committed yet: a commit now frees positions. */
+  readonly onRingTaken: () => void;
   readonly onFatal: (error: Error) => void;
 }
 
@@ -75,9 +75,8 @@ export class PartitionTask {
   private readonly horizon: EffectHorizon | undefined;
   private readonly pruning: EffectPruning | undefined;
   private readonly ring: EffectRing | undefined;
-  /** The committed offset (or, before any, the first offset received) when a commit was last asked for to free ring positions. */
+  /** The committed offset (-1: none) when a commit was last asked for to free ring positions. */
   private ringCommitAskedAt: number | undefined;
-  private firstReceived: number | undefined;
   private readonly units: EventUnits;
   private inFlight = 0;
   /** Events whose lane went on once their end landed, and which wait for it to be durable to finish. */
@@ -119,7 +118,9 @@ export class PartitionTask {
         idRetentionMs: ctx.topology.source.effectId ? (apply.idRetentionMs ?? DEFAULT_ID_RETENTION_MS) : undefined,
       });
     // Declared ids may repeat at any offset, so their records are kept by id, never in a ring.
-    this.ring = this.horizon && new EffectRing(ctx.store, apply!.name, tp, options.effectRingSize, this.horizon);
+    const horizon = this.horizon;
+    this.ring =
+      horizon && options.effectRingSize > 0 ? new EffectRing(ctx.store, apply!.name, tp, options.effectRingSize, horizon, () => this.ringTaken()) : undefined;
     this.units = new EventUnits(ctx, tp, this.parked, this.horizon, this.pruning, this.ring, () => this.committed());
   }
 
@@ -169,7 +170,6 @@ export class PartitionTask {
       return;
     }
     this.horizon?.received(record.offset);
-    if (this.ring) this.keepRingFree(this.ring, record.offset);
     const lane = this.lane(laneOf(record));
     lane.queue.push(record);
     this.schedule(lane);
@@ -181,16 +181,16 @@ export class PartitionTask {
   }
 
   /**
-   * Asks for a commit once the events received past the committed offset fill half the ring:
-   * without it, under a long commit interval, later events would find their positions taken by
-   * records not committed yet and be recorded by effect id (a delete each, later).
+   * Asks for a commit when an event finds its ring position taken by a record not committed yet,
+   * once per committed offset: without it, under a long commit interval, the events after it would
+   * find theirs taken too and be recorded by effect id (a delete each, later). A partition held
+   * back by one unfinished event does not ask again until its committed offset moves.
    */
-  private keepRingFree(ring: EffectRing, offset: number): void {
-    this.firstReceived ??= offset;
-    const from = this.committed() ?? this.firstReceived;
-    if (offset - from < ring.size / 2 || this.ringCommitAskedAt === from) return;
-    this.ringCommitAskedAt = from;
-    this.options.onRingHalfFull();
+  private ringTaken(): void {
+    const committed = this.committed() ?? -1;
+    if (this.ringCommitAskedAt === committed) return;
+    this.ringCommitAskedAt = committed;
+    this.options.onRingTaken();
   }
 
   /**

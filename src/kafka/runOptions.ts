@@ -49,6 +49,12 @@ export interface RunTopologyOptions {
    * interval then defaults to 100 ms (each commit ends a transaction, and outputs are visible only then).
    */
   readonly exactlyOnce?: boolean | ExactlyOnceOptions;
+  /**
+   * Whether effect records go to their partitions' effect rings; false while workers of an orderly
+   * without rings share the group (the first step of a rolling upgrade, docs/state.md).
+   * @defaultValue true
+   */
+  readonly effectRing?: boolean;
   /** Hears how the state of each partition this worker takes over was restored from its changelogs. */
   readonly onRestored?: (report: RestoreReport) => void;
   /**

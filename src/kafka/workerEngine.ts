@@ -31,6 +31,7 @@ export async function startEngine(run: CheckedRun, log: KafkaLog, store: Changel
     ...(run.commit ? { commit: run.commit } : {}),
     maxBufferedPerPartition: maxBufferedPerPartition(run),
     ...(run.options.commitMetadataMaxBytes !== undefined ? { commitMetadataMaxBytes: run.options.commitMetadataMaxBytes } : {}),
+    ...(run.options.effectRing === false ? { effectRing: false } : {}),
   });
   worker.running({ rateLimits, engine, store });
   try {

@@ -227,6 +227,17 @@ describe("an effect's state table", () => {
       expect(outcomesAt(d, 0, 1)).toEqual(['APPLIED']);
       expect(applied.map((a) => a.id)).toEqual(['e2']);
       expect(model.stats().calls).toHaveLength(1);
+      // The old record is pruned by now (the committed offset passed it), and e2's is in the ring:
+      // still no horizon, so a crash after e3 is recorded and a restart must still look it up.
+      expect(await d.storedEntries(stateKeys.effectPrefix('fx'))).toEqual([]);
+      input.pipeInput('k', { id: 'e3' }, { partition: 0 });
+      d.crash({ point: 'recorded-not-committed', nth: 1 });
+      await d.runUntilIdle();
+      d.restart();
+      await d.runUntilIdle();
+      expect(outcomesAt(d, 0, 2)).toEqual(['DUPLICATE']);
+      expect(applied.map((a) => a.id)).toEqual(['e2', 'e3']);
+      expect(d.metrics().doubleEffects).toBe(0);
       await d.close();
     } finally {
       await rm(stateDir, { recursive: true, force: true });

@@ -67,22 +67,40 @@ describe.each(driverModes)('effect records with ids derived from offsets (%s)', 
     expect(d.metrics().doubleEffects).toBe(0);
   });
 
-  it('in the ring make a redelivered event a DUPLICATE; past half the ring the engine commits without waiting for the interval', async () => {
-    const d = (driver = new TopologyTestDriver(decisionTopology(model().decide, { maxInFlight: 4 }), { mode, commit: { everyMs: 3_600_000 } }));
-    pipeQuick(d, 0, RING_SIZE / 2 + 10);
-    // 10 ms per event, 4 at a time: all end within 30 s, long before the commit interval.
-    await d.advanceWallClockTime(30_000);
-    // A commit came from the ring filling half, and left the last events uncommitted.
+  it('in the ring make a redelivered event a DUPLICATE; a position taken asks for a commit without waiting for the interval', async () => {
+    const d = (driver = new TopologyTestDriver(decisionTopology(model().decide, { maxInFlight: 4 }), {
+      mode,
+      effectRingSize: 64,
+      commit: { everyMs: 3_600_000 },
+    }));
+    pipeQuick(d, 0, 100);
+    // 10 ms per event, 4 at a time: all end within 1 s, long before the commit interval.
+    await d.advanceWallClockTime(5_000);
+    // Offset 64 found position 0 holding offset 0, never committed: a commit came at once, and
+    // left the last events uncommitted. The events in flight then recorded under their effect ids.
     const committed = d.committed()[0]!.offset;
-    expect(committed).toBeGreaterThan(0);
-    expect(committed).toBeLessThan(RING_SIZE / 2 + 10);
-    expect((await effectOffsets(d)).ring).toEqual(range(0, RING_SIZE / 2 + 10));
+    expect(committed).toBeGreaterThanOrEqual(64);
+    expect(committed).toBeLessThan(100);
+    const { stored, ring } = await effectOffsets(d);
+    expect(stored.length).toBeGreaterThan(0);
+    expect(stored.length).toBeLessThanOrEqual(4);
+    expect(stored.every((o) => o >= 64)).toBe(true);
+    // The 64 positions hold the last record written at each: offset 0 where 64 found it taken.
+    expect(ring).toHaveLength(64);
+    expect(new Set([...stored, ...ring])).toEqual(new Set([0, ...range(36, 100)]));
     d.crash();
     d.restart();
     await d.runUntilIdle();
-    const last = RING_SIZE / 2 + 9;
-    expect(outcomesAt(d, 0, last)).toEqual(['APPLIED', 'DUPLICATE']);
+    expect(outcomesAt(d, 0, 99)).toEqual(['APPLIED', 'DUPLICATE']);
     expect(d.metrics().doubleEffects).toBe(0);
+  });
+
+  it('with effectRing false go under their effect ids, as before rings, and are pruned once the committed offset is past them', async () => {
+    const d = (driver = new TopologyTestDriver(decisionTopology(model().decide, { maxInFlight: 4 }), { mode, effectRing: false, commit: { everyMs: 1_000 } }));
+    pipeQuick(d, 0, 3);
+    await d.runUntilIdle();
+    // Pruned: they were under their effect ids (a ring record is never deleted).
+    expect(await effectOffsets(d)).toEqual({ stored: [], ring: [], pruned: [0, 1, 2] });
   });
 
   it('under their effect ids (replays) left behind by a worker that stopped before pruning them are pruned when the partition is assigned again', async () => {

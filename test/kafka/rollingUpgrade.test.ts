@@ -122,7 +122,9 @@ describe('a rolling upgrade from the code before stored-format versions, on Kafk
     const oldBs = owned(oldB);
     expect(await oldB.stop(), 'old B stops cleanly').toBe(0);
     await feedUntil(oldA, "old A running old B's partitions", runsEachOf(oldA, oldBs));
-    const newB = start('b', 'new');
+    // While an old worker is in the group, new ones record effects by effect id, which it reads
+    // (--no-effect-ring: the first step of the upgrade, docs/state.md).
+    const newB = start('b', 'new', ['--no-effect-ring']);
     await feedUntil(newB, '10 effects applied by new B', () => applied(newB) >= 10);
 
     // The new B stops for a while: its partitions go back to the old A (new -> old).
@@ -134,11 +136,12 @@ describe('a rolling upgrade from the code before stored-format versions, on Kafk
     // grace: after its session expires its partitions go to the new B (old -> new), which finds the
     // effects the old A applied and did not commit in their version-1 changelog records, and some of
     // them go on to the new A (new -> new), which opens the killed worker's directory.
-    const newB2 = start('b', 'new');
+    const newB2 = start('b', 'new', ['--no-effect-ring']);
     await feedUntil(newB2, '10 effects applied by new B, started again', () => applied(newB2) >= 10);
     const oldAs = owned(oldA);
     await oldA.kill();
     await feedUntil(newB2, "new B running old A's partitions", runsEachOf(newB2, oldAs));
+    // No old worker is left: the new A records in the rings (the second step), beside the new B.
     const newA = start('a', 'new');
     await feedUntil(newA, '10 effects applied by new A', () => applied(newA) >= 10);
 

@@ -74,6 +74,16 @@ describe('EffectHorizon', () => {
     expect(batches).toHaveLength(0);
   });
 
+  it('a partition with ring records and no horizon (older state whose records by effect id were all pruned since) looks every event up', async () => {
+    const { horizon, batches } = await setup([{ type: 'put', key: stateKeys.ring('ledger', tp, 9), value: { offset: 9 } }]);
+    expect(horizon.beyond(0)).toBe(false);
+    expect(horizon.beyond(1_000_000)).toBe(false);
+    expect(horizon.recordedBefore).toBe(Number.POSITIVE_INFINITY);
+    horizon.received(1_000_000);
+    await flush();
+    expect(batches).toHaveLength(0);
+  });
+
   it('a failed horizon write is fatal: effects past the stored horizon must not be recorded', async () => {
     const { horizon, fatal } = await setup([], true);
     horizon.received(0);
