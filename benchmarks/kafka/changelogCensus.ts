@@ -4,7 +4,7 @@ import { join } from 'node:path';
 /**
  * What a consumer group's changelog topics hold on a broker's disk, read from the partitions'
  * segment files (record batch format v2) in the broker's log directory: records and tombstones by
- * kind of state key (the key's first segment: effect, table, horizon, attempts, ...), and where
+ * kind of state key (the key's first segment: ring, effect, table, horizon, attempts, ...), and where
  * they lie: below the cleaner's checkpoint (cleaned), in rolled segments above it (dirty: waiting
  * for the cleaner), or in the active segment (never cleaned: it rolls at its first write after
  * `segment.ms`). Read while the broker runs: a segment swapped meanwhile is skipped, a batch cut
@@ -28,7 +28,7 @@ export interface ChangelogCensus {
   readonly segments: number;
   /** Every data record, by section. */
   readonly sections: Readonly<Record<Section, Counts>>;
-  /** Every data record, by kind of state key (`effect`, `table`, `horizon`, `attempts`, ...). */
+  /** Every data record, by kind of state key (`ring`, `effect`, `table`, `horizon`, `attempts`, ...). */
   readonly kinds: Readonly<Record<string, Counts>>;
   /** Kind × section, as `<kind>/<section>`. */
   readonly kindSections: Readonly<Record<string, Counts>>;

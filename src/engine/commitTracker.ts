@@ -127,6 +127,11 @@ export class CommitTracker {
     this.committedVersion = commit.version;
   }
 
+  /** The offset after the finished prefix: what a commit now would commit; undefined before the prefix moves. */
+  get finishedUpTo(): number | undefined {
+    return this.committable;
+  }
+
   /** The offset last committed, or undefined before the first commit. */
   get committedOffset(): number | undefined {
     return this.committed;

@@ -7,8 +7,8 @@ import type { EffectRecord } from './outputs.js';
 /**
  * Positions in a partition's ring of effect records, by default. A partition's ring holds at most
  * this many records, so its effect records take bounded room without a delete (nor, on Kafka, a
- * tombstone) per event; the engine asks for a commit when an event finds its position taken, so
- * that positions come free as fast as events arrive.
+ * tombstone) per event; when an event finds its position taken by a record that a commit now
+ * would pass, the engine commits at once, so that positions come free.
  */
 export const RING_SIZE = 16_384;
 /** Not read yet: the position's record is looked up in the store at its first claim. */
@@ -25,7 +25,8 @@ const EMPTY = -1;
  * committed yet) the engine records it under its effect id, as a replay's record, and prunes it
  * after the commit.
  *
- * A lookup reads the record at the event's position and takes it only if it is this offset's.
+ * A lookup reads the record at the event's position and takes it only if it is this offset's and
+ * this key's.
  */
 export class EffectRing {
   /**
@@ -44,8 +45,8 @@ export class EffectRing {
     readonly size: number,
     /** The partition's effect horizon, loaded before any claim: the records found in the store lie below it. */
     private readonly horizon: EffectHorizon,
-    /** Told when a claim is refused: a record not committed yet holds the position. */
-    private readonly onTaken: () => void,
+    /** Told when a claim is refused, with the offset of the record not committed yet that holds the position. */
+    private readonly onTaken: (holder: number) => void,
   ) {
     this.prefix = stateKeys.ringPartitionPrefix(effectStore, tp);
   }
@@ -73,7 +74,7 @@ export class EffectRing {
     if (current === UNKNOWN) current = this.mayHoldNeeded(offset, committed) ? (this.store.get<EffectRecord>(this.keyOf(position))?.offset ?? EMPTY) : EMPTY;
     if (current !== EMPTY && (committed === undefined || current >= committed)) {
       claims[position] = current;
-      this.onTaken();
+      this.onTaken(current);
       return undefined;
     }
     claims[position] = offset;

@@ -72,7 +72,7 @@ export interface EngineOptions {
   /**
    * Positions in each partition's ring of effect records (ids derived from offsets): it keeps the
    * records of its partition's last events, and a commit is asked for when an event finds its
-   * position taken by a record not committed yet. For tests that make the ring wrap within a few events: it
+   * position taken by a record that the commit would pass. For tests that make the ring wrap within a few events: it
    * must stay the same for as long as the partitions' state lives, since a record is looked up at
    * `offset % effectRingSize`. @defaultValue 16384
    * @internal
@@ -265,8 +265,11 @@ export class Engine {
       committedAtAssignment: committed?.offset,
       onFinished: () => this.finished(),
       onReplayed: () => this.finished(),
-      effectRingSize: this.options.effectRing === false ? 0 : (this.options.effectRingSize ?? RING_SIZE),
-      onRingTaken: () => void this.commit(),
+      effectRingSize: this.options.effectRingSize ?? RING_SIZE,
+      recordInRing: this.options.effectRing !== false,
+      onRingTaken: () => {
+        if (!this.failed && !this.stopping) void this.commit();
+      },
       onFatal: (error) => this.fail(error),
     });
     // The finished offsets the last commit listed above its offset: skipped when they come again.

@@ -48,9 +48,11 @@ export interface PartitionTaskOptions {
   readonly onFinished: (tp: TopicPartition) => void;
   /** A replay step of a parked key ended: no offset moves, but its effect record may now be pruned. */
   readonly onReplayed: () => void;
-  /** Positions in the partition's ring of effect records (see EngineOptions.effectRingSize); 0: no ring. */
+  /** Positions in the partition's ring of effect records (see EngineOptions.effectRingSize). */
   readonly effectRingSize: number;
-  /** An event found its position in the partition's effect ring taken by a record not committed yet: a commit now frees positions. */
+  /** Whether effect records are written to the ring (EngineOptions.effectRing); it is read either way. */
+  readonly recordInRing: boolean;
+  /** An event found its position in the partition's effect ring taken by a record that a commit now would pass. */
   readonly onRingTaken: () => void;
   readonly onFatal: (error: Error) => void;
 }
@@ -75,7 +77,7 @@ export class PartitionTask {
   private readonly horizon: EffectHorizon | undefined;
   private readonly pruning: EffectPruning | undefined;
   private readonly ring: EffectRing | undefined;
-  /** The committed offset (-1: none) when a commit was last asked for to free ring positions. */
+  /** The end of the finished prefix when a commit was last asked for to free ring positions. */
   private ringCommitAskedAt: number | undefined;
   private readonly units: EventUnits;
   private inFlight = 0;
@@ -119,9 +121,8 @@ export class PartitionTask {
       });
     // Declared ids may repeat at any offset, so their records are kept by id, never in a ring.
     const horizon = this.horizon;
-    this.ring =
-      horizon && options.effectRingSize > 0 ? new EffectRing(ctx.store, apply!.name, tp, options.effectRingSize, horizon, () => this.ringTaken()) : undefined;
-    this.units = new EventUnits(ctx, tp, this.parked, this.horizon, this.pruning, this.ring, () => this.committed());
+    this.ring = horizon ? new EffectRing(ctx.store, apply!.name, tp, options.effectRingSize, horizon, (holder) => this.ringTaken(holder)) : undefined;
+    this.units = new EventUnits(ctx, tp, this.parked, this.horizon, this.pruning, this.ring, options.recordInRing, () => this.committed());
   }
 
   /** The partition's committed offset (exclusive), as this task knows it; undefined if it was never committed. */
@@ -181,15 +182,16 @@ export class PartitionTask {
   }
 
   /**
-   * Asks for a commit when an event finds its ring position taken by a record not committed yet,
-   * once per committed offset: without it, under a long commit interval, the events after it would
-   * find theirs taken too and be recorded by effect id (a delete each, later). A partition held
-   * back by one unfinished event does not ask again until its committed offset moves.
+   * Asks for a commit when an event finds its ring position taken by a record (at `holder`) that a
+   * commit now would pass, once per end of the finished prefix: without it, under a long commit
+   * interval, the events after it would find theirs taken too and be recorded by effect id (a
+   * delete each, later). A commit that would not pass the record (a partition held back by one
+   * unfinished event, or records of an older life of the topic) is not asked for.
    */
-  private ringTaken(): void {
-    const committed = this.committed() ?? -1;
-    if (this.ringCommitAskedAt === committed) return;
-    this.ringCommitAskedAt = committed;
+  private ringTaken(holder: number): void {
+    const finishedUpTo = this.tracker.finishedUpTo;
+    if (finishedUpTo === undefined || finishedUpTo <= holder || this.ringCommitAskedAt === finishedUpTo) return;
+    this.ringCommitAskedAt = finishedUpTo;
     this.options.onRingTaken();
   }
 

@@ -18,7 +18,7 @@ afterEach(async () => {
 });
 
 /** A fake model, a topology whose effect logs each run (its effect id and a counter in its state table). */
-function setup(options: { effectId?: (ctx: { value: Ev }) => string; stateDir?: string } = {}) {
+function setup(options: { effectId?: (ctx: { value: Ev }) => string; stateDir?: string; effectRing?: false } = {}) {
   const model = fakeModel<Ev, unknown>({ latencyMs: 100, decide: () => ({ action: 'refund' }) });
   const applied: Array<{ id: string; effectId: string }> = [];
   /** What each run of the effect found in its state table for the events before it (`runs/<id>`). */
@@ -31,7 +31,10 @@ function setup(options: { effectId?: (ctx: { value: Ev }) => string; stateDir?: 
       ctx.state.put(`runs/${event.id}`, (ctx.state.get<number>(`runs/${event.id}`) ?? 0) + 1);
     },
   });
-  const d = new TopologyTestDriver(topology, options.stateDir ? { stateDir: options.stateDir } : {});
+  const d = new TopologyTestDriver(topology, {
+    ...(options.stateDir ? { stateDir: options.stateDir } : {}),
+    ...(options.effectRing === false ? { effectRing: false } : {}),
+  });
   driver = d;
   return { d, model, applied, tableSeen, input: d.createInputTopic<Ev>('events'), out: d.createOutputTopic<Out>('out') };
 }
@@ -238,6 +241,33 @@ describe("an effect's state table", () => {
       expect(outcomesAt(d, 0, 2)).toEqual(['DUPLICATE']);
       expect(applied.map((a) => a.id)).toEqual(['e2', 'e3']);
       expect(d.metrics().doubleEffects).toBe(0);
+      await d.close();
+    } finally {
+      await rm(stateDir, { recursive: true, force: true });
+    }
+  });
+
+  it('an engine that records by effect id (effectRing: false) still finds a record in the ring, as one with rings left it', async () => {
+    const stateDir = await mkdtemp(join(tmpdir(), 'orderly-ring-'));
+    try {
+      // Offset 0 applied by a worker with rings, not committed; its horizon past it.
+      const before = await openLevelStore(stateDir);
+      const tp = { topic: 'events', partition: 0 };
+      const record = { topic: 'events', partition: 0, offset: 0, key: 'k', effectId: 'events/0/0', appliedAtMs: 0, outputs: [] };
+      await before.batch([
+        { type: 'put', key: stateKeys.ring('fx', tp, 0), value: record },
+        { type: 'put', key: stateKeys.horizon('fx', tp), value: HORIZON_STEP },
+      ]);
+      await before.close();
+      const { d, model, applied, input } = setup({ stateDir, effectRing: false });
+      input.pipeInput('k', { id: 'e1' }, { partition: 0 });
+      input.pipeInput('k', { id: 'e2' }, { partition: 0 });
+      await d.runUntilIdle();
+      expect(outcomesAt(d, 0, 0)).toEqual(['DUPLICATE']);
+      expect(applied.map((a) => a.id)).toEqual(['e2']);
+      expect(model.stats().calls).toHaveLength(1);
+      // ...and records e2 by its effect id (pruned since: the committed offset passed it).
+      expect(await d.storedEntries(stateKeys.ringPrefix('fx'))).toHaveLength(1);
       await d.close();
     } finally {
       await rm(stateDir, { recursive: true, force: true });
