@@ -45,6 +45,10 @@ export class EffectRing {
     readonly size: number,
     /** The partition's effect horizon, loaded before any claim: the records found in the store lie below it. */
     private readonly horizon: EffectHorizon,
+    /** The partition's committed offset (exclusive; undefined: never committed). */
+    private readonly committed: () => number | undefined,
+    /** Whether records are written here (EngineOptions.effectRing): the ring is read either way. */
+    private readonly recording: boolean,
     /** Told when a claim is refused, with the offset of the record not committed yet that holds the position. */
     private readonly onTaken: (holder: number) => void,
   ) {
@@ -63,11 +67,13 @@ export class EffectRing {
 
   /**
    * The key to record the effect of the event at `offset` under, if its position is free with the
-   * partition committed up to `committed` (exclusive; undefined: never committed); undefined if it
-   * is not. A claim is final: the position is this event's from now on, even if its write fails
-   * (its partition is then reset, and its next task reads the store again).
+   * partition committed as it is now; undefined if it is not (or records are not written here). A
+   * claim is final: the position is this event's from now on, even if its write fails (its
+   * partition is then reset, and its next task reads the store again).
    */
-  claim(offset: number, committed: number | undefined): string | undefined {
+  claim(offset: number): string | undefined {
+    if (!this.recording) return undefined;
+    const committed = this.committed();
     const position = offset % this.size;
     const claims = (this.claims ??= new Float64Array(this.size).fill(UNKNOWN));
     let current = claims[position]!;

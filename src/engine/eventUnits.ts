@@ -47,10 +47,6 @@ export class EventUnits {
     private readonly horizon: EffectHorizon | undefined,
     private readonly pruning: EffectPruning | undefined,
     private readonly ring: EffectRing | undefined,
-    /** Whether effect records go to the ring (it is looked up either way). */
-    private readonly recordInRing: boolean,
-    /** The partition's committed offset (exclusive; undefined: never committed). */
-    private readonly committed: () => number | undefined,
   ) {
     this.processors = buildProcessors(ctx, ctx.topology.processors);
     this.through = ctx.topology.applyOnce ? Outcome.APPLIED : Outcome.FORWARDED;
@@ -90,7 +86,7 @@ export class EventUnits {
     }
     // The end of the event, its effect recorded at its ring position if that is free, else under its effect id.
     const applied = !stopped && this.through === Outcome.APPLIED;
-    const inRing = applied && this.recordInRing ? this.ring?.claim(event.offset, this.committed()) : undefined;
+    const inRing = applied ? this.ring?.claim(event.offset) : undefined;
     const key = applied ? (inRing ?? effectKey(this.ctx, event)) : undefined;
     const landed = await endEvent(
       this.ctx,

@@ -121,8 +121,19 @@ export class PartitionTask {
       });
     // Declared ids may repeat at any offset, so their records are kept by id, never in a ring.
     const horizon = this.horizon;
-    this.ring = horizon ? new EffectRing(ctx.store, apply!.name, tp, options.effectRingSize, horizon, (holder) => this.ringTaken(holder)) : undefined;
-    this.units = new EventUnits(ctx, tp, this.parked, this.horizon, this.pruning, this.ring, options.recordInRing, () => this.committed());
+    this.ring = horizon
+      ? new EffectRing(
+          ctx.store,
+          apply!.name,
+          tp,
+          options.effectRingSize,
+          horizon,
+          () => this.committed(),
+          options.recordInRing,
+          (holder) => this.ringTaken(holder),
+        )
+      : undefined;
+    this.units = new EventUnits(ctx, tp, this.parked, this.horizon, this.pruning, this.ring);
   }
 
   /** The partition's committed offset (exclusive), as this task knows it; undefined if it was never committed. */
