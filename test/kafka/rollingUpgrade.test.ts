@@ -55,6 +55,17 @@ function owned(worker: Worker): Set<string> {
   return partitions;
 }
 
+/** APPLIED outcomes `worker` logged after its last rebalance line (assigned, revoking, revoked). */
+function appliedSinceRebalance(worker: Worker): number {
+  let applied = 0;
+  for (let i = worker.lines.length - 1; i >= 0; i--) {
+    const line = worker.lines[i]!;
+    if (line.msg === 'assigned' || line.msg === 'revoking' || line.msg === 'revoked') break;
+    if (line.outcome === 'APPLIED') applied += 1;
+  }
+  return applied;
+}
+
 /** Effects `worker` applied so far, per partition (`topic/partition`). */
 function appliedPerPartition(worker: Worker): Map<string, number> {
   const counts = new Map<string, number>();
@@ -138,6 +149,9 @@ describe('a rolling upgrade from the code before stored-format versions, on Kafk
     // them go on to the new A (new -> new), which opens the killed worker's directory.
     const newB2 = start('b', 'new', ['--no-effect-ring']);
     await feedUntil(newB2, '10 effects applied by new B, started again', () => applied(newB2) >= 10);
+    // What the kill must leave: effects old A applied since its last rebalance, which committed
+    // everything it had finished (seen once in CI: none, when the kill came right after it).
+    await feedUntil(oldA, 'effects applied by old A since its last rebalance', () => appliedSinceRebalance(oldA) >= 3);
     const oldAs = owned(oldA);
     await oldA.kill();
     await feedUntil(newB2, "new B running old A's partitions", runsEachOf(newB2, oldAs));
