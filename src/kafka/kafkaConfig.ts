@@ -62,14 +62,17 @@ export const KAFKA_MAX_BUFFERED_PER_PARTITION = 1_500;
  * far more than that: memory that only waits, and fetches made to be discarded. These keep about
  * one engine buffer per partition (and at most 16 MiB) ready. The backoff is how soon a
  * partition that reached these thresholds fetches again (librdkafka's 1 s would starve a fast
- * engine). Measured in docs/benchmarks.md ("On Kafka"); any of them can be overridden in
- * `consumerConfig`.
+ * engine). The fetch wait is how long the broker holds a fetch of partitions with nothing new: a
+ * partition assigned or resumed while one is out is fetched only after it, so librdkafka's 500 ms
+ * held every partition that a restore handed back after the first (docs/benchmarks.md, "Restores").
+ * Measured in docs/benchmarks.md ("On Kafka"); any of them can be overridden in `consumerConfig`.
  */
 const PREFETCH = {
   'queued.min.messages': 2_000,
   'queued.max.messages.kbytes': 16_384,
   'fetch.message.max.bytes': 262_144,
   'fetch.queue.backoff.ms': 100,
+  'fetch.wait.max.ms': 100,
 } as const;
 
 /**
