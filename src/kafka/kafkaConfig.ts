@@ -46,8 +46,8 @@ function common(settings: KafkaSettings, role: string): GlobalConfig {
  * How many unfinished events of a partition the Kafka runner lets the engine hold before it
  * pauses the partition (it resumes it at half). Half again the engine's own default: a librdkafka pause
  * throws away what was read ahead for the partition, and after the resume the first record comes
- * back only after a new fetch (70 ms typically, up to `fetch.wait.max.ms`, 500 ms, measured in
- * docs/benchmarks.md). The half buffer left at the resume must outlast that: at 1,000 (500 left)
+ * back only after a new fetch (70 ms typically, up to `fetch.wait.max.ms`: librdkafka's 500 ms
+ * then, 100 now, see PREFETCH; measured in docs/benchmarks.md). The half buffer left at the resume must outlast that: at 1,000 (500 left)
  * partitions ran dry and sat empty about 80% of the benchmark's run; from 1,500 on they stayed fed.
  * Not more: the buffered records are memory, and 2,000 took the benchmark's backlog worker to
  * 291 MiB of its 300 MiB goal (1,500: 277 MiB).
@@ -64,7 +64,8 @@ export const KAFKA_MAX_BUFFERED_PER_PARTITION = 1_500;
  * partition that reached these thresholds fetches again (librdkafka's 1 s would starve a fast
  * engine). The fetch wait is how long the broker holds a fetch of partitions with nothing new: a
  * partition assigned or resumed while one is out is fetched only after it, so librdkafka's 500 ms
- * held every partition that a restore handed back after the first (docs/benchmarks.md, "Restores").
+ * held every partition that a restore handed back after the first (docs/benchmarks.md, "LevelDB's
+ * puts, its memtable and the fetch wait").
  * Measured in docs/benchmarks.md ("On Kafka"); any of them can be overridden in `consumerConfig`.
  */
 const PREFETCH = {

@@ -50,8 +50,10 @@ class LevelStore implements LocalStore {
         // A put that carries `valueEncoding: 'utf8'` holds its stored text already (the changelog
         // store encodes once for LevelDB and the changelog); every other put is encoded here.
         // Never a put with options of its own: abstract-level takes those about 7 times slower.
-        const encoded = (op as { valueEncoding?: string }).valueEncoding === 'utf8';
-        batch.put(op.key, encoded ? (op.value as string) : encodeValue(op));
+        const encoding = (op as { valueEncoding?: unknown }).valueEncoding;
+        if (encoding === undefined) batch.put(op.key, encodeValue(op));
+        else if (encoding === 'utf8') batch.put(op.key, op.value as string);
+        else throw new TypeError(`state key '${op.key}': a put's valueEncoding must be 'utf8' (its stored text) or absent, got ${JSON.stringify(encoding)}`);
       }
     } catch (error) {
       // Refused whole, as LevelDB refuses an array batch with an invalid op.

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Store } from '../../../src/ports/store.js';
+import type { Store, StoreOp } from '../../../src/ports/store.js';
 import { openLevelStore, openMemoryStore, StateDirectoryError } from '../../../src/state/levelStore.js';
 
 const run = promisify(execFile);
@@ -154,6 +154,16 @@ describe.each([
       ]),
     ).rejects.toThrow(/null or undefined/);
     expect(await store.entries('k/')).toEqual([]);
+  });
+
+  it("stores a put that carries its stored text ('utf8') as it is, and refuses a batch whose put names another encoding, whole", async () => {
+    const store = track(await openStore());
+    await store.batch([{ type: 'put', key: 'k/text', value: 'v2:{"n":1,"s":"é ✓ \\ud800"}', valueEncoding: 'utf8' } as StoreOp]);
+    expect(store.get('k/text')).toEqual({ n: 1, s: 'é ✓ \ud800' });
+    await expect(
+      store.batch([{ type: 'put', key: 'k/first', value: 1 }, { type: 'put', key: 'k/bytes', value: Buffer.from('v2:1'), valueEncoding: 'buffer' } as StoreOp]),
+    ).rejects.toThrow("state key 'k/bytes': a put's valueEncoding must be 'utf8' (its stored text) or absent, got \"buffer\"");
+    expect(await store.entries('k/')).toEqual([['k/text', { n: 1, s: 'é ✓ \ud800' }]]);
   });
 
   it('treats an empty batch as nothing to do', async () => {

@@ -93,6 +93,22 @@ describe('changelog records', () => {
     expect(() => gathered.add([{ key: horizon, value: null, headers: { 'orderly-format': '3' } }])).toThrow(StoredFormatError);
   });
 
+  it('restore a value as the text of its JSON: what orderly wrote (a lone surrogate escaped by JSON.stringify) reads back the same; bytes that are not UTF-8 become U+FFFD', async () => {
+    const key = (id: string) => stateKeys.table('fx', tp, id);
+    const value = { s: 'é ✓ \ud800 \u{1F600}' };
+    const gathered = new RestoreWrites();
+    gathered.add([toChangelogRecord('g', { type: 'put', key: key('a'), value }), { key: key('b'), value: Uint8Array.of(0x22, 0xff, 0x22) }]);
+    const writes = gathered.take();
+    expect(writes).toEqual([
+      { type: 'put', key: key('a'), value: `v2:${JSON.stringify(value)}`, valueEncoding: 'utf8' },
+      { type: 'put', key: key('b'), value: 'v2:"\ufffd"', valueEncoding: 'utf8' },
+    ]);
+    const local = await openMemoryStore();
+    await local.batch(writes as never);
+    expect(local.get(key('a'))).toEqual(value);
+    expect(local.get(key('b'))).toBe('\ufffd');
+  });
+
   it('restore records gathered over several polls as one write per key: a put then its delete is one delete, a record of format 1 is stored in the current format', async () => {
     const effect = (id: string) => stateKeys.effect('fx', tp, `disputes/2/${id}`);
     const gathered = new RestoreWrites();
