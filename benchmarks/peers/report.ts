@@ -1,6 +1,7 @@
 import type { Machine } from '../machine.js';
 import type { OutputSummary } from './checkOutput.js';
 import type { ContenderFigures } from './launch.js';
+import type { Settled } from './settle.js';
 import { CONTENDERS, WORKERS, type Contender } from './spec.js';
 
 /** What a run was asked to do, and how each contender was set up. */
@@ -17,12 +18,14 @@ export interface PeersSettings {
   readonly commitEveryMs: number;
   readonly jvmOptions: string;
   readonly contenders: readonly Contender[];
+  /** Each contender starts once the 1-minute load average is at most this (0: at once), waiting at most 3 minutes. */
+  readonly settleLoad: number;
   /** `started …` when the benchmark ran its own broker, else the bootstrap it was given. */
   readonly broker: string;
 }
 
 /** One contender's run: its figures and, for the three that write, what its output held. */
-export interface ContenderRun extends ContenderFigures {
+export interface ContenderRun extends ContenderFigures, Settled {
   readonly output?: OutputSummary;
 }
 
@@ -68,13 +71,13 @@ export function formatPeersTable(report: PeersReport): string {
     `peers benchmark: ${s.events.toLocaleString('en-US')} events on ${s.keys.toLocaleString('en-US')} keys, ${s.partitions} partitions; slow: ${s.slowEvents.toLocaleString('en-US')} events, ${s.slowWaitMs} ms wait each`,
     `machine: ${report.machine.cores} cores, ${report.machine.memoryGiB} GiB, load ${report.machine.loadAverage.join(' ')}; broker ${s.broker}`,
     '',
-    `${'contender'.padEnd(20)}${'events/s'.padStart(12)}${'CPU µs/evt'.padStart(12)}${'peak RSS MiB'.padStart(14)}${'slow ev/s'.padStart(12)}`,
+    `${'contender'.padEnd(20)}${'events/s'.padStart(12)}${'CPU µs/evt'.padStart(12)}${'peak RSS MiB'.padStart(14)}${'slow ev/s'.padStart(12)}${'load at start'.padStart(15)}`,
   ];
   for (const c of s.contenders) {
     const fast = report.details.fast[c];
     const slow = report.details.slow[c];
     lines.push(
-      `${NAMES[c].padEnd(20)}${cell(fast?.eventsPerSec)}${cell(fast?.cpuMicrosPerEvent)}${cell(fast?.peakRssMb).padStart(14)}${cell(slow?.eventsPerSec)}`,
+      `${NAMES[c].padEnd(20)}${cell(fast?.eventsPerSec)}${cell(fast?.cpuMicrosPerEvent)}${cell(fast?.peakRssMb).padStart(14)}${cell(slow?.eventsPerSec)}${cell(fast?.startLoadAverage).padStart(15)}`,
     );
   }
   return `${lines.join('\n')}\n`;

@@ -19,13 +19,17 @@ import { checkOutput, expectedOrder, type ExpectedOrder } from './checkOutput.js
 import { ensureJavaBuild, javaClasspath, JAVA_MODULES, type JavaContender } from './javaBuild.js';
 import { killContenders, runContender, type JavaCommand } from './launch.js';
 import { readTopic } from './readTopic.js';
+import { settle } from './settle.js';
 import { formatPeersTable, headlineFigures, type ContenderRun, type PeersReport, type PeersSettings } from './report.js';
 import { CONTENDERS, WORKERS, type Contender, type ContenderSpec } from './spec.js';
 
 const usage = `npm run -s bench:peers -- [--json] [--bootstrap HOST:PORT | --port P] [--events N] [--keys N] [--partitions N]
-  [--slow-events N] [--slow-wait-ms MS] [--max-in-flight N] [--pc-max-concurrency N] [--commit-every-ms MS] [--contenders raw,kafkaStreams,parallelConsumer,orderly]`;
+  [--slow-events N] [--slow-wait-ms MS] [--max-in-flight N] [--pc-max-concurrency N] [--commit-every-ms MS] [--contenders raw,kafkaStreams,parallelConsumer,orderly]
+  [--settle-load L]`;
 
 const TIMEOUT_MS = 20 * 60_000;
+/** The longest wait for the load to settle before a contender (see {@link settle}). */
+const SETTLE_MAX_MS = 180_000;
 
 function parse(argv: string[]) {
   const { values } = parseArgs({
@@ -44,6 +48,7 @@ function parse(argv: string[]) {
       'pc-max-concurrency': { type: 'string' },
       'commit-every-ms': { type: 'string', default: '250' },
       contenders: { type: 'string', default: CONTENDERS.join(',') },
+      'settle-load': { type: 'string', default: '1.5' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -56,6 +61,9 @@ function parse(argv: string[]) {
   const unknown = contenders.filter((c) => !(CONTENDERS as readonly string[]).includes(c));
   if (unknown.length > 0 || contenders.length === 0)
     throw new Error(`bench:peers: --contenders takes some of ${CONTENDERS.join(',')}, got '${values.contenders}'`);
+  const settleLoad = Number(values['settle-load']);
+  if (!Number.isFinite(settleLoad) || settleLoad < 0)
+    throw new Error(`bench:peers: --settle-load must be a number >= 0 (0: no wait), got '${values['settle-load']}'\n${usage}`);
   const events = int('events', 1);
   const partitions = int('partitions', 1);
   const maxInFlight = int('max-in-flight', 1);
@@ -71,6 +79,7 @@ function parse(argv: string[]) {
     commitEveryMs: int('commit-every-ms', 1),
     jvmOptions: process.env.ORDERLY_PEERS_JVM_OPTS ?? '-Xmx1g',
     contenders: CONTENDERS.filter((c) => contenders.includes(c)),
+    settleLoad,
   };
   return { json: values.json!, help: values.help!, bootstrap: values.bootstrap, port: int('port', 1), settings };
 }
@@ -132,16 +141,17 @@ async function measure(bench: Bench, contender: Contender, input: Input, waitMs:
     commitEveryMs: s.commitEveryMs,
     stateDir: join(bench.stateRoot, name),
   };
+  const settled = await settle(s.settleLoad, SETTLE_MAX_MS);
   const phase = bench.progress.phase(name, totalOf(input.ends), 'events');
   const figures = await runContender(spec, javaCommand(bench, contender), phase, TIMEOUT_MS);
-  const measured = `${figures.eventsPerSec} events/s, ${figures.cpuMicrosPerEvent} µs CPU/event, peak RSS ${figures.peakRssMb} MiB, load ${figures.loadAverage}`;
+  const measured = `${figures.eventsPerSec} events/s, ${figures.cpuMicrosPerEvent} µs CPU/event, peak RSS ${figures.peakRssMb} MiB, load ${settled.startLoadAverage} at the start (after ${Math.round(settled.settledMs / 1_000)} s of settling), ${figures.loadAverage} at the end`;
   if (contender === 'raw') {
     phase.finish(measured);
-    return figures;
+    return { ...figures, ...settled };
   }
   const summary = checkOutput(contender, output, input.expected, await readTopic(bench.bootstrap, output));
   phase.finish(`${measured}; output checked (${summary.records} records, ${summary.duplicates} duplicates)`);
-  return { ...figures, output: summary };
+  return { ...figures, ...settled, output: summary };
 }
 
 /** Both runs: every contender over the input, then the three that work over the slow input. */

@@ -93,7 +93,8 @@ describe('bench:peers output check', () => {
 });
 
 it('bench:peers runs its Node contenders end to end and checks their outputs', async () => {
-  const args = ['--events', '600', '--keys', '30', '--partitions', '4', '--slow-events', '60', '--contenders', 'raw,orderly'];
+  // No wait for a quiet machine: the suite's other lanes keep the load up.
+  const args = ['--events', '600', '--keys', '30', '--partitions', '4', '--slow-events', '60', '--contenders', 'raw,orderly', '--settle-load', '0'];
   const { stdout } = await run(process.execPath, ['--import', 'tsx', 'benchmarks/peers/run.ts', '--json', '--bootstrap', inject('kafkaBootstrap'), ...args], {
     cwd: REPO,
     maxBuffer: 16 * 2 ** 20,
@@ -102,6 +103,9 @@ it('bench:peers runs its Node contenders end to end and checks their outputs', a
   expect(report.details.fast.orderly?.output).toEqual({ records: 600, keys: 30, duplicates: 0 });
   expect(report.details.slow.orderly?.output).toEqual({ records: 60, keys: 30, duplicates: 0 });
   expect(report.details.slow.raw).toBeUndefined();
+  expect(report.settings.settleLoad).toBe(0);
+  expect(report.details.fast.orderly?.settledMs).toBeLessThan(1_000);
+  expect(report.details.fast.orderly?.startLoadAverage).toBeTypeOf('number');
   // Raw's CPU on 600 events can be below /proc's 10 ms tick: a number, not necessarily above 0.
   expect(report.rawCpuMicrosPerEvent).toBeTypeOf('number');
   for (const figure of [
