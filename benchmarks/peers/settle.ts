@@ -1,5 +1,6 @@
 import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { round1 } from '../kafka/rss.js';
 
 /** How the machine was when a contender started. */
 export interface Settled {
@@ -19,5 +20,5 @@ export interface Settled {
 export async function settle(maxLoad: number, maxWaitMs: number, pollMs = 2_000): Promise<Settled> {
   const started = performance.now();
   while (maxLoad > 0 && loadavg()[0]! > maxLoad && performance.now() - started < maxWaitMs) await sleep(pollMs);
-  return { startLoadAverage: Math.round(loadavg()[0]! * 10) / 10, settledMs: Math.round(performance.now() - started) };
+  return { startLoadAverage: round1(loadavg()[0]!), settledMs: Math.round(performance.now() - started) };
 }

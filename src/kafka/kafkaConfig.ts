@@ -47,8 +47,8 @@ function common(settings: KafkaSettings, role: string): GlobalConfig {
  * pauses the partition (it resumes it at half). Half again the engine's own default: a librdkafka pause
  * throws away what was read ahead for the partition, and after the resume the first record comes
  * back only after a new fetch (70 ms typically, up to `fetch.wait.max.ms`: librdkafka's 500 ms
- * then, 100 now, see PREFETCH; measured in docs/benchmarks.md). The half buffer left at the resume must outlast that: at 1,000 (500 left)
- * partitions ran dry and sat empty about 80% of the benchmark's run; from 1,500 on they stayed fed.
+ * then, 100 now, see PREFETCH; measured in docs/benchmarks.md). The half buffer left at the
+ * resume must outlast that: at 1,000 (500 left) partitions ran dry and sat empty about 80% of the benchmark's run; from 1,500 on they stayed fed.
  * Not more: the buffered records are memory, and 2,000 took the benchmark's backlog worker to
  * 291 MiB of its 300 MiB goal (1,500: 277 MiB).
  */
