@@ -44,20 +44,19 @@ function common(settings: KafkaSettings, role: string): GlobalConfig {
 
 /**
  * How many unfinished events of a partition the Kafka runner lets the engine hold before it
- * pauses the partition (it resumes it at half). Half again the engine's own default: a librdkafka pause
- * throws away what was read ahead for the partition, and after the resume the first record comes
- * back only after a new fetch (70 ms typically, up to `fetch.wait.max.ms`: librdkafka's 500 ms
- * then, 100 now, see PREFETCH; measured in docs/benchmarks.md). The half buffer left at the
- * resume must outlast that: at 1,000 (500 left) partitions ran dry and sat empty about 80% of the benchmark's run; from 1,500 on they stayed fed.
- * Not more: the buffered records are memory, and 2,000 took the benchmark's backlog worker to
- * 291 MiB of its 300 MiB goal (1,500: 277 MiB).
+ * pauses the partition (it resumes it at half), and how many records the log holds for a paused
+ * partition before librdkafka pauses it too (see KafkaLog.pause). A librdkafka pause throws away
+ * what was read ahead for the partition, and after the resume the first record comes back only
+ * after a new fetch; the held records bridge that wait (docs/benchmarks.md, "The engine's pause").
+ * Not more: the buffered records are memory, measured against the benchmark's backlog goal (300 MiB).
  */
 export const KAFKA_MAX_BUFFERED_PER_PARTITION = 1_500;
 
 /**
  * librdkafka's read-ahead, bounded to what the engine can use. The engine buffers up to
- * maxBufferedPerPartition (1500 on Kafka) events per partition and then pauses it; a pause throws away
- * what librdkafka prefetched for that partition, to be fetched again on resume. librdkafka's
+ * maxBufferedPerPartition (1500 on Kafka) events per partition and then pauses it; the log holds
+ * as many again before librdkafka pauses the partition, which throws away what it prefetched for
+ * it, to be fetched again on resume. librdkafka's
  * defaults (100,000 messages per partition, 64 MiB in all, 1 MiB per partition per fetch) held
  * far more than that: memory that only waits, and fetches made to be discarded. These keep about
  * one engine buffer per partition (and at most 16 MiB) ready. The backoff is how soon a

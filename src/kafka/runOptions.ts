@@ -28,8 +28,8 @@ export interface RunTopologyOptions {
   /** @defaultValue `{ everyMs: 5000 }` */
   readonly commit?: CommitPolicy;
   /**
-   * Unfinished events per partition before it is paused (resumed at half). Half again the
-   * engine's default, because a pause drops librdkafka's read-ahead: see {@link KAFKA_MAX_BUFFERED_PER_PARTITION}.
+   * Unfinished events per partition before it is paused (resumed at half); the log holds as many
+   * records again for a paused partition before librdkafka pauses it: see {@link KAFKA_MAX_BUFFERED_PER_PARTITION}.
    * @defaultValue 1500
    */
   readonly maxBufferedPerPartition?: number;
@@ -125,7 +125,13 @@ export async function checkRunOptions(options: RunTopologyOptions): Promise<Chec
       ...(options.changelogTopicConfig ? { changelogConfig: options.changelogTopicConfig } : {}),
     },
     exactlyOnce,
-    log: { settings, logger: logger.child({ component: 'kafka' }), ...(exactlyOnce ? { exactlyOnce } : {}) },
+    log: {
+      settings,
+      logger: logger.child({ component: 'kafka' }),
+      // Half what the engine buffers, what it takes at its resume: see KafkaLog.pause.
+      maxHeldPerPartition: Math.max(1, Math.floor((options.maxBufferedPerPartition ?? KAFKA_MAX_BUFFERED_PER_PARTITION) / 2)),
+      ...(exactlyOnce ? { exactlyOnce } : {}),
+    },
     // Each commit ends a transaction, and outputs are visible only then.
     commit: options.commit ?? (exactlyOnce ? { everyMs: 100 } : undefined),
   };

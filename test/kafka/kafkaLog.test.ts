@@ -2,7 +2,7 @@
 // resume, incremental rebalances whose callbacks are awaited.
 import rdkafka from '@confluentinc/kafka-javascript';
 import { pino } from 'pino';
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import { afterEach, describe, expect, inject, it, vi } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { partitionId, type LogListener, type LogRecord, type TopicPartition } from '../../src/ports/log.js';
 import { KafkaLog } from '../../src/kafka/log/kafkaLog.js';
@@ -60,8 +60,8 @@ async function until(what: string, condition: () => boolean, timeoutMs = 60_000)
   }
 }
 
-function kafkaLog(group: string, options: { sessionTimeoutMs?: number } = {}): KafkaLog {
-  const log = new KafkaLog({ settings: { bootstrap, group, ...options }, logger });
+function kafkaLog(group: string, options: { sessionTimeoutMs?: number } = {}, maxHeldPerPartition?: number): KafkaLog {
+  const log = new KafkaLog({ settings: { bootstrap, group, ...options }, logger, ...(maxHeldPerPartition ? { maxHeldPerPartition } : {}) });
   open.push(log);
   return log;
 }
@@ -129,6 +129,43 @@ describe('KafkaLog', () => {
     await until('partition 0 resumed', () => recorder.of(0).length === 6);
     expect(values(recorder.of(0))).toEqual(['a0', 'a1', 'a2', 'a3', 'a4', 'a5']);
     expect(recorder.of(0).map((r) => r.offset)).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+
+  it("holds a paused partition's records, pauses librdkafka only past maxHeldPerPartition, and hands every record on once, in order, at the resume", async () => {
+    const { prefix, group } = await scenario('log-hold');
+    const topic = `${prefix}in`;
+    await createTopic(bootstrap, topic, 2);
+    const fetchPauses = vi.spyOn(rdkafka.KafkaConsumer.prototype, 'pause');
+    const recorder = new Recorder();
+    const log = kafkaLog(group, {}, 3);
+    await log.subscribe([topic], recorder);
+    await until('assignment', () => log.owned().length === 2);
+    await produce(bootstrap, topic, [{ key: null, value: 'a0', partition: 0 }]);
+    await until('the first record of partition 0', () => recorder.of(0).length === 1);
+
+    log.pause([{ topic, partition: 0 }]);
+    await produce(bootstrap, topic, [...[1, 2].map((i) => ({ key: null, value: `a${i}`, partition: 0 })), { key: null, value: 'b0', partition: 1 }]);
+    await until('partition 1 (not paused) goes on', () => recorder.of(1).length === 1);
+    await sleep(1_000);
+    // Two held, below the bound: librdkafka still fetches the partition.
+    expect(fetchPauses).not.toHaveBeenCalled();
+    await produce(
+      bootstrap,
+      topic,
+      [3, 4, 5, 6, 7, 8].map((i) => ({ key: null, value: `a${i}`, partition: 0 })),
+    );
+    await until('librdkafka paused at the third held record', () => fetchPauses.mock.calls.length === 1);
+    expect(fetchPauses.mock.calls[0]![0]).toEqual([{ topic, partition: 0 }]);
+    await sleep(1_000);
+    expect(values(recorder.of(0))).toEqual(['a0']);
+
+    // The held records first, then librdkafka's fetch from where the application stood: no gap, no record twice.
+    log.resume([{ topic, partition: 0 }]);
+    await until('partition 0 resumed', () => recorder.of(0).length === 9);
+    await sleep(500);
+    expect(recorder.of(0).map((r) => r.offset)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(values(recorder.of(0))).toEqual(['a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8']);
+    fetchPauses.mockRestore();
   });
 
   it('moves only the partitions that change owner, after the old owner finished and committed them', async () => {

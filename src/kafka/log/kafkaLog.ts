@@ -70,8 +70,15 @@ interface PartitionState {
   readonly tp: TopicPartition;
   /** Where this consumer stands with the partition; changed only by {@link moveTo}, which checks the move. */
   ownership: Ownership;
-  /** What the engine asked for; applied to librdkafka while the partition is owned. */
+  /** What the engine asked for: while set, its records are held here, not handed to the engine. */
   paused: boolean;
+  /**
+   * Records consumed but not yet handed to the engine, oldest first: those that came while the
+   * engine had the partition paused (see {@link KafkaLog.pause}).
+   */
+  held: Message[];
+  /** Whether librdkafka has the partition paused (its held records reached the bound). */
+  fetchPaused: boolean;
   /**
    * Exactly-once: an offset of this partition that may always be committed again (the last one
    * committed, or the first delivered since assignment), so that every transaction carries offsets.
@@ -90,6 +97,11 @@ export interface KafkaLogOptions {
   readonly maxPollRecords?: number;
   /** How long one poll waits for its first record. @defaultValue 100 */
   readonly pollTimeoutMs?: number;
+  /**
+   * Records of a partition the engine has paused that are held, not handed on, before librdkafka
+   * pauses the partition too (see {@link KafkaLog.pause}). @defaultValue 1500
+   */
+  readonly maxHeldPerPartition?: number;
   /** How long a commit is retried on a retriable error (coordinator moving, rebalance in progress). @defaultValue 60000 */
   readonly commitRetryMs?: number;
   /**
@@ -142,6 +154,7 @@ export class KafkaLog implements Log {
   private readonly commits = new CommitWaiter();
   private loop: Promise<void> | undefined;
   private closing = false;
+  private handOverScheduled = false;
   /**
    * Exactly-once: resets after an aborted transaction, queued or throwing their transaction away
    * (until its abort is done; commits are refused meanwhile).
@@ -199,12 +212,34 @@ export class KafkaLog implements Log {
     this.loop = this.consumeLoop();
   }
 
+  /**
+   * Hands no more records of these partitions to the engine. librdkafka is not paused at once: a
+   * pause throws away what it read ahead for the partition, and after the resume the partition
+   * waits for a new fetch (measured in docs/benchmarks.md, "The engine's pause"). Records that
+   * come meanwhile are held here, in order, and librdkafka pauses the partition only once
+   * `maxHeldPerPartition` of them are held.
+   */
   pause(partitions: readonly TopicPartition[]): void {
-    this.setPaused(partitions, true);
+    for (const tp of partitions) {
+      const state = this.partitions.get(partitionId(tp));
+      if (state) state.paused = true;
+    }
   }
 
+  /** Hands these partitions' records to the engine again, the held ones first (see {@link pause}). */
   resume(partitions: readonly TopicPartition[]): void {
-    this.setPaused(partitions, false);
+    const fetch: TopicPartition[] = [];
+    for (const tp of partitions) {
+      const state = this.partitions.get(partitionId(tp));
+      if (!state) continue;
+      state.paused = false;
+      if (state.held.length > 0) this.scheduleHandOver();
+      if (state.fetchPaused && state.ownership === 'owned') {
+        state.fetchPaused = false;
+        fetch.push(state.tp);
+      }
+    }
+    if (fetch.length > 0) this.setFetching(fetch, true);
   }
 
   async commit(offsets: readonly CommitOffset[]): Promise<void> {
@@ -387,6 +422,9 @@ export class KafkaLog implements Log {
           for (const state of dropped) {
             moveTo(state, 'assigning', 'reset after an aborted transaction');
             state.paused = false;
+            // Records of the old life: the partition is read again from its committed offset.
+            state.held = [];
+            state.fetchPaused = true;
             delete state.position;
             delete state.metadata;
             delete state.readBack;
@@ -417,7 +455,10 @@ export class KafkaLog implements Log {
           await listener.assigned([partition]);
           const state = states[i]!;
           ownRestored([state], 'restored again after a reset');
-          if (state.ownership === 'owned' && !state.paused && !this.closing) consumer.resume([state.tp]);
+          if (state.ownership === 'owned' && !this.closing) {
+            state.fetchPaused = false;
+            consumer.resume([state.tp]);
+          }
         }),
       );
       this.logger.info({ partitions: tps.map(partitionId), owned }, `partitions reset after an aborted transaction: ${tps.length} of the ${owned} owned`);
@@ -507,7 +548,10 @@ export class KafkaLog implements Log {
     }
   }
 
-  /** Hands the records of owned partitions to the engine, in one synchronous call. */
+  /**
+   * Hands the records of owned partitions to the engine, in one synchronous call; those of a
+   * partition the engine has paused, or that still has records held, are held (see {@link pause}).
+   */
   private deliver(messages: readonly Message[]): void {
     const listener = this.listener;
     if (!listener || messages.length === 0) return;
@@ -519,15 +563,46 @@ export class KafkaLog implements Log {
         dropped += 1;
         continue;
       }
-      if (state.position === undefined) {
-        state.position = message.offset;
-        // Delivered from the committed offset: its metadata stays, until a commit of this partition replaces it.
-        if (state.readBack?.offset === message.offset) state.metadata = state.readBack.metadata;
-      }
-      records.push(toLogRecord(message));
+      if (state.paused || state.held.length > 0) this.hold(state, message);
+      else records.push(handOver(state, message));
     }
     if (dropped > 0) this.logger.debug({ dropped }, 'dropped records of partitions being revoked');
     if (records.length > 0) listener.records(records);
+  }
+
+  private hold(state: PartitionState, message: Message): void {
+    state.held.push(message);
+    if (!state.fetchPaused && state.held.length >= (this.options.maxHeldPerPartition ?? 1_500)) {
+      state.fetchPaused = true;
+      this.setFetching([state.tp], false);
+    }
+  }
+
+  private scheduleHandOver(): void {
+    if (this.handOverScheduled) return;
+    this.handOverScheduled = true;
+    // After the engine's current step: resume() is called from inside it.
+    queueMicrotask(() => {
+      this.handOverScheduled = false;
+      try {
+        this.handOverHeld();
+      } catch (error) {
+        this.fail(error as Error);
+      }
+    });
+  }
+
+  /** Hands the held records of the partitions the engine has resumed, a poll's worth at a time until it pauses one again. */
+  private handOverHeld(): void {
+    const listener = this.listener;
+    if (!listener || this.closing) return;
+    const max = this.options.maxPollRecords ?? 500;
+    for (const state of this.partitions.values()) {
+      while (state.ownership === 'owned' && !state.paused && state.held.length > 0) {
+        const chunk = state.held.splice(0, max);
+        listener.records(chunk.map((message) => handOver(state, message)));
+      }
+    }
   }
 
   private onRebalance(error: LibrdKafkaError, assignment: Assignment[]): void {
@@ -543,7 +618,7 @@ export class KafkaLog implements Log {
       // An empty assignment completes a rebalance that gave this worker nothing new.
       if (tps.length > 0) this.logger.info({ partitions: tps.map(partitionId) }, 'assigned');
       this.serialize(`assignment of ${tps.map(partitionId).join(', ') || 'no partition'}`, ASSIGNMENT_WAITS_FOR, async () => {
-        const states = tps.map((tp): PartitionState => ({ tp, ownership: 'assigning', paused: false }));
+        const states = tps.map((tp): PartitionState => ({ tp, ownership: 'assigning', paused: false, held: [], fetchPaused: false }));
         for (const state of states) this.partitions.set(partitionId(state.tp), state);
         const listener = this.listener;
         if (!listener || tps.length === 0) {
@@ -651,20 +726,14 @@ export class KafkaLog implements Log {
     });
   }
 
-  private setPaused(partitions: readonly TopicPartition[], paused: boolean): void {
-    const apply: TopicPartition[] = [];
-    for (const tp of partitions) {
-      const state = this.partitions.get(partitionId(tp));
-      if (!state) continue;
-      state.paused = paused;
-      if (state.ownership === 'owned') apply.push(tp);
-    }
-    if (apply.length === 0 || !this.consumer || this.closing) return;
+  /** Pauses or resumes librdkafka's fetching of these owned partitions. */
+  private setFetching(tps: readonly TopicPartition[], fetching: boolean): void {
+    if (!this.consumer || this.closing) return;
     try {
-      if (paused) this.consumer.pause(apply);
-      else this.consumer.resume(apply);
+      if (fetching) this.consumer.resume([...tps]);
+      else this.consumer.pause([...tps]);
     } catch (error) {
-      this.logger.warn({ partitions: apply.map(partitionId), error: (error as Error).message }, paused ? 'pause failed' : 'resume failed');
+      this.logger.warn({ partitions: tps.map(partitionId), error: (error as Error).message }, fetching ? 'resume failed' : 'pause failed');
     }
   }
 
@@ -695,6 +764,16 @@ export class KafkaLog implements Log {
 /** Moves a partition's ownership, checked against the allowed moves (throws naming the partition, both states and the cause). */
 function moveTo(state: PartitionState, to: Ownership, cause: string): void {
   state.ownership = transition(state.tp, state.ownership, to, cause);
+}
+
+/** The engine's record of a consumed message; the first one handed over since assignment marks the partition's position. */
+function handOver(state: PartitionState, message: Message) {
+  if (state.position === undefined) {
+    state.position = message.offset;
+    // Delivered from the committed offset: its metadata stays, until a commit of this partition replaces it.
+    if (state.readBack?.offset === message.offset) state.metadata = state.readBack.metadata;
+  }
+  return toLogRecord(message);
 }
 
 /** The partitions the engine has restored are owned now, unless a rebalance revoked or lost them meanwhile. */
