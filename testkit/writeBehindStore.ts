@@ -1,6 +1,7 @@
 import type { EntriesOptions, Store, StoreOp } from '../src/ports/store.js';
+import { decodeLocalValue, localFromJson } from '../src/state/storedFormat.js';
 
-/** A put whose value is JSON already: LevelDB takes it as it is (the store's 'json' values are this very text). */
+/** A put whose value is its stored text already (`v2:` and the JSON, as LevelStore writes it): LevelDB takes it as it is. */
 type EncodedOp =
   { readonly type: 'put'; readonly key: string; readonly value: string; readonly valueEncoding: 'utf8' } | { readonly type: 'del'; readonly key: string };
 
@@ -44,7 +45,7 @@ export class WriteBehindStore implements Store {
   get<T>(key: string): T | undefined {
     const op = this.queuedView.get(key) ?? this.writingView?.get(key);
     if (op === undefined) return this.inner.get<T>(key);
-    return op.type === 'put' ? (JSON.parse(op.value) as T) : undefined;
+    return op.type === 'put' ? (decodeLocalValue(key, op.value) as T) : undefined;
   }
 
   /** Takes the batch at once: the next read sees it, LevelDB gets it soon after. */
@@ -110,7 +111,7 @@ function encode(op: StoreOp): EncodedOp {
   if (op.type === 'del') return { type: 'del', key: op.key };
   // LevelDB refuses these too: the driver must not accept what production would not.
   if (op.value === null || op.value === undefined) throw new TypeError(`state: the value of '${op.key}' cannot be null or undefined (as in LevelDB)`);
-  const value = JSON.stringify(op.value);
-  if (value === undefined) throw new TypeError(`state: the value of '${op.key}' cannot be stored as JSON`);
-  return { type: 'put', key: op.key, value, valueEncoding: 'utf8' };
+  const json = JSON.stringify(op.value) as string | undefined;
+  if (json === undefined) throw new TypeError(`state: the value of '${op.key}' cannot be stored as JSON`);
+  return { type: 'put', key: op.key, value: localFromJson(json), valueEncoding: 'utf8' };
 }

@@ -44,7 +44,7 @@ function common(settings: KafkaSettings, role: string): GlobalConfig {
 
 /**
  * How many unfinished events of a partition the Kafka runner lets the engine hold before it
- * pauses the partition (it resumes it at half), and how many records the log holds for a paused
+ * pauses the partition (it resumes it at half); the log holds half as many records of a paused
  * partition before librdkafka pauses it too (see KafkaLog.pause). A librdkafka pause throws away
  * what was read ahead for the partition, and after the resume the first record comes back only
  * after a new fetch; the held records bridge that wait (docs/benchmarks.md, "The engine's pause").
@@ -55,7 +55,7 @@ export const KAFKA_MAX_BUFFERED_PER_PARTITION = 1_500;
 /**
  * librdkafka's read-ahead, bounded to what the engine can use. The engine buffers up to
  * maxBufferedPerPartition (1500 on Kafka) events per partition and then pauses it; the log holds
- * as many again before librdkafka pauses the partition, which throws away what it prefetched for
+ * half as many again before librdkafka pauses the partition, which throws away what it prefetched for
  * it, to be fetched again on resume. librdkafka's
  * defaults (100,000 messages per partition, 64 MiB in all, 1 MiB per partition per fetch) held
  * far more than that: memory that only waits, and fetches made to be discarded. These keep about

@@ -28,8 +28,8 @@ export interface RunTopologyOptions {
   /** @defaultValue `{ everyMs: 5000 }` */
   readonly commit?: CommitPolicy;
   /**
-   * Unfinished events per partition before it is paused (resumed at half); the log holds as many
-   * records again for a paused partition before librdkafka pauses it: see {@link KAFKA_MAX_BUFFERED_PER_PARTITION}.
+   * Unfinished events per partition before it is paused (resumed at half); the log holds half as
+   * many records of a paused partition before librdkafka pauses it: see {@link KAFKA_MAX_BUFFERED_PER_PARTITION}.
    * @defaultValue 1500
    */
   readonly maxBufferedPerPartition?: number;

@@ -136,36 +136,75 @@ describe('KafkaLog', () => {
     const topic = `${prefix}in`;
     await createTopic(bootstrap, topic, 2);
     const fetchPauses = vi.spyOn(rdkafka.KafkaConsumer.prototype, 'pause');
-    const recorder = new Recorder();
-    const log = kafkaLog(group, {}, 3);
-    await log.subscribe([topic], recorder);
-    await until('assignment', () => log.owned().length === 2);
-    await produce(bootstrap, topic, [{ key: null, value: 'a0', partition: 0 }]);
-    await until('the first record of partition 0', () => recorder.of(0).length === 1);
+    try {
+      const recorder = new Recorder();
+      const log = kafkaLog(group, {}, 3);
+      await log.subscribe([topic], recorder);
+      await until('assignment', () => log.owned().length === 2);
+      await produce(bootstrap, topic, [{ key: null, value: 'a0', partition: 0 }]);
+      await until('the first record of partition 0', () => recorder.of(0).length === 1);
 
-    log.pause([{ topic, partition: 0 }]);
-    await produce(bootstrap, topic, [...[1, 2].map((i) => ({ key: null, value: `a${i}`, partition: 0 })), { key: null, value: 'b0', partition: 1 }]);
-    await until('partition 1 (not paused) goes on', () => recorder.of(1).length === 1);
-    await sleep(1_000);
-    // Two held, below the bound: librdkafka still fetches the partition.
-    expect(fetchPauses).not.toHaveBeenCalled();
+      log.pause([{ topic, partition: 0 }]);
+      await produce(bootstrap, topic, [...[1, 2].map((i) => ({ key: null, value: `a${i}`, partition: 0 })), { key: null, value: 'b0', partition: 1 }]);
+      await until('partition 1 (not paused) goes on', () => recorder.of(1).length === 1);
+      await sleep(1_000);
+      // Two held, below the bound: librdkafka still fetches the partition.
+      expect(fetchPauses).not.toHaveBeenCalled();
+      await produce(bootstrap, topic, [{ key: null, value: 'a3', partition: 0 }]);
+      await until('librdkafka paused at the third held record', () => fetchPauses.mock.calls.length === 1);
+      expect(fetchPauses.mock.calls[0]![0]).toEqual([{ topic, partition: 0 }]);
+      // Written after librdkafka's pause: only its resume fetches them.
+      await produce(
+        bootstrap,
+        topic,
+        [4, 5, 6, 7, 8].map((i) => ({ key: null, value: `a${i}`, partition: 0 })),
+      );
+      await sleep(1_000);
+      expect(values(recorder.of(0))).toEqual(['a0']);
+
+      // The held records first, then librdkafka's fetch from where the application stood: no gap, no record twice.
+      log.resume([{ topic, partition: 0 }]);
+      await until('partition 0 resumed', () => recorder.of(0).length === 9);
+      await sleep(500);
+      expect(recorder.of(0).map((r) => r.offset)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+      expect(values(recorder.of(0))).toEqual(['a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8']);
+    } finally {
+      fetchPauses.mockRestore();
+    }
+  });
+
+  it('fetches a partition again that librdkafka had paused when it was revoked, once it is assigned back', async () => {
+    const { prefix, group } = await scenario('log-paused-revoked');
+    const topic = `${prefix}in`;
+    await createTopic(bootstrap, topic, 2);
+    const recorder = new Recorder();
+    const first = kafkaLog(group, {}, 1);
+    await first.subscribe([topic], recorder);
+    await until('assignment', () => first.owned().length === 2);
+    const both = [0, 1].map((partition) => ({ topic, partition }));
+    first.pause(both);
     await produce(
       bootstrap,
       topic,
-      [3, 4, 5, 6, 7, 8].map((i) => ({ key: null, value: `a${i}`, partition: 0 })),
+      [0, 1].map((partition) => ({ key: null, value: `x${partition}`, partition })),
     );
-    await until('librdkafka paused at the third held record', () => fetchPauses.mock.calls.length === 1);
-    expect(fetchPauses.mock.calls[0]![0]).toEqual([{ topic, partition: 0 }]);
-    await sleep(1_000);
-    expect(values(recorder.of(0))).toEqual(['a0']);
+    // One held of each partition: librdkafka pauses both.
+    await sleep(2_000);
+    expect(recorder.received).toEqual([]);
 
-    // The held records first, then librdkafka's fetch from where the application stood: no gap, no record twice.
-    log.resume([{ topic, partition: 0 }]);
-    await until('partition 0 resumed', () => recorder.of(0).length === 9);
-    await sleep(500);
-    expect(recorder.of(0).map((r) => r.offset)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
-    expect(values(recorder.of(0))).toEqual(['a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8']);
-    fetchPauses.mockRestore();
+    // A second member takes one partition and leaves: it comes back to the first, which resumes it.
+    const second = kafkaLog(group);
+    await second.subscribe([topic], new Recorder());
+    await until('the second member owns one partition', () => second.owned().length === 1 && first.owned().length === 1);
+    const moved = second.owned()[0]!.partition;
+    await second.close();
+    await until('the first member owns both again', () => first.owned().length === 2);
+    await produce(bootstrap, topic, [{ key: null, value: `y${moved}`, partition: moved }]);
+    // Nothing was committed: the partition is read from its start again, x then y.
+    await until(`partition ${moved} fetched again`, () => values(recorder.of(moved)).includes(`y${moved}`), 20_000);
+    expect(values(recorder.of(moved))).toEqual([`x${moved}`, `y${moved}`]);
+    // The partition that never moved stays paused: its record is still held.
+    expect(recorder.of(1 - moved)).toEqual([]);
   });
 
   it('moves only the partitions that change owner, after the old owner finished and committed them', async () => {

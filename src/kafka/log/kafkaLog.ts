@@ -226,20 +226,17 @@ export class KafkaLog implements Log {
     }
   }
 
-  /** Hands these partitions' records to the engine again, the held ones first (see {@link pause}). */
+  /**
+   * Hands these partitions' records to the engine again, the held ones first, and has librdkafka
+   * fetch them again once fewer than `maxHeldPerPartition` are held (see {@link KafkaLog.pause}).
+   */
   resume(partitions: readonly TopicPartition[]): void {
-    const fetch: TopicPartition[] = [];
     for (const tp of partitions) {
       const state = this.partitions.get(partitionId(tp));
       if (!state) continue;
       state.paused = false;
-      if (state.held.length > 0) this.scheduleHandOver();
-      if (state.fetchPaused && state.ownership === 'owned') {
-        state.fetchPaused = false;
-        fetch.push(state.tp);
-      }
+      if (state.held.length > 0 || state.fetchPaused) this.scheduleHandOver();
     }
-    if (fetch.length > 0) this.setFetching(fetch, true);
   }
 
   async commit(offsets: readonly CommitOffset[]): Promise<void> {
@@ -455,10 +452,7 @@ export class KafkaLog implements Log {
           await listener.assigned([partition]);
           const state = states[i]!;
           ownRestored([state], 'restored again after a reset');
-          if (state.ownership === 'owned' && !this.closing) {
-            state.fetchPaused = false;
-            consumer.resume([state.tp]);
-          }
+          if (state.ownership === 'owned' && !this.closing) state.fetchPaused = !this.setFetching([state.tp], true);
         }),
       );
       this.logger.info({ partitions: tps.map(partitionId), owned }, `partitions reset after an aborted transaction: ${tps.length} of the ${owned} owned`);
@@ -550,7 +544,7 @@ export class KafkaLog implements Log {
 
   /**
    * Hands the records of owned partitions to the engine, in one synchronous call; those of a
-   * partition the engine has paused, or that still has records held, are held (see {@link pause}).
+   * partition the engine has paused, or that still has records held, are held (see {@link KafkaLog.pause}).
    */
   private deliver(messages: readonly Message[]): void {
     const listener = this.listener;
@@ -572,10 +566,11 @@ export class KafkaLog implements Log {
 
   private hold(state: PartitionState, message: Message): void {
     state.held.push(message);
-    if (!state.fetchPaused && state.held.length >= (this.options.maxHeldPerPartition ?? 1_500)) {
-      state.fetchPaused = true;
-      this.setFetching([state.tp], false);
-    }
+    if (!state.fetchPaused && state.held.length >= this.maxHeld) state.fetchPaused = this.setFetching([state.tp], false);
+  }
+
+  private get maxHeld(): number {
+    return this.options.maxHeldPerPartition ?? 1_500;
   }
 
   private scheduleHandOver(): void {
@@ -592,15 +587,22 @@ export class KafkaLog implements Log {
     });
   }
 
-  /** Hands the held records of the partitions the engine has resumed, a poll's worth at a time until it pauses one again. */
+  /**
+   * Hands the held records of the partitions the engine has resumed, a poll's worth at a time
+   * until it pauses one again, and resumes librdkafka's fetching of those with room left to hold
+   * (not before: what it fetched would be thrown away by the next pause).
+   */
   private handOverHeld(): void {
     const listener = this.listener;
-    if (!listener || this.closing) return;
+    if (!listener || this.closing || this.fatal) return;
     const max = this.options.maxPollRecords ?? 500;
     for (const state of this.partitions.values()) {
       while (state.ownership === 'owned' && !state.paused && state.held.length > 0) {
         const chunk = state.held.splice(0, max);
         listener.records(chunk.map((message) => handOver(state, message)));
+      }
+      if (state.ownership === 'owned' && !state.paused && state.fetchPaused && state.held.length < this.maxHeld) {
+        state.fetchPaused = !this.setFetching([state.tp], true);
       }
     }
   }
@@ -620,6 +622,9 @@ export class KafkaLog implements Log {
       this.serialize(`assignment of ${tps.map(partitionId).join(', ') || 'no partition'}`, ASSIGNMENT_WAITS_FOR, async () => {
         const states = tps.map((tp): PartitionState => ({ tp, ownership: 'assigning', paused: false, held: [], fetchPaused: false }));
         for (const state of states) this.partitions.set(partitionId(state.tp), state);
+        // librdkafka keeps a partition's pause across its revocation (only a resume clears it): one
+        // this worker paused before the partition was revoked, lost or reset would never fetch again.
+        if (tps.length > 0) this.setFetching(tps, true);
         const listener = this.listener;
         if (!listener || tps.length === 0) {
           if (cooperative) consumer.incrementalAssign(assignment);
@@ -726,14 +731,16 @@ export class KafkaLog implements Log {
     });
   }
 
-  /** Pauses or resumes librdkafka's fetching of these owned partitions. */
-  private setFetching(tps: readonly TopicPartition[], fetching: boolean): void {
-    if (!this.consumer || this.closing) return;
+  /** Pauses or resumes librdkafka's fetching of these owned partitions; false if librdkafka refused (logged). */
+  private setFetching(tps: readonly TopicPartition[], fetching: boolean): boolean {
+    if (!this.consumer || this.closing) return false;
     try {
       if (fetching) this.consumer.resume([...tps]);
       else this.consumer.pause([...tps]);
+      return true;
     } catch (error) {
       this.logger.warn({ partitions: tps.map(partitionId), error: (error as Error).message }, fetching ? 'resume failed' : 'pause failed');
+      return false;
     }
   }
 

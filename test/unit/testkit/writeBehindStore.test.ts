@@ -1,9 +1,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ClassicLevel } from 'classic-level';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Store, StoreOp } from '../../../src/ports/store.js';
 import { openLevelStore } from '../../../src/state/levelStore.js';
+import { decodeLocalValue } from '../../../src/state/storedFormat.js';
 import { WriteBehindStore } from '../../../testkit/writeBehindStore.js';
 
 /** A store whose batches wait until the test releases them. */
@@ -20,7 +22,7 @@ function slowStore() {
         pending.push({
           resolve: () => {
             for (const op of ops) {
-              if (op.type === 'put') rows.set(op.key, JSON.parse(op.value as string));
+              if (op.type === 'put') rows.set(op.key, decodeLocalValue(op.key, op.value as string));
               else rows.delete(op.key);
             }
             resolve();
@@ -147,6 +149,13 @@ describe('WriteBehindStore over LevelDB', () => {
       expect(reopened.get('table/x/2')).toBeUndefined();
     } finally {
       await reopened.close();
+    }
+    // In the stored format LevelStore writes (version 2), not as bare JSON (read as version 1).
+    const raw = new ClassicLevel<string, string>(dir);
+    try {
+      expect(await raw.get('table/x/1')).toBe('v2:false');
+    } finally {
+      await raw.close();
     }
   });
 });

@@ -109,7 +109,8 @@ async function rig(
   calls.length = 0;
   Object.assign(inner, { consumer, producer, listener, ...(options.atLeastOnce ? {} : { transactions }) });
   const partitions = inner.partitions as Map<string, unknown>;
-  for (const t of [tp(0), tp(1)]) partitions.set(`${t.topic}/${t.partition}`, { tp: t, ownership: 'owned', paused: false, position: 0 });
+  for (const t of [tp(0), tp(1)])
+    partitions.set(`${t.topic}/${t.partition}`, { tp: t, ownership: 'owned', paused: false, held: [], fetchPaused: false, position: 0 });
   const onRebalance = inner.onRebalance as (e: unknown, a: TopicPartition[]) => void;
   const resetAfterAbort = inner.resetAfterAbort as (cause: Error) => void;
   return {
