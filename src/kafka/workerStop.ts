@@ -5,6 +5,16 @@ import { closeState } from './changelog/workerState.js';
 import type { Resolutions } from './parked/resolutions.js';
 import type { RateLimitWatch } from './rateLimitWarnings.js';
 
+/** A stop still running after this long is logged, then as often again, with the part it waits for. */
+export const SLOW_STOP_MS = 10_000;
+
+/** What each part of a stop waits for, as the warning of a slow stop names it. */
+const STOP_WAITS_FOR = {
+  resolutions: "the resolutions of parked keys: their reader's last poll and a resolution being applied",
+  engine: 'the engine: its work in flight (until the grace ends), its last commit and the close of its log (leaving the group)',
+  state: 'the state store: its checkpoints and its close',
+} as const;
+
 /** What a stop ends, in this order. */
 export interface RunningParts {
   readonly rateLimits: RateLimitWatch;
@@ -69,13 +79,32 @@ export class WorkerStop {
     const parts = this.parts;
     if (!parts) throw new Error('runTopology: the worker stopped before its engine was built; this is a bug in orderly');
     parts.rateLimits.stop();
+    let part: keyof typeof STOP_WAITS_FOR = 'resolutions';
+    const started = Date.now();
+    // A stop that hangs says where: the operator (and a test's last log lines) see the part it waits for.
+    const timer = setInterval(() => {
+      const waitedMs = Date.now() - started;
+      const within = waitedMs <= graceMs ? ` (within its grace of ${Math.round(graceMs / 1_000)} s)` : '';
+      // Inside the grace the work in flight may take its time: worth an info line, not a warning.
+      this.logger[within ? 'info' : 'warn'](
+        { part, waitedMs, graceMs, inFlight: parts.engine.inFlight },
+        `stop still running after ${Math.round(waitedMs / 1_000)} s${within}: it waits for ${STOP_WAITS_FOR[part]}`,
+      );
+    }, SLOW_STOP_MS);
+    timer.unref();
     try {
-      await this.resolutions?.stop();
-      await parts.engine.stop({ graceMs });
-    } catch (stopError) {
-      this.failure ??= stopError as Error;
+      try {
+        await this.resolutions?.stop();
+        part = 'engine';
+        await parts.engine.stop({ graceMs });
+      } catch (stopError) {
+        this.failure ??= stopError as Error;
+      }
+      part = 'state';
+      await closeState(parts.store, this.logger);
+    } finally {
+      clearInterval(timer);
     }
-    await closeState(parts.store, this.logger);
     this.logger.info({ metrics: parts.engine.metrics() }, this.failure ? 'worker stopped after a fatal error' : 'worker stopped');
     if (this.failure) this.rejectDone(this.failure);
     else this.resolveDone();
