@@ -129,7 +129,7 @@ export async function checkRunOptions(options: RunTopologyOptions): Promise<Chec
       settings,
       logger: logger.child({ component: 'kafka' }),
       // Half what the engine buffers, what it takes at its resume: see KafkaLog.pause.
-      maxHeldPerPartition: Math.max(1, Math.floor((options.maxBufferedPerPartition ?? KAFKA_MAX_BUFFERED_PER_PARTITION) / 2)),
+      maxHeldPerPartition: Math.max(1, Math.floor(maxBufferedPerPartition(options) / 2)),
       ...(exactlyOnce ? { exactlyOnce } : {}),
     },
     // Each commit ends a transaction, and outputs are visible only then.
@@ -138,8 +138,8 @@ export async function checkRunOptions(options: RunTopologyOptions): Promise<Chec
 }
 
 /** The engine's bound on unfinished events per partition on Kafka (see {@link KAFKA_MAX_BUFFERED_PER_PARTITION}). */
-export function maxBufferedPerPartition(run: CheckedRun): number {
-  return run.options.maxBufferedPerPartition ?? KAFKA_MAX_BUFFERED_PER_PARTITION;
+export function maxBufferedPerPartition(options: Pick<RunTopologyOptions, 'maxBufferedPerPartition'>): number {
+  return options.maxBufferedPerPartition ?? KAFKA_MAX_BUFFERED_PER_PARTITION;
 }
 
 function transactionSettings(options: RunTopologyOptions, eos: ExactlyOnceOptions): TransactionSettings {

@@ -29,7 +29,7 @@ export async function startEngine(run: CheckedRun, log: KafkaLog, store: Changel
       loggingObserver(logger, (error) => void worker.stop(error), rateLimits),
     ),
     ...(run.commit ? { commit: run.commit } : {}),
-    maxBufferedPerPartition: maxBufferedPerPartition(run),
+    maxBufferedPerPartition: maxBufferedPerPartition(run.options),
     ...(run.options.commitMetadataMaxBytes !== undefined ? { commitMetadataMaxBytes: run.options.commitMetadataMaxBytes } : {}),
     ...(run.options.effectRing === false ? { effectRing: false } : {}),
   });
