@@ -1,5 +1,6 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { CARRIED_EFFECTS_HEADER } from '../../src/kafka/changelog/carriedEffects.js';
 
 /**
  * What a consumer group's changelog topics hold on a broker's disk, read from the partitions'
@@ -16,6 +17,8 @@ export interface Counts {
   records: number;
   tombstones: number;
   bytes: number;
+  /** Effect records these records carry in their header `orderly-effects` (a table row's, stored format 3). */
+  carried: number;
 }
 
 /** Where a record lies in its partition. */
@@ -145,6 +148,7 @@ export async function changelogCensus(dataDir: string, group: string): Promise<C
             counts.records += 1;
             counts.bytes += record.bytes;
             if (record.tombstone) counts.tombstones += 1;
+            counts.carried += record.carried;
           }
         }
       }
@@ -154,7 +158,7 @@ export async function changelogCensus(dataDir: string, group: string): Promise<C
   return { partitions: partitions.length, segments, sections, kinds, kindSections, batches, filesMb };
 }
 
-const zero = (): Counts => ({ records: 0, tombstones: 0, bytes: 0 });
+const zero = (): Counts => ({ records: 0, tombstones: 0, bytes: 0, carried: 0 });
 const mib = (bytes: number): number => Math.round((bytes / 2 ** 20) * 10) / 10;
 
 /** The cleaner's checkpoints (`cleaner-offset-checkpoint`: a version line, a count, then `topic partition offset` lines), by folder name. */
@@ -182,6 +186,8 @@ interface ParsedRecord {
   readonly kind: string;
   readonly tombstone: boolean;
   readonly bytes: number;
+  /** Effect records its header `orderly-effects` carries (one line each). */
+  readonly carried: number;
 }
 
 interface ParsedBatch {
@@ -223,8 +229,22 @@ export function* recordBatches(data: Buffer): Generator<ParsedBatch> {
         kind = slash > 0 ? key.slice(0, slash) : '(other)';
         pos += keyLength;
       }
-      const [valueLength] = varint(data, pos);
-      records.push({ offset: baseOffset + offsetDelta, kind, tombstone: valueLength < 0, bytes: recordEnd - start });
+      const [valueLength, afterValueLength] = varint(data, pos);
+      pos = afterValueLength + Math.max(0, valueLength);
+      const [headerCount, afterHeaderCount] = varint(data, pos);
+      pos = afterHeaderCount;
+      let carried = 0;
+      for (let h = 0; h < headerCount && pos < recordEnd; h++) {
+        const [nameLength, afterName] = varint(data, pos);
+        const name = data.toString('utf8', afterName, afterName + nameLength);
+        const [headerLength, afterHeaderLength] = varint(data, afterName + nameLength);
+        if (name === CARRIED_EFFECTS_HEADER && headerLength > 0) {
+          carried = 1;
+          for (let b = afterHeaderLength; b < afterHeaderLength + headerLength; b++) if (data[b] === 0x0a) carried += 1;
+        }
+        pos = afterHeaderLength + Math.max(0, headerLength);
+      }
+      records.push({ offset: baseOffset + offsetDelta, kind, tombstone: valueLength < 0, bytes: recordEnd - start, carried });
       pos = recordEnd;
     }
     yield { control, records };

@@ -49,3 +49,9 @@ export function collectProperty(pair: string, previous: Record<string, string>):
   if (at <= 0) throw new InvalidArgumentError(`a librdkafka property needs key=value, got '${pair}'`);
   return { ...previous, [pair.slice(0, at)]: pair.slice(at + 1) };
 }
+
+/** A stored format a worker may write: 2 or 3. */
+export function toStoredFormat(value: string): 2 | 3 {
+  if (value !== '2' && value !== '3') throw new InvalidArgumentError(`a stored format this orderly writes is 2 or 3, got '${value}'`);
+  return Number(value) as 2 | 3;
+}

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { collect, toMilliseconds, toPort, toPositive, toWholeNumber } from './optionValues.js';
+import { collect, toMilliseconds, toPort, toPositive, toStoredFormat, toWholeNumber } from './optionValues.js';
 import type { RunOptions } from './runWorker.js';
 
 /**
@@ -30,6 +30,11 @@ export function registerRunCommand(program: Command): void {
     .option(
       '--no-effect-ring',
       'record effects under their effect ids only, as orderly before effect rings did: while workers of such an orderly share the group (the first step of a rolling upgrade, docs/state.md)',
+    )
+    .option(
+      '--stored-format <version>',
+      'the newest stored format written: 2 while workers of an orderly that reads only up to 2 still run (a rolling upgrade, docs/state.md); default 3',
+      toStoredFormat,
     )
     .option('--max-buffered <n>', 'unfinished events per partition before it is paused, resumed at half (default 1500)', toPositive)
     .option(

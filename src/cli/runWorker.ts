@@ -19,6 +19,7 @@ export interface RunOptions {
   commitEveryMs?: number;
   commitMetadataMaxBytes?: number;
   maxBuffered?: number;
+  storedFormat?: 2 | 3;
   /** False with --no-effect-ring. */
   effectRing: boolean;
   stopGraceMs?: number;
@@ -102,6 +103,7 @@ async function startWorker(
     logger,
     ...(options.commitEveryMs ? { commit: { everyMs: options.commitEveryMs } } : {}),
     ...(options.maxBuffered ? { maxBufferedPerPartition: options.maxBuffered } : {}),
+    ...(options.storedFormat ? { storedFormat: options.storedFormat } : {}),
     ...(options.effectRing ? {} : { effectRing: false }),
     ...(options.commitMetadataMaxBytes !== undefined ? { commitMetadataMaxBytes: options.commitMetadataMaxBytes } : {}),
     ...(options.rateLimitWarnMs ? { rateLimitWarnings: { afterMs: options.rateLimitWarnMs, everyMs: options.rateLimitWarnMs } } : {}),

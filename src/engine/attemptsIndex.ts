@@ -24,10 +24,12 @@ export class AttemptsIndexedStore implements Store {
 
   readonly openPartition?: Store['openPartition'];
   readonly closePartition?: Store['closePartition'];
+  readonly committed?: Store['committed'];
   readonly stage?: Store['stage'];
 
   constructor(private readonly inner: Store) {
-    if (inner.openPartition) this.openPartition = (tp) => inner.openPartition!(tp);
+    if (inner.openPartition) this.openPartition = (tp, committed) => inner.openPartition!(tp, committed);
+    if (inner.committed) this.committed = (tp, offset) => inner.committed!(tp, offset);
     if (inner.closePartition) this.closePartition = (tp) => inner.closePartition!(tp);
     if (inner.stage) {
       this.stage = (ops) => {

@@ -258,7 +258,7 @@ export class Engine {
   private async assignOne({ topic, partition, committed }: AssignedPartition, maxBuffered: number): Promise<void> {
     const tp = { topic, partition };
     // The partition's state first (a changelog store restores it here), then its task reads it.
-    await this.options.store.openPartition?.(tp);
+    await this.options.store.openPartition?.(tp, committed?.offset);
     const task = new PartitionTask(tp, this.ctx, {
       maxBuffered,
       commitMetadataMaxBytes: this.commitMetadataMaxBytes,
@@ -391,6 +391,7 @@ export class Engine {
       }
       for (const { task, commit } of offsets) {
         task.tracker.committedUpTo(commit);
+        this.options.store.committed?.(task.tp, commit.offset);
         this.ctx.metrics.commit();
         this.ctx.observer.committed?.({ ...task.tp, offset: commit.offset, finishedAbove: commit.finishedAbove, atMs: this.ctx.clock.now() });
       }

@@ -13,4 +13,12 @@ export { systemRandom } from './systemRandom.js';
 export { ChangelogStore } from './changelog/changelogStore.js';
 export type { ChangelogStoreOptions, ChangelogSource, RestoreReport } from './changelog/changelogStore.js';
 export { ChangelogReader } from './changelog/changelogReader.js';
-export { changelogTopic, checkedChangelogTopic, toChangelogRecord, fromChangelogRecord, ChangelogNameError } from './changelog/changelogRecords.js';
+export {
+  changelogTopic,
+  checkedChangelogTopic,
+  toChangelogRecord,
+  fromChangelogRecord,
+  changelogRecordWrites,
+  ChangelogNameError,
+} from './changelog/changelogRecords.js';
+export { CARRIED_EFFECTS_HEADER } from './changelog/carriedEffects.js';

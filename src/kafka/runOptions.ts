@@ -65,6 +65,14 @@ export interface RunTopologyOptions {
    */
   readonly changelogTopicConfig?: Readonly<Record<string, string>>;
   /**
+   * The newest stored format this worker writes (docs/state.md, "Stored formats"). At 3 a table
+   * row's changelog record carries the effect records of its events (one changelog record per
+   * event instead of two); at 2 it carries none, so that workers of an orderly that reads only up
+   * to format 2 can restore what this one writes: set 2 for a rolling upgrade from such a version,
+   * then roll the workers again without it. @defaultValue 3
+   */
+  readonly storedFormat?: 2 | 3;
+  /**
    * When a step refused by its provider (429) with no answer between is logged at warn: after
    * `afterMs` of refusals, then at most once every `everyMs`. @defaultValue `{ afterMs: 60000, everyMs: 60000 }`
    */
@@ -109,6 +117,9 @@ export async function checkRunOptions(options: RunTopologyOptions): Promise<Chec
   const { topology } = options;
   const settings: KafkaSettings = { ...options.kafka, bootstrap: options.bootstrap, group: options.group };
   const exactlyOnce = options.exactlyOnce ? transactionSettings(options, options.exactlyOnce === true ? {} : options.exactlyOnce) : undefined;
+  if (options.storedFormat !== undefined && options.storedFormat !== 2 && options.storedFormat !== 3) {
+    throw new RangeError(`runTopology: storedFormat must be 2 or 3, got ${JSON.stringify(options.storedFormat)}`);
+  }
   await checkBootstrap(options.bootstrap);
   const stores = topologyStores(topology.nodes);
   const changelogs = stores.map((s) => checkedChangelogTopic(options.group, s.name));

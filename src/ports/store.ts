@@ -48,9 +48,17 @@ export interface Store {
   entries<T>(prefix: string, options?: EntriesOptions): Promise<Array<[string, T]>>;
   /**
    * The engine takes the partition over: settles once the store holds the partition's state
-   * (restored from wherever it is kept), before any of its state is read or written.
+   * (restored from wherever it is kept), before any of its state is read or written. `committed`
+   * is the group's committed offset of the partition (undefined: none): no event below it is
+   * delivered again.
    */
-  openPartition?(tp: TopicPartition): Promise<void>;
+  openPartition?(tp: TopicPartition, committed?: number): Promise<void>;
+  /**
+   * The engine committed the partition's offsets below `offset`: no event below it is delivered
+   * again, so what only such an event would read need not be kept (the changelog store stops
+   * carrying their effect records). Called in order, after each commit.
+   */
+  committed?(tp: TopicPartition, offset: number): void;
   /**
    * The engine handed the partition back cleanly (its work finished and its offsets committed):
    * the store may note that its local copy is complete, to restore less the next time.

@@ -105,6 +105,17 @@ export const stateKeys = {
    * once the committed offset has passed it, so these records are never deleted.
    */
   ring: (store: string, tp: TopicPartition, position: number) => `${scope('ring', store, tp)}${position}`,
+  /**
+   * The ring position `position` beside a table row: the ring of the row's store and partition
+   * (where the effect records that the row's changelog record carries belong).
+   */
+  ringBesideRow: (rowKey: string, position: number): string => {
+    if (!rowKey.startsWith('table/')) throw new Error(`'${rowKey}' is not a table row's state key (table/<store>/<topic>/<partition>/<row>)`);
+    let d = 0;
+    for (let i = 0; i < 4 && d >= 0; i++) d = rowKey.indexOf('/', d + 1);
+    if (d < 0) throw new Error(`'${rowKey}' is not a table row's state key (table/<store>/<topic>/<partition>/<row>)`);
+    return `ring${rowKey.slice(5, d + 1)}${position}`;
+  },
   /** The ring of effect records of one partition of a store. */
   ringPartitionPrefix: (store: string, tp: TopicPartition) => scope('ring', store, tp),
   /** Effect records of one partition of a store, by effect id (declared ids, replays, and records written before the ring). */

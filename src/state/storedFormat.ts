@@ -7,11 +7,17 @@ import { stateKeys } from './stateKeys.js';
  * - 2: the same shapes as 1, with the version carried beside each value: in LevelDB a prefix
  *   `v2:` before the JSON, in a changelog record the header `orderly-format: 2` (the value stays
  *   plain JSON, for other tools).
+ * - 3: as 2, and a table row's changelog record may carry effect records in the header
+ *   `orderly-effects` (src/kafka/changelog/carriedEffects.ts). Only such a record is marked 3:
+ *   every other value keeps version 2, whose shape it still has.
  *
  * A reader takes a value without a version as version 1 and refuses one newer than this
  * ({@link StoredFormatError}): it cannot know what a newer orderly meant by it.
  */
-export const STORED_FORMAT_VERSION = 2;
+export const STORED_FORMAT_VERSION = 3;
+
+/** The version of every value whose shape has not changed since it: LevelDB values, and changelog records that carry nothing. */
+export const BASE_FORMAT_VERSION = 2;
 
 /** The changelog header that carries a record's format version. */
 export const FORMAT_HEADER = 'orderly-format';
@@ -35,7 +41,7 @@ export class StoredFormatError extends Error {
   }
 }
 
-const LOCAL_PREFIX = `v${STORED_FORMAT_VERSION}:`;
+const LOCAL_PREFIX = `v${BASE_FORMAT_VERSION}:`;
 
 /** A value as LevelDB stores it (version 2): `v2:` then its JSON. `undefined` for a value JSON cannot hold. */
 export function encodeLocalValue(value: unknown): string | undefined {

@@ -1,6 +1,7 @@
 // The disputes example end to end through `./bin/orderly run`, on the real broker.
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { createTopic, produce, readUntil } from './kafkaClient.js';
+import { carriedPuts } from '../../src/kafka/changelog/carriedEffects.js';
+import { createTopic, produce, readAll, readUntil } from './kafkaClient.js';
 import { asInput, checkDecisions, decided, dedupe, disputes, scenario } from './disputes.js';
 import { Worker } from './worker.js';
 
@@ -11,32 +12,51 @@ afterEach(async () => {
 });
 
 describe('orderly run: the disputes example on Kafka', () => {
-  it('decides 200 disputes of 20 accounts on 4 partitions, each once and in per-account order', async () => {
-    const { prefix, group, stateDir } = await scenario('e2e');
-    const inputs = disputes(200, 20);
-    await createTopic(bootstrap, `${prefix}disputes`, 4);
-    // Half before the worker starts, half while it runs.
-    await produce(bootstrap, `${prefix}disputes`, inputs.slice(0, 100).map(asInput));
-    const worker = new Worker({ bootstrap, group, stateDir, topicPrefix: prefix });
-    workers.push(worker);
-    await worker.waitFor('assignment', (lines) => lines.some((l) => l.msg === 'assigned'));
-    await produce(bootstrap, `${prefix}disputes`, inputs.slice(100).map(asInput));
+  it.each([
+    { storedFormat: 3, args: [] },
+    { storedFormat: 2, args: ['--stored-format', '2'] },
+  ])(
+    'decides 200 disputes of 20 accounts on 4 partitions, each once and in per-account order (stored format $storedFormat)',
+    async ({ storedFormat, args }) => {
+      const { prefix, group, stateDir } = await scenario(`e2e-v${storedFormat}`);
+      const inputs = disputes(200, 20);
+      await createTopic(bootstrap, `${prefix}disputes`, 4);
+      // Half before the worker starts, half while it runs.
+      await produce(bootstrap, `${prefix}disputes`, inputs.slice(0, 100).map(asInput));
+      const worker = new Worker({ bootstrap, group, stateDir, topicPrefix: prefix, args });
+      workers.push(worker);
+      await worker.waitFor('assignment', (lines) => lines.some((l) => l.msg === 'assigned'));
+      await produce(bootstrap, `${prefix}disputes`, inputs.slice(100).map(asInput));
 
-    const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length, {
-      timeoutMs: 120_000,
-      describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${worker.stuck()}`,
-    });
-    expect(checkDecisions(inputs, output)).toEqual([]);
-    // No crash and no rebalance: not even a repeated output.
-    expect(dedupe(output).copies).toBe(0);
-    expect(worker.outcomes('APPLIED')).toHaveLength(inputs.length);
-    expect(output.every((r) => r.key === JSON.parse(r.value!).account)).toBe(true);
+      const output = await readUntil(bootstrap, `${prefix}dispute-decisions`, (r) => decided(r) >= inputs.length, {
+        timeoutMs: 120_000,
+        describe: (r) => `${decided(r)} of ${inputs.length} disputes decided\n${worker.stuck()}`,
+      });
+      expect(checkDecisions(inputs, output)).toEqual([]);
+      // No crash and no rebalance: not even a repeated output.
+      expect(dedupe(output).copies).toBe(0);
+      expect(worker.outcomes('APPLIED')).toHaveLength(inputs.length);
+      expect(output.every((r) => r.key === JSON.parse(r.value!).account)).toBe(true);
 
-    expect(await worker.stop()).toBe(0);
-    const messages = worker.lines.map((l) => l.msg);
-    expect(messages).toContain('left the group and closed');
-    expect(messages).toContain('worker stopped');
-  });
+      expect(await worker.stop()).toBe(0);
+      const messages = worker.lines.map((l) => l.msg);
+      expect(messages).toContain('left the group and closed');
+      expect(messages).toContain('worker stopped');
+
+      // Each event's effect record: carried by its row's changelog record (format 3), or a record of its own (format 2).
+      const changelog = await readAll(bootstrap, `${group}-dispute-decisions-changelog`);
+      const ringRecords = changelog.filter((r) => r.key!.startsWith('ring/')).length;
+      const carried = changelog.reduce((n, r) => n + carriedPuts(r.key!, r.headers).length, 0);
+      const formats = new Set(changelog.map((r) => r.headers['orderly-format']));
+      if (storedFormat === 3) {
+        expect([ringRecords, carried], 'ring records of their own, carried').toEqual([0, inputs.length]);
+        expect([...formats].sort()).toEqual(['2', '3']);
+      } else {
+        expect([ringRecords, carried], 'ring records of their own, carried').toEqual([inputs.length, 0]);
+        expect([...formats]).toEqual(['2']);
+      }
+    },
+  );
 
   it('keeps its partitions while a model call outlasts max.poll.interval.ms (the poll loop never waits for the model)', async () => {
     const { prefix, group, stateDir } = await scenario('slow');

@@ -19,6 +19,7 @@
 //   non-decreasing appliedAtMs (all workers run on this machine's clock).
 import { expect, inject } from 'vitest';
 import type { EffectRecord } from '../../src/engine/outputs.js';
+import { carriedPuts } from '../../src/kafka/changelog/carriedEffects.js';
 import { openLevelStore } from '../../src/state/levelStore.js';
 import { stateKeys } from '../../src/state/stateKeys.js';
 import { SeededRandom } from '../../testkit/seededRandom.js';
@@ -60,6 +61,11 @@ export async function effectRecords(stateDirs: readonly string[]): Promise<Effec
   return all;
 }
 
+/** The effect records that rows' changelog records carry (stored format 3). */
+export function carriedEffectRecords(changelog: readonly ReadRecord[]): EffectRecord[] {
+  return changelog.flatMap((r) => (r.key === null ? [] : carriedPuts(r.key, r.headers).map((op) => (op as { value: EffectRecord }).value)));
+}
+
 /** What the robustness tests print and check. */
 export interface RunSummary {
   readonly applied: number;
@@ -89,8 +95,11 @@ export async function expectEachInputAppliedOnceInOrder(
   const twice = appliedIds.filter((id) => seen.has(id) || !seen.add(id));
   expect(twice, 'effect ids reported APPLIED twice').toEqual([]);
 
-  // State: one effect record per input across all stores (copies restored from the changelog are one record).
-  const perStore = await effectRecords(stateDirs);
+  // State: one effect record per input across all stores (copies restored from the changelog are
+  // one record) and the rows' changelog records, which carry them (a restore leaves out those
+  // below the committed offset).
+  const changelog = await readAll(bootstrap, `${group}-dispute-decisions-changelog`);
+  const perStore = [...(await effectRecords(stateDirs)), carriedEffectRecords(changelog)];
   const byId = new Map<string, EffectRecord[]>();
   for (const r of perStore.flat()) byId.set(r.effectId, [...(byId.get(r.effectId) ?? []), r]);
   const appliedTwice = [...byId].filter(([, list]) => new Set(list.map((r) => r.appliedAtMs)).size > 1).map(([id]) => id);
@@ -99,7 +108,7 @@ export async function expectEachInputAppliedOnceInOrder(
   const disputeOf = new Map(output.map((r) => [r.headers['orderly-effect-id']!, (JSON.parse(r.value!) as Dispute).disputeId]));
   // Pruned records: tombstones of effect keys with no record left in any state directory.
   const pruned = new Set<string>();
-  for (const r of await readAll(bootstrap, `${group}-dispute-decisions-changelog`)) {
+  for (const r of changelog) {
     if (r.value !== null || !r.key?.startsWith('effect/')) continue;
     const effectId = stateKeys.parse(r.key).rest;
     if (!byId.has(effectId)) pruned.add(effectId);

@@ -1,5 +1,6 @@
 import type { LogRecord } from '../../ports/log.js';
 import { recordVersion } from '../../state/storedFormat.js';
+import { carriedPuts } from './carriedEffects.js';
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
@@ -16,11 +17,16 @@ export class ChangelogFold {
     for (const record of records) {
       if (record.key === null)
         throw new Error(`changelog ${record.topic}/${record.partition}@${record.offset} has no key; a changelog record's key is the state key`);
-      // Format 1 (no header) and 2 have the same shapes; a newer one is refused, naming the store.
+      // Formats 1 (no header) to 3 are read; a newer one is refused, naming the store.
       recordVersion(record.key, record.headers);
       if (record.value === null) this.values.delete(record.key);
       else this.values.set(record.key, parseValue(record));
       changed.push(record.key);
+      // A table row's record of format 3 stands for the effect records it carries too.
+      for (const carried of carriedPuts(record.key, record.headers)) {
+        this.values.set(carried.key, carried.type === 'put' ? carried.value : undefined);
+        changed.push(carried.key);
+      }
     }
     return changed;
   }

@@ -5,7 +5,7 @@ import { partitionId, type TopicPartition } from '../../ports/log.js';
 import type { KafkaSettings } from '../kafkaConfig.js';
 import { logClientTo } from '../log/kafkaLogger.js';
 import { fromKafkaHeaders } from '../log/records.js';
-import { FORMAT_HEADER, STORED_FORMAT_VERSION } from '../../state/storedFormat.js';
+import { BASE_FORMAT_VERSION, FORMAT_HEADER } from '../../state/storedFormat.js';
 
 /**
  * librdkafka's answers that pass: a topic just created and not yet in the client's metadata, a
@@ -309,13 +309,13 @@ export class ChangelogReader {
   }
 }
 
-/** The headers of a record of the current format, one frozen object shared by all. */
-const CURRENT_FORMAT_HEADERS: Readonly<Record<string, string>> = Object.freeze({ [FORMAT_HEADER]: String(STORED_FORMAT_VERSION) });
-const CURRENT_FORMAT_BYTES = Buffer.from(String(STORED_FORMAT_VERSION));
+/** The headers of a record that carries nothing (format 2), one frozen object shared by all. */
+const CURRENT_FORMAT_HEADERS: Readonly<Record<string, string>> = Object.freeze({ [FORMAT_HEADER]: String(BASE_FORMAT_VERSION) });
+const CURRENT_FORMAT_BYTES = Buffer.from(String(BASE_FORMAT_VERSION));
 
 /**
- * A record's headers as one object. Nearly every changelog record carries the one header of the
- * current format: that case is recognised without building an object per record.
+ * A record's headers as one object. Most changelog records carry the one header of format 2:
+ * that case is recognised without building an object per record.
  */
 function changelogHeaders(headers: readonly MessageHeader[] | undefined): Readonly<Record<string, string>> {
   if (headers?.length === 1) {

@@ -1,7 +1,8 @@
 import type { OutRecord } from '../../ports/log.js';
 import type { StoreOp } from '../../ports/store.js';
 import { stateKeys } from '../../state/stateKeys.js';
-import { FORMAT_HEADER, STORED_FORMAT_VERSION, localFromJson, recordVersion } from '../../state/storedFormat.js';
+import { localFromJson, recordVersion } from '../../state/storedFormat.js';
+import { BASE_FORMAT_HEADERS, CARRIED_EFFECTS_HEADER, carriedPuts, decodeCarried, type CarriedEffects } from './carriedEffects.js';
 
 // The changelog format, which other tools (`orderly parked ...`) read:
 // - topic: `<group>-<store>-changelog`, compacted, with the source topic's partition count;
@@ -9,7 +10,9 @@ import { FORMAT_HEADER, STORED_FORMAT_VERSION, localFromJson, recordVersion } fr
 // - key: the state key, UTF-8;
 // - value: the stored value as JSON in UTF-8, or null (a tombstone) for a deleted key;
 // - header `orderly-format`: the stored format's version (src/state/storedFormat.ts); a record
-//   without it is of version 1 (written before formats had versions).
+//   without it is of version 1 (written before formats had versions);
+// - header `orderly-effects` (version 3, a table row's record only): the effect records the row's
+//   record carries (src/kafka/changelog/carriedEffects.ts).
 
 /** Kafka's rule for topic names (legal characters; at most 249 of them). */
 const LEGAL_TOPIC = /^[a-zA-Z0-9._-]{1,249}$/;
@@ -87,26 +90,25 @@ export interface EncodedPut {
  * (`v2:` and the JSON) for the local store (a put as {@link EncodedPut}), and the JSON's UTF-8
  * bytes as its changelog record's value.
  */
-export function encodeWrite(group: string, op: StoreOp): { readonly local: StoreOp | EncodedPut; readonly record: OutRecord } {
+export function encodeWrite(group: string, op: StoreOp): { readonly local: StoreOp | EncodedPut; readonly record: OutRecord; readonly json?: string } {
   const { store, partition } = stateKeys.storeAndPartition(op.key);
   const topic = cachedChangelogTopic(group, store);
-  if (op.type === 'del') return { local: op, record: { topic, partition, key: op.key, value: null, headers: FORMAT_HEADERS } };
+  if (op.type === 'del') return { local: op, record: { topic, partition, key: op.key, value: null, headers: BASE_FORMAT_HEADERS } };
   const json = JSON.stringify(op.value) as string | undefined;
   // `undefined` (or a function) has no JSON: the op goes as it is, and its record as before.
-  if (json === undefined) return { local: op, record: { topic, partition, key: op.key, value: encoder.encode(json), headers: FORMAT_HEADERS } };
+  if (json === undefined) return { local: op, record: { topic, partition, key: op.key, value: encoder.encode(json), headers: BASE_FORMAT_HEADERS } };
   return {
     local: { type: 'put', key: op.key, value: localFromJson(json), valueEncoding: 'utf8' },
-    record: { topic, partition, key: op.key, value: Buffer.from(json), headers: FORMAT_HEADERS },
+    record: { topic, partition, key: op.key, value: Buffer.from(json), headers: BASE_FORMAT_HEADERS },
+    json,
   };
 }
 
-/** Every record carries its format version; one frozen object, shared. */
-const FORMAT_HEADERS = Object.freeze({ [FORMAT_HEADER]: String(STORED_FORMAT_VERSION) });
-
 /**
- * The write to the store that a changelog record stands for. A record without the format header
- * is of version 1 (same shapes); one of a newer version than this orderly reads is refused
- * (`StoredFormatError`, naming the store, the version and the fix).
+ * The write to the store that a changelog record stands for (its own key's; a table row's record
+ * of format 3 stands for the effect records it carries too: {@link changelogRecordWrites}). A
+ * record without the format header is of version 1 (same shapes); one of a newer version than
+ * this orderly reads is refused (`StoredFormatError`, naming the store, the version and the fix).
  */
 export function fromChangelogRecord(record: {
   readonly key: string | null;
@@ -117,6 +119,12 @@ export function fromChangelogRecord(record: {
   recordVersion(record.key, record.headers);
   if (record.value === null) return { type: 'del', key: record.key };
   return { type: 'put', key: record.key, value: JSON.parse(decoder.decode(record.value)) as unknown };
+}
+
+/** Every write a changelog record stands for: its own key's, then those of the effect records it carries (format 3). */
+export function changelogRecordWrites(record: Parameters<typeof fromChangelogRecord>[0]): StoreOp[] {
+  const own = fromChangelogRecord(record);
+  return [own, ...carriedPuts(own.key, record.headers)];
 }
 
 /** A changelog record as a restore reads it. */
@@ -143,17 +151,22 @@ export interface EmptiedPrefixes {
  * every event one put), each value stored as the text of the bytes the record carries behind the
  * `v2:` prefix, never parsed as JSON and encoded again. In a full restore ({@link EmptiedPrefixes}),
  * the delete of a key that was never written locally is left out (a compacted changelog holds
- * many tombstones whose puts are gone). A record of a newer format than this orderly reads is
- * refused as in {@link fromChangelogRecord}.
+ * many tombstones whose puts are gone). A table row's record of format 3 adds the effect records it
+ * carries, each as a put of its own, in the record's place in the changelog's order. A record of a
+ * newer format than this orderly reads is refused as in {@link fromChangelogRecord}.
  */
 export class RestoreWrites {
-  /** Each key's last record: its value (null: a tombstone). */
-  private last = new Map<string, Uint8Array | null>();
+  /** Each key's last record: its value (null: a tombstone; text: the JSON of a carried effect record). */
+  private last = new Map<string, Uint8Array | string | null>();
   private bytes = 0;
   /** Keys under the emptied prefixes that this restore wrote; undefined when every delete is written. */
   private written: Set<string> | undefined;
 
-  constructor(private readonly emptied?: EmptiedPrefixes) {
+  constructor(
+    private readonly emptied?: EmptiedPrefixes,
+    /** Where the carried effect records read are noted (so that the rows' next records carry them again), and the partition's committed offset: records of events below it are not needed. */
+    private readonly carrying?: { readonly carried: CarriedEffects; readonly committed: number | undefined },
+  ) {
     if (emptied) this.written = new Set();
   }
 
@@ -169,13 +182,29 @@ export class RestoreWrites {
 
   add(records: readonly RestoredRecord[]): void {
     const last = this.last;
+    const carried = this.carrying?.carried;
     for (const record of records) {
       const key = record.key;
       if (key === null) throw new Error('a changelog record has no key; orderly writes every record with its state key');
       recordVersion(key, record.headers);
       last.set(key, record.value);
       this.bytes += key.length + (record.value?.length ?? 0);
+      const text = record.headers?.[CARRIED_EFFECTS_HEADER];
+      if (text !== undefined) this.addCarried(key, text, record.value === null);
+      else if (carried !== undefined && key.startsWith('ring/')) carried.supersede(key);
+      else if (carried !== undefined && key.startsWith('table/')) carried.restoredRow(key, []);
     }
+  }
+
+  /** The effect records a row's record carries, each as a put of its own; those of events below the committed offset are never read again: left out. */
+  private addCarried(rowKey: string, text: string, tombstone: boolean): void {
+    const committed = this.carrying?.committed;
+    const needed = tombstone ? [] : decodeCarried(rowKey, text).filter((e) => committed === undefined || e.offset >= committed);
+    for (const effect of needed) {
+      this.last.set(effect.ringKey, effect.json);
+      this.bytes += effect.ringKey.length + effect.json.length;
+    }
+    this.carrying?.carried.restoredRow(rowKey, needed);
   }
 
   /** The writes gathered so far, each key's last; starts gathering anew. */
@@ -187,6 +216,11 @@ export class RestoreWrites {
     for (const [key, value] of last) {
       if (value === null) {
         if (this.mayBeStored(key)) writes.push({ type: 'del', key });
+        continue;
+      }
+      if (typeof value === 'string') {
+        writes.push({ type: 'put', key, value: localFromJson(value), valueEncoding: 'utf8' });
+        this.remember(key);
         continue;
       }
       // The JSON's text as Node decodes UTF-8: what orderly wrote (JSON.stringify escapes lone

@@ -5,6 +5,7 @@ import type { EntriesOptions, StagedBatch, Store, StoreOp } from '../../ports/st
 import type { LocalStore } from '../../state/levelStore.js';
 import { stateKeys } from '../../state/stateKeys.js';
 import type { ChangelogEnds, ChangelogMessage, ChangelogRange } from './changelogReader.js';
+import { CarriedEffects, type CarriedEffect } from './carriedEffects.js';
 import { changelogTopic, encodeWrite, RestoreWrites, type EncodedPut } from './changelogRecords.js';
 import { checkpoints, type Checkpoint } from './checkpoints.js';
 
@@ -66,6 +67,13 @@ export interface ChangelogStoreOptions {
    * @defaultValue no limit
    */
   readonly checkpointMaxAgeMs?: number;
+  /**
+   * Whether a table row's changelog record carries the effect records of its events (stored
+   * format 3, one changelog record per event instead of two). False writes format 2 only, which
+   * workers of an orderly that reads up to format 2 can restore: for a rolling upgrade from such
+   * a version, until every worker runs this one (docs/state.md). @defaultValue true
+   */
+  readonly carryEffectRecords?: boolean;
 }
 
 /**
@@ -86,10 +94,13 @@ export class ChangelogStore implements Store {
   /** Partitions with a local write whose changelog write failed (with that failure): their local state is ahead of the changelog. */
   private readonly diverged = new Map<string, Error>();
   private readonly logger: Logger;
+  /** Which effect records the rows' changelog records carry; undefined when they carry none. */
+  private readonly carried: CarriedEffects | undefined;
 
   constructor(private readonly options: ChangelogStoreOptions) {
     this.location = options.local.location;
     this.logger = options.logger;
+    if (options.carryEffectRecords !== false) this.carried = new CarriedEffects();
   }
 
   get<T>(key: string): T | undefined {
@@ -122,12 +133,16 @@ export class ChangelogStore implements Store {
     // Built first: a key that is not a state key fails the batch before anything is written.
     // Each value is encoded to JSON once, for LevelDB and the changelog alike.
     const writes: Array<StoreOp | EncodedPut> = [];
-    const records: OutRecord[] = [];
+    const own: OutRecord[] = [];
+    const jsons: Array<string | undefined> = [];
     for (const op of ops) {
-      const { local: write, record } = encodeWrite(group, op);
+      const { local: write, record, json } = encodeWrite(group, op);
       writes.push(write);
-      records.push(record);
+      own.push(record);
+      jsons.push(json);
     }
+    // Each effect record rides with its event's row where it can: one changelog record for both.
+    const records = this.carried ? this.carried.records(ops, own, (i) => jsons[i]) : own;
     let acked!: Promise<void>;
     const landed = local.batch(writes as StoreOp[]).then(() => {
       // A write of the partition failed while this one was written locally: its records stay here.
@@ -171,8 +186,16 @@ export class ChangelogStore implements Store {
     }
   }
 
-  async openPartition(tp: TopicPartition): Promise<void> {
+  /** The engine committed the partition up to `offset`: effect records of events below it are not carried again. */
+  committed(tp: TopicPartition, offset: number): void {
+    this.carried?.committed(tp, offset);
+  }
+
+  async openPartition(tp: TopicPartition, committed?: number): Promise<void> {
     const { local, stores, source } = this.options;
+    // What this worker knew of the partition's carried records is replaced by what the restore reads.
+    this.carried?.dropPartition(tp);
+    if (committed !== undefined) this.carried?.committed(tp, committed);
     if (stores.length === 0) return;
     const startedAt = Date.now();
     const checkpoint = checkpoints.read(local, tp);
@@ -194,6 +217,8 @@ export class ChangelogStore implements Store {
           ? 'its checkpoint lies outside the changelog (was the changelog topic recreated?)'
           : `its checkpoint is ${Math.round(ageMs / 1_000)} s old, past ${Math.round(maxAgeMs! / 1_000)} s (half the changelogs' delete.retention.ms): a read from it might miss a delete`;
       wiped = await this.wipe(tp);
+    } else if (checkpoint.carried && this.carried) {
+      this.seedCarried(checkpoint.carried, committed);
     }
     const ranges = changelogs.map((c, i): ChangelogRange => ({
       topic: c.topic,
@@ -205,7 +230,10 @@ export class ChangelogStore implements Store {
     // batches, and an effect record put then pruned within them costs one delete. One write at
     // a time, in order; the next polls are read while it lands.
     // After a wipe, the delete of a key this restore never wrote is a delete of nothing.
-    const gathered = new RestoreWrites(usable ? undefined : { prefixes: stateKeys.partitionPrefixes(stores, tp), maxKeys: RESTORE_REMEMBERED_KEYS });
+    const gathered = new RestoreWrites(
+      usable ? undefined : { prefixes: stateKeys.partitionPrefixes(stores, tp), maxKeys: RESTORE_REMEMBERED_KEYS },
+      this.carried ? { carried: this.carried, committed } : undefined,
+    );
     const limit = this.options.restoreBatchBytes ?? RESTORE_BATCH_BYTES;
     let writing: Promise<void> = Promise.resolve();
     const write = async (): Promise<void> => {
@@ -232,10 +260,27 @@ export class ChangelogStore implements Store {
     this.options.onRestored?.(report);
   }
 
+  /** What the rows' last records carried when the partition was handed back, from its checkpoint (the values from the local store, which the checkpoint vouches for). */
+  private seedCarried(carried: NonNullable<Checkpoint['carried']>, committed: number | undefined): void {
+    const byRow = new Map<string, CarriedEffect[]>();
+    for (const [row, ringKey, offset] of carried) {
+      if (committed !== undefined && offset < committed) continue;
+      const value = this.options.local.get(ringKey);
+      if (value === undefined) continue;
+      const effects = byRow.get(row) ?? [];
+      effects.push({ ringKey, offset, json: JSON.stringify(value) });
+      byRow.set(row, effects);
+    }
+    for (const [row, effects] of byRow) this.carried!.restoredRow(row, effects);
+  }
+
   async closePartition(tp: TopicPartition): Promise<void> {
     const { local, stores, source } = this.options;
     if (stores.length === 0) return;
     const id = partitionId(tp);
+    // The effect records its rows carry that a redelivery may need: a later restore here reads
+    // from the checkpoint on, so it would not see the rows' records that carry them.
+    const carried = this.carried?.takePartition(tp) ?? [];
     if (this.diverged.delete(id)) {
       this.logger.warn({ partition: id }, 'no checkpoint: a changelog write of this partition failed; the next owner here restores it in full');
       return;
@@ -249,12 +294,12 @@ export class ChangelogStore implements Store {
       for (const store of stores) {
         offsets[store.name] = (await source.ends({ topic: changelogTopic(this.options.group, store.name), partition: tp.partition })).end;
       }
-      const checkpoint: Checkpoint = { offsets, writtenAtMs: Date.now() };
+      const checkpoint: Checkpoint = { offsets, writtenAtMs: Date.now(), ...(carried.length > 0 ? { carried } : {}) };
       await local.batch([checkpoints.put(tp, checkpoint)]);
       this.logger.debug({ partition: id, offsets }, 'checkpoint written');
     } catch (error) {
       // Without a checkpoint the next take-over here restores in full: slower, never wrong.
-      this.logger.warn({ partition: id, err: error }, 'no checkpoint: reading the changelog offsets failed');
+      this.logger.warn({ partition: id, err: error }, 'no checkpoint: reading the changelog offsets or writing the checkpoint failed');
     }
   }
 

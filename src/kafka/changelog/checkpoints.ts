@@ -10,6 +10,12 @@ import type { Store, StoreOp } from '../../ports/store.js';
 export interface Checkpoint {
   readonly offsets: Readonly<Record<string, number>>;
   readonly writtenAtMs: number;
+  /**
+   * The effect records that the rows' last changelog records carry and a redelivery may still
+   * need, as `[row key, ring key, offset]` (stored format 3): a restore from the checkpoint does
+   * not read those records, and the rows' next records must carry them again.
+   */
+  readonly carried?: ReadonlyArray<readonly [string, string, number]>;
 }
 
 // Beside the state keys, in the same LevelDB, and never written to a changelog: the kind

@@ -43,6 +43,8 @@ export interface ChangelogStoreFor {
   readonly onRestored?: ((report: RestoreReport) => void) | undefined;
   /** The oldest local checkpoint a restore reads from (ChangelogStoreOptions.checkpointMaxAgeMs). */
   readonly checkpointMaxAgeMs?: number | undefined;
+  /** ChangelogStoreOptions.carryEffectRecords. */
+  readonly carryEffectRecords?: boolean;
 }
 
 /**
@@ -61,6 +63,7 @@ export function changelogStoreOver(state: OpenedState, log: ChangelogLog, of: Ch
     handedBackCleanly: (tp) => !log.isLost(tp),
     ...(of.onRestored ? { onRestored: of.onRestored } : {}),
     ...(of.checkpointMaxAgeMs !== undefined ? { checkpointMaxAgeMs: of.checkpointMaxAgeMs } : {}),
+    ...(of.carryEffectRecords !== undefined ? { carryEffectRecords: of.carryEffectRecords } : {}),
   });
 }
 

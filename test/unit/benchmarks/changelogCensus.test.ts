@@ -18,11 +18,15 @@ function varint(n: number): Buffer {
   return Buffer.from(bytes);
 }
 
-/** One record of a batch: key and value (null: a tombstone), one header. */
-function record(offsetDelta: number, key: string, value: string | null): Buffer {
+/** One record of a batch: key and value (null: a tombstone), its format's header, and the effect records it carries if any. */
+function record(offsetDelta: number, key: string, value: string | null, carried?: string): Buffer {
   const k = Buffer.from(key);
   const v = value === null ? null : Buffer.from(value);
-  const header = Buffer.concat([varint(14), Buffer.from('orderly-format'), varint(1), Buffer.from('2')]);
+  const format = Buffer.concat([varint(14), Buffer.from('orderly-format'), varint(1), Buffer.from(carried ? '3' : '2')]);
+  const effects =
+    carried === undefined
+      ? Buffer.alloc(0)
+      : Buffer.concat([varint(15), Buffer.from('orderly-effects'), varint(Buffer.byteLength(carried)), Buffer.from(carried)]);
   const body = Buffer.concat([
     Buffer.from([0]),
     varint(offsetDelta * 3),
@@ -31,15 +35,16 @@ function record(offsetDelta: number, key: string, value: string | null): Buffer 
     k,
     varint(v === null ? -1 : v.length),
     ...(v === null ? [] : [v]),
-    varint(1),
-    header,
+    varint(carried === undefined ? 1 : 2),
+    format,
+    effects,
   ]);
   return Buffer.concat([varint(body.length), body]);
 }
 
 /** A record batch v2 (the CRC is not checked by the census, so it is left 0). */
-function batch(baseOffset: number, records: Array<[string, string | null]>, control = false): Buffer {
-  const body = Buffer.concat(records.map(([key, value], i) => record(i, key, value)));
+function batch(baseOffset: number, records: Array<[string, string | null, string?]>, control = false): Buffer {
+  const body = Buffer.concat(records.map(([key, value, carried], i) => record(i, key, value, carried)));
   const header = Buffer.alloc(61);
   header.writeBigInt64BE(BigInt(baseOffset), 0);
   header.writeInt32BE(61 - 12 + body.length, 8);
@@ -56,20 +61,22 @@ afterEach(async () => {
   for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
 });
 
-it('reads each record of a segment: its offset, the kind of its key, whether it is a tombstone; a batch cut short ends the file', () => {
+it('reads each record of a segment: its offset, the kind of its key, whether it is a tombstone, the effect records it carries; a batch cut short ends the file', () => {
   const first = batch(10, [
     ['effect/s/t/0/t/0/7', '{"offset":7}'],
     ['table/s/t/0/acct-1', '{"count":1}'],
+    ['table/s/t/0/acct-2', '{"count":2}', '8 8 {"offset":8}\n9 9 {"offset":9}'],
   ]);
-  const second = batch(12, [['effect/s/t/0/t/0/7', null]]);
-  const cut = batch(13, [['horizon/s/t/0/offsets', '{}']]).subarray(0, 70);
+  const second = batch(13, [['effect/s/t/0/t/0/7', null]]);
+  const cut = batch(14, [['horizon/s/t/0/offsets', '{}']]).subarray(0, 70);
   const batches = [...recordBatches(Buffer.concat([first, second, cut]))];
-  expect(batches.map((b) => b.records.map((r) => [r.offset, r.kind, r.tombstone]))).toEqual([
+  expect(batches.map((b) => b.records.map((r) => [r.offset, r.kind, r.tombstone, r.carried]))).toEqual([
     [
-      [10, 'effect', false],
-      [11, 'table', false],
+      [10, 'effect', false, 0],
+      [11, 'table', false, 0],
+      [12, 'table', false, 2],
     ],
-    [[12, 'effect', true]],
+    [[13, 'effect', true, 0]],
   ]);
 });
 

@@ -59,12 +59,12 @@ describe('changelog records', () => {
     const value = new TextEncoder().encode('{"outputs":[],"appliedAtMs":1}');
     expect(fromChangelogRecord({ key, value })).toEqual({ type: 'put', key, value: { outputs: [], appliedAtMs: 1 } });
     expect(fromChangelogRecord({ key, value, headers: { 'orderly-format': '1' } })).toEqual({ type: 'put', key, value: { outputs: [], appliedAtMs: 1 } });
-    const newer = () => fromChangelogRecord({ key, value, headers: { 'orderly-format': '3' } });
+    const newer = () => fromChangelogRecord({ key, value, headers: { 'orderly-format': '4' } });
     expect(newer).toThrow(StoredFormatError);
     expect(newer).toThrow(
-      /^store 'fx': the changelog record 'effect\/fx\/disputes\/2\/disputes\/2\/4' is in stored format 3, and this orderly reads formats 1 to 2; .*upgrade orderly/,
+      /^store 'fx': the changelog record 'effect\/fx\/disputes\/2\/disputes\/2\/4' is in stored format 4, and this orderly reads formats 1 to 3; .*upgrade orderly/,
     );
-    expect(() => fromChangelogRecord({ key, value: null, headers: { 'orderly-format': '3' } })).toThrow(StoredFormatError);
+    expect(() => fromChangelogRecord({ key, value: null, headers: { 'orderly-format': '4' } })).toThrow(StoredFormatError);
     expect(() => fromChangelogRecord({ key, value, headers: { 'orderly-format': 'two' } })).toThrow("its header orderly-format is 'two', not a format version");
   });
 
@@ -90,7 +90,7 @@ describe('changelog records', () => {
     await local.batch(writes as never);
     expect(local.get(horizon)).toEqual({ upTo: 6 });
     expect(local.get(effect)).toEqual({ outputs: [], appliedAtMs: 1, text: 'é ✓' });
-    expect(() => gathered.add([{ key: horizon, value: null, headers: { 'orderly-format': '3' } }])).toThrow(StoredFormatError);
+    expect(() => gathered.add([{ key: horizon, value: null, headers: { 'orderly-format': '4' } }])).toThrow(StoredFormatError);
   });
 
   it('restore a value as the text of its JSON: what orderly wrote (a lone surrogate escaped by JSON.stringify) reads back the same; bytes that are not UTF-8 become U+FFFD', async () => {

@@ -1,9 +1,10 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { StateStore } from '../../../../src/graph/stores.js';
-import { ChangelogStore, type ChangelogSource, type RestoreReport } from '../../../../src/kafka/changelog/changelogStore.js';
+import { ChangelogStore, type RestoreReport } from '../../../../src/kafka/changelog/changelogStore.js';
+import { MemoryChangelog } from './memoryChangelog.js';
 import { checkpoints } from '../../../../src/kafka/changelog/checkpoints.js';
-import { isPartitionReset, partitionId, PartitionResetError, type OutRecord, type TopicPartition } from '../../../../src/ports/log.js';
+import { isPartitionReset, partitionId, PartitionResetError, type TopicPartition } from '../../../../src/ports/log.js';
 import type { StoreOp } from '../../../../src/ports/store.js';
 import type { LocalStore } from '../../../../src/state/levelStore.js';
 import { openMemoryStore } from '../../../../src/state/levelStore.js';
@@ -18,49 +19,6 @@ const stores: StateStore[] = [
 ];
 const p0 = { topic: 'in', partition: 0 };
 const p1 = { topic: 'in', partition: 1 };
-
-/** Partitioned, append-only changelog topics in memory, read as Kafka's would be. */
-class MemoryChangelog implements ChangelogSource {
-  readonly topics = new Map<string, OutRecord[]>();
-  /** Fails the next write: with this error, or 'broker down'. */
-  failNext: boolean | Error = false;
-  /** Records a read hands over per poll. */
-  pollSize = Number.POSITIVE_INFINITY;
-
-  produce = async (records: readonly OutRecord[]): Promise<void> => {
-    if (this.failNext) {
-      const error = this.failNext === true ? new Error('broker down') : this.failNext;
-      this.failNext = false;
-      throw error;
-    }
-    for (const r of records) this.partition({ topic: r.topic, partition: r.partition! }).push(r);
-  };
-
-  partition(tp: TopicPartition): OutRecord[] {
-    const id = partitionId(tp);
-    if (!this.topics.has(id)) this.topics.set(id, []);
-    return this.topics.get(id)!;
-  }
-
-  async ends(tp: TopicPartition) {
-    return { low: 0, end: this.partition(tp).length };
-  }
-
-  async read(
-    ranges: ReadonlyArray<TopicPartition & { from: number; to: number }>,
-    apply: (m: ReadonlyArray<{ key: string | null; value: Uint8Array | null }>) => Promise<void>,
-  ) {
-    let n = 0;
-    for (const r of ranges) {
-      const slice = this.partition(r).slice(r.from, r.to);
-      for (let at = 0; at < slice.length; at += this.pollSize) await apply(slice.slice(at, at + this.pollSize));
-      n += slice.length;
-    }
-    return n;
-  }
-
-  async close() {}
-}
 
 async function worker(changelog: MemoryChangelog, local?: LocalStore, handedBackCleanly?: (tp: TopicPartition) => boolean, checkpointMaxAgeMs?: number) {
   const reports: RestoreReport[] = [];

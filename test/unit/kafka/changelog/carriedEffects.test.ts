@@ -1,0 +1,210 @@
+import fc from 'fast-check';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { StateStore } from '../../../../src/graph/stores.js';
+import { CARRIED_EFFECTS_HEADER, decodeCarried, MAX_CARRIED_PER_ROW } from '../../../../src/kafka/changelog/carriedEffects.js';
+import { ChangelogFold } from '../../../../src/kafka/changelog/changelogFold.js';
+import { changelogRecordWrites } from '../../../../src/kafka/changelog/changelogRecords.js';
+import { ChangelogStore } from '../../../../src/kafka/changelog/changelogStore.js';
+import type { StoreOp } from '../../../../src/ports/store.js';
+import { openMemoryStore, type LocalStore } from '../../../../src/state/levelStore.js';
+import { stateKeys } from '../../../../src/state/stateKeys.js';
+import { MemoryChangelog } from './memoryChangelog.js';
+
+// Stored format 3: a table row's changelog record carries the effect records of its events. The
+// property below runs a partition's writes as the engine makes them (an event writes its row, then
+// its effect record at its ring position if the record there is below the committed offset),
+// with commits, the log cleaner's compaction, crashes (a full restore on an empty store) and clean
+// hand-backs (a restore from the checkpoint) in any order, and checks after every restore that each
+// ring position holds the last record written to it whenever a redelivery may still need it.
+
+const stores: StateStore[] = [{ name: 'fx', kind: 'effects' }];
+const tp = { topic: 'in', partition: 0 };
+const changelogTp = { topic: 'g-fx-changelog', partition: 0 };
+const row = (r: number) => stateKeys.table('fx', tp, `row-${r}`);
+const ring = (position: number) => stateKeys.ring('fx', tp, position);
+const effectRecord = (offset: number) => ({ topic: 'in', partition: 0, offset, key: 'k', effectId: `in/0/${offset}`, appliedAtMs: 1, outputs: [] });
+
+async function open(changelog: MemoryChangelog, options: { local?: LocalStore; committed?: number; carry?: boolean } = {}) {
+  const local = options.local ?? (await openMemoryStore());
+  const store = new ChangelogStore({
+    local,
+    group: 'g',
+    stores,
+    produce: changelog.produce,
+    source: changelog,
+    logger: pino({ level: 'silent' }),
+    ...(options.carry === false ? { carryEffectRecords: false } : {}),
+  });
+  await store.openPartition(tp, options.committed);
+  return { store, local };
+}
+
+describe('effect records carried by their rows (stored format 3)', () => {
+  it("write one changelog record for an event's row and its effect record; a full restore writes both", async () => {
+    const changelog = new MemoryChangelog();
+    const { store } = await open(changelog);
+    await store.batch([
+      { type: 'put', key: row(1), value: { count: 1 } },
+      { type: 'put', key: ring(7), value: effectRecord(7) },
+    ]);
+    const records = changelog.partition(changelogTp);
+    expect(records.map((r) => r.key)).toEqual([row(1)]);
+    expect(records[0]!.headers).toEqual({ 'orderly-format': '3', [CARRIED_EFFECTS_HEADER]: `7 7 ${JSON.stringify(effectRecord(7))}` });
+    expect(JSON.parse(Buffer.from(records[0]!.value!).toString())).toEqual({ count: 1 });
+    const other = await open(changelog, { committed: 7 });
+    expect(other.store.get(row(1))).toEqual({ count: 1 });
+    expect(other.store.get(ring(7))).toEqual(effectRecord(7));
+    // Other readers see both writes too.
+    expect(changelogRecordWrites(records[0]!)).toEqual([
+      { type: 'put', key: row(1), value: { count: 1 } },
+      { type: 'put', key: ring(7), value: effectRecord(7) },
+    ]);
+    const fold = new ChangelogFold();
+    expect(fold.apply(records.map((r, offset) => ({ ...r, offset, partition: 0 })))).toEqual([row(1), ring(7)]);
+    expect(fold.get(ring(7))).toEqual(effectRecord(7));
+  });
+
+  it('leave out at restore the carried records of events below the committed offset: no redelivery reads them', async () => {
+    const changelog = new MemoryChangelog();
+    const { store } = await open(changelog);
+    await store.batch([
+      { type: 'put', key: row(1), value: 1 },
+      { type: 'put', key: ring(3), value: effectRecord(3) },
+    ]);
+    const restored = await open(changelog, { committed: 4 });
+    expect(restored.store.get(row(1))).toBe(1);
+    expect(restored.store.get(ring(3))).toBeUndefined();
+  });
+
+  it(`carry at most ${MAX_CARRIED_PER_ROW} records in a row's record: past that an event's record is a record of its own`, async () => {
+    const changelog = new MemoryChangelog();
+    const { store } = await open(changelog);
+    for (let offset = 0; offset < MAX_CARRIED_PER_ROW + 2; offset++) {
+      await store.batch([
+        { type: 'put', key: row(1), value: offset },
+        { type: 'put', key: ring(offset), value: effectRecord(offset) },
+      ]);
+    }
+    const records = changelog.partition(changelogTp);
+    const last = records.filter((r) => r.key === row(1)).at(-1)!;
+    expect(decodeCarried(row(1), last.headers![CARRIED_EFFECTS_HEADER]!).map((e) => e.offset)).toEqual([0, 1, 2, 3]);
+    expect(records.filter((r) => r.key!.startsWith('ring/')).map((r) => r.key)).toEqual([ring(4), ring(5)]);
+    // Once committed past them, the row carries the next event's record again.
+    store.committed(tp, 6);
+    await store.batch([
+      { type: 'put', key: row(1), value: 6 },
+      { type: 'put', key: ring(6), value: effectRecord(6) },
+    ]);
+    const latest = changelog.partition(changelogTp).at(-1)!;
+    expect(decodeCarried(row(1), latest.headers![CARRIED_EFFECTS_HEADER]!).map((e) => e.offset)).toEqual([6]);
+  });
+
+  it("write a deleted row's carried records as records of their own before its tombstone, which carries nothing", async () => {
+    const changelog = new MemoryChangelog();
+    const { store } = await open(changelog);
+    await store.batch([
+      { type: 'put', key: row(1), value: 1 },
+      { type: 'put', key: ring(0), value: effectRecord(0) },
+    ]);
+    await store.batch([{ type: 'del', key: row(1) }]);
+    const records = changelog.partition(changelogTp);
+    expect(records.map((r) => [r.key, r.value === null ? null : 'value', r.headers])).toEqual([
+      [row(1), 'value', expect.objectContaining({ 'orderly-format': '3' })],
+      [ring(0), 'value', { 'orderly-format': '2' }],
+      [row(1), null, { 'orderly-format': '2' }],
+    ]);
+  });
+
+  it('write format 2 only when told to (a rolling upgrade from an orderly that reads up to 2)', async () => {
+    const changelog = new MemoryChangelog();
+    const { store } = await open(changelog, { carry: false });
+    await store.batch([
+      { type: 'put', key: row(1), value: 1 },
+      { type: 'put', key: ring(0), value: effectRecord(0) },
+    ]);
+    expect(changelog.partition(changelogTp).map((r) => [r.key, r.headers])).toEqual([
+      [row(1), { 'orderly-format': '2' }],
+      [ring(0), { 'orderly-format': '2' }],
+    ]);
+  });
+
+  it('refuse a carried-records header that orderly did not write, naming the row', () => {
+    expect(() => decodeCarried(row(1), 'not a list')).toThrow(`changelog record '${row(1)}': its header orderly-effects is not a list`);
+  });
+
+  it('keep every effect record a redelivery may need through commits, compaction, crashes and clean hand-backs', async () => {
+    const RING_SIZE = 5;
+    const ROWS = 3;
+    const event = fc.record({ row: fc.integer({ min: -1, max: ROWS - 1 }), del: fc.boolean() });
+    const step = fc.oneof(
+      { weight: 6, arbitrary: fc.record({ kind: fc.constant('events' as const), events: fc.array(event, { minLength: 1, maxLength: 4 }) }) },
+      { weight: 3, arbitrary: fc.record({ kind: fc.constant('commit' as const), by: fc.nat({ max: 6 }) }) },
+      { weight: 1, arbitrary: fc.record({ kind: fc.constant('compact' as const), tombstones: fc.boolean() }) },
+      { weight: 1, arbitrary: fc.record({ kind: fc.constant('crash' as const) }) },
+      { weight: 1, arbitrary: fc.record({ kind: fc.constant('handBack' as const), newInstance: fc.boolean() }) },
+    );
+    await fc.assert(
+      // Told of commits, the store stops carrying committed records; not told (a store that only
+      // sees writes), a record stops being carried once its ring position is written again.
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 50 }), fc.boolean(), async (steps, toldOfCommits) => {
+        const changelog = new MemoryChangelog();
+        let { store, local } = await open(changelog);
+        let next = 0;
+        let committed: number | undefined;
+        /** The offset whose record was written last at each ring position. */
+        const lastAt = new Map<number, number>();
+        const rows = new Map<number, number>();
+        const check = (when: string) => {
+          for (const [position, offset] of lastAt) {
+            if (offset < (committed ?? 0)) continue;
+            expect(store.get<{ offset: number }>(ring(position))?.offset, `${when}: ring position ${position} (event ${offset}, committed ${committed})`).toBe(
+              offset,
+            );
+          }
+          for (let r = 0; r < ROWS; r++) expect(store.get(row(r)), `${when}: row ${r}`).toEqual(rows.get(r));
+        };
+        for (const s of steps) {
+          if (s.kind === 'events') {
+            const ops: StoreOp[] = [];
+            for (const e of s.events) {
+              const offset = next++;
+              if (e.row >= 0 && e.del) {
+                ops.push({ type: 'del', key: row(e.row) });
+                rows.delete(e.row);
+              } else if (e.row >= 0) {
+                ops.push({ type: 'put', key: row(e.row), value: offset });
+                rows.set(e.row, offset);
+              }
+              // The engine's claim: the position is free once its record is below the committed offset.
+              const position = offset % RING_SIZE;
+              const holder = lastAt.get(position);
+              if (holder !== undefined && (committed === undefined || holder >= committed)) continue;
+              ops.push({ type: 'put', key: ring(position), value: effectRecord(offset) });
+              lastAt.set(position, offset);
+            }
+            await store.batch(ops);
+          } else if (s.kind === 'commit') {
+            committed = Math.min(next, (committed ?? 0) + s.by);
+            if (toldOfCommits) store.committed(tp, committed);
+          } else if (s.kind === 'compact') {
+            changelog.compact(changelogTp, changelog.partition(changelogTp).length, s.tombstones);
+          } else if (s.kind === 'crash') {
+            ({ store, local } = await open(changelog, committed === undefined ? {} : { committed }));
+            check('after a crash');
+          } else {
+            await store.closePartition(tp);
+            if (s.newInstance) ({ store, local } = await open(changelog, { local, ...(committed === undefined ? {} : { committed }) }));
+            else await store.openPartition(tp, committed);
+            check('after a hand-back');
+          }
+        }
+        // Whatever happened, a worker that restores now finds them.
+        changelog.compact(changelogTp, changelog.partition(changelogTp).length, true);
+        ({ store } = await open(changelog, committed === undefined ? {} : { committed }));
+        check('at the end, compacted');
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
