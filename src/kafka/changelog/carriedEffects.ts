@@ -40,20 +40,27 @@ export function encodeCarried(effects: readonly CarriedEffect[]): string {
   return text;
 }
 
-/** The effect records a row's changelog record carries; an error naming the row if the header is not orderly's. */
-export function decodeCarried(rowKey: string, text: string): CarriedEffect[] {
+/**
+ * The effect records a row's changelog record carries, those of events below `from` left out (a
+ * restore needs none of them); an error naming the row if the header is not orderly's.
+ */
+export function decodeCarried(rowKey: string, text: string, from = 0): CarriedEffect[] {
   const effects: CarriedEffect[] = [];
-  for (const line of text.split('\n')) {
-    const a = line.indexOf(' ');
-    const b = line.indexOf(' ', a + 1);
-    const position = Number(line.slice(0, a));
-    const offset = Number(line.slice(a + 1, b));
-    if (a < 1 || b < 0 || !Number.isInteger(position) || position < 0 || !Number.isInteger(offset) || offset < 0) {
+  let start = 0;
+  while (start < text.length) {
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = text.length;
+    const a = text.indexOf(' ', start);
+    const b = a < 0 ? -1 : text.indexOf(' ', a + 1);
+    const position = Number(text.slice(start, a));
+    const offset = Number(text.slice(a + 1, b));
+    if (a <= start || b < 0 || b > end || !Number.isInteger(position) || position < 0 || !Number.isInteger(offset) || offset < 0) {
       throw new Error(
         `changelog record '${rowKey}': its header ${CARRIED_EFFECTS_HEADER} is not a list of '<position> <offset> <json>' lines; it was not written by orderly`,
       );
     }
-    effects.push({ ringKey: stateKeys.ringBesideRow(rowKey, position), offset, json: line.slice(b + 1) });
+    if (offset >= from) effects.push({ ringKey: stateKeys.ringBesideRow(rowKey, position), offset, json: text.slice(b + 1, end) });
+    start = end + 1;
   }
   return effects;
 }

@@ -199,7 +199,7 @@ export class RestoreWrites {
   /** The effect records a row's record carries, each as a put of its own; those of events below the committed offset are never read again: left out. */
   private addCarried(rowKey: string, text: string, tombstone: boolean): void {
     const committed = this.carrying?.committed;
-    const needed = tombstone ? [] : decodeCarried(rowKey, text).filter((e) => committed === undefined || e.offset >= committed);
+    const needed = tombstone ? [] : decodeCarried(rowKey, text, committed);
     for (const effect of needed) {
       this.last.set(effect.ringKey, effect.json);
       this.bytes += effect.ringKey.length + effect.json.length;
