@@ -44,6 +44,7 @@ export async function runOrderlyWorker(spec: VariantSpec): Promise<VariantResult
     commit: { everyMs: spec.commitEveryMs },
     ...(spec.changelogConfig ? { changelogTopicConfig: spec.changelogConfig } : {}),
     ...(spec.maxBuffered ? { maxBufferedPerPartition: spec.maxBuffered } : {}),
+    ...(spec.storedFormat ? { storedFormat: spec.storedFormat } : {}),
     ...(spec.consumerConfig || spec.producerConfig
       ? {
           kafka: {

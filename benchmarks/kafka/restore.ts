@@ -34,6 +34,7 @@ interface RestoreSpec {
   readonly stateDir: string;
   readonly partitions: number;
   readonly maxInFlight: number;
+  readonly storedFormat?: 2 | 3;
 }
 
 /** What the restart measured. */
@@ -61,6 +62,8 @@ export interface RestoreBenchOptions {
   readonly commitEveryMs: number;
   /** Where both workers' state directories go. */
   readonly stateRoot: string;
+  /** Both workers' `storedFormat` (the runner's default when absent). */
+  readonly storedFormat?: 2 | 3;
 }
 
 /** Fills the state, restarts a worker on an empty state directory, and times its restore. */
@@ -83,6 +86,7 @@ export async function measureRestore(options: RestoreBenchOptions, progress: Pro
       maxInFlight: options.maxInFlight,
       commitEveryMs: options.commitEveryMs,
       stateDir: join(options.stateRoot, 'restore-first'),
+      ...(options.storedFormat ? { storedFormat: options.storedFormat } : {}),
     },
     fill,
     20 * 60_000,
@@ -97,6 +101,7 @@ export async function measureRestore(options: RestoreBenchOptions, progress: Pro
     stateDir: join(options.stateRoot, 'restore-second'),
     partitions,
     maxInFlight: options.maxInFlight,
+    ...(options.storedFormat ? { storedFormat: options.storedFormat } : {}),
   });
   phase.finish(
     `${result.records} changelog records, every partition running after ${result.restoreMs} ms, ${result.cpuMs} ms of CPU (${result.cpuMicrosPerRecord} µs per record)`,
@@ -186,6 +191,7 @@ async function runRestartingWorker(spec: RestoreSpec): Promise<RestoreResult> {
     group: spec.group,
     stateDir: spec.stateDir,
     logger,
+    ...(spec.storedFormat ? { storedFormat: spec.storedFormat } : {}),
     onRestored: (report) => restored.set(report.partition, report),
     observer: {
       outcome(event) {

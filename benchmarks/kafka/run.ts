@@ -21,7 +21,7 @@ import type { VariantSpec } from './spec.js';
 
 const usage = `npm run -s bench:kafka -- [--json] [--bootstrap HOST:PORT | --port P] [--events N] [--partitions N] [--keys N]
   [--serial-events N] [--slow-events N] [--slow-decide-ms MS] [--backlog N] [--backlog-decide-ms MS] [--backlog-hold-ms MS]
-  [--max-in-flight N] [--max-buffered N] [--commit-every-ms MS] [--consumer-config KEY=VALUE]... [--producer-config KEY=VALUE]...
+  [--max-in-flight N] [--max-buffered N] [--stored-format 2|3] [--commit-every-ms MS] [--consumer-config KEY=VALUE]... [--producer-config KEY=VALUE]...
   [--restore-keys N] [--restore-only]
   [--soak-events N] [--soak-only] [--no-soak] [--soak-changelog-config KEY=VALUE]... [--soak-nudge-events N] [--soak-settle-ms MS]
   [--broker-data-dir DIR]`;
@@ -49,6 +49,7 @@ function parse(argv: string[]) {
       'max-in-flight': { type: 'string', default: '32' },
       'commit-every-ms': { type: 'string', default: '250' },
       'max-buffered': { type: 'string' },
+      'stored-format': { type: 'string' },
       'restore-keys': { type: 'string', default: '10000' },
       'restore-only': { type: 'boolean', default: false },
       'consumer-config': { type: 'string', multiple: true, default: [] },
@@ -106,6 +107,7 @@ function parse(argv: string[]) {
       commitEveryMs: int('commit-every-ms', 1),
       restoreKeysPerPartition: int('restore-keys', 1),
       ...(values['max-buffered'] === undefined ? {} : { maxBuffered: int('max-buffered', 1) }),
+      ...(values['stored-format'] === undefined ? {} : { storedFormat: storedFormatOf(values['stored-format']) }),
       consumerConfig: pairs('consumer-config'),
       producerConfig: pairs('producer-config'),
     },
@@ -195,6 +197,7 @@ async function main(argv: string[]): Promise<void> {
           maxInFlight: s.maxInFlight,
           commitEveryMs: s.commitEveryMs,
           stateRoot,
+          ...(s.storedFormat ? { storedFormat: s.storedFormat } : {}),
         },
         progress,
       );
@@ -224,6 +227,7 @@ async function main(argv: string[]): Promise<void> {
         maxInFlight: s.maxInFlight,
         commitEveryMs: s.commitEveryMs,
         ...(spec.kind === 'orderly' && s.maxBuffered ? { maxBuffered: s.maxBuffered } : {}),
+        ...(spec.kind === 'orderly' && s.storedFormat ? { storedFormat: s.storedFormat } : {}),
         ...(spec.kind === 'orderly' && Object.keys(s.consumerConfig).length > 0 ? { consumerConfig: s.consumerConfig } : {}),
         ...(spec.kind === 'orderly' && Object.keys(s.producerConfig).length > 0 ? { producerConfig: s.producerConfig } : {}),
       });
@@ -300,3 +304,9 @@ main(process.argv.slice(2)).catch((error: unknown) => {
   process.stderr.write(`bench:kafka: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exitCode = 1;
 });
+
+/** The value of --stored-format: 2 or 3, as `runTopology`'s `storedFormat`. */
+function storedFormatOf(value: string): 2 | 3 {
+  if (value !== '2' && value !== '3') throw new Error(`bench:kafka: --stored-format is 2 or 3, got '${value}'`);
+  return Number(value) as 2 | 3;
+}

@@ -52,5 +52,6 @@ export async function runOrderlyContender(spec: ContenderSpec): Promise<RunningT
     stateDir: spec.stateDir,
     logger: pino({ level: 'warn' }, pino.destination(2)),
     commit: { everyMs: spec.commitEveryMs },
+    storedFormat: spec.storedFormat,
   });
 }

@@ -24,7 +24,7 @@ import { formatPeersTable, headlineFigures, type ContenderRun, type PeersReport,
 import { CONTENDERS, WORKERS, type Contender, type ContenderSpec } from './spec.js';
 
 const usage = `npm run -s bench:peers -- [--json] [--bootstrap HOST:PORT | --port P] [--events N] [--keys N] [--partitions N]
-  [--slow-events N] [--slow-wait-ms MS] [--max-in-flight N] [--pc-max-concurrency N] [--commit-every-ms MS] [--contenders raw,kafkaStreams,parallelConsumer,orderly]
+  [--slow-events N] [--slow-wait-ms MS] [--max-in-flight N] [--pc-max-concurrency N] [--commit-every-ms MS] [--stored-format 2|3] [--contenders raw,kafkaStreams,parallelConsumer,orderly]
   [--settle-load L]`;
 
 const TIMEOUT_MS = 20 * 60_000;
@@ -47,6 +47,7 @@ function parse(argv: string[]) {
       'max-in-flight': { type: 'string', default: '32' },
       'pc-max-concurrency': { type: 'string' },
       'commit-every-ms': { type: 'string', default: '250' },
+      'stored-format': { type: 'string', default: '2' },
       contenders: { type: 'string', default: CONTENDERS.join(',') },
       'settle-load': { type: 'string', default: '1.5' },
       help: { type: 'boolean', default: false },
@@ -64,6 +65,8 @@ function parse(argv: string[]) {
   const settleLoad = Number(values['settle-load']);
   if (!Number.isFinite(settleLoad) || settleLoad < 0)
     throw new Error(`bench:peers: --settle-load must be a number >= 0 (0: no wait), got '${values['settle-load']}'\n${usage}`);
+  const storedFormat = values['stored-format'];
+  if (storedFormat !== '2' && storedFormat !== '3') throw new Error(`bench:peers: --stored-format is 2 or 3, got '${storedFormat}'\n${usage}`);
   const events = int('events', 1);
   const partitions = int('partitions', 1);
   const maxInFlight = int('max-in-flight', 1);
@@ -77,6 +80,7 @@ function parse(argv: string[]) {
     // As many calls at once as orderly may have: its maxInFlight in each partition.
     parallelConsumerMaxConcurrency: values['pc-max-concurrency'] === undefined ? maxInFlight * partitions : int('pc-max-concurrency', 1),
     commitEveryMs: int('commit-every-ms', 1),
+    storedFormat: Number(storedFormat) as 2 | 3,
     jvmOptions: process.env.ORDERLY_PEERS_JVM_OPTS ?? '-Xmx1g',
     contenders: CONTENDERS.filter((c) => contenders.includes(c)),
     settleLoad,
@@ -139,6 +143,7 @@ async function measure(bench: Bench, contender: Contender, input: Input, waitMs:
     maxInFlight: s.maxInFlight,
     concurrency: s.parallelConsumerMaxConcurrency,
     commitEveryMs: s.commitEveryMs,
+    storedFormat: s.storedFormat,
     stateDir: join(bench.stateRoot, name),
   };
   const settled = await settle(s.settleLoad, SETTLE_MAX_MS);

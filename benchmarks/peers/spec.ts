@@ -26,6 +26,8 @@ export interface ContenderSpec {
   readonly concurrency: number;
   /** How often every contender commits (Kafka Streams' commit.interval.ms, Parallel Consumer's commitInterval, orderly's commit.everyMs). */
   readonly commitEveryMs: number;
+  /** orderly's storedFormat (the others ignore it). */
+  readonly storedFormat: 2 | 3;
   /** Its own state directory. */
   readonly stateDir: string;
 }

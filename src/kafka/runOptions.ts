@@ -66,10 +66,11 @@ export interface RunTopologyOptions {
   readonly changelogTopicConfig?: Readonly<Record<string, string>>;
   /**
    * The newest stored format this worker writes (docs/state.md, "Stored formats"). At 3 a table
-   * row's changelog record carries the effect records of its events (one changelog record per
-   * event instead of two); at 2 it carries none, so that workers of an orderly that reads only up
-   * to format 2 can restore what this one writes: set 2 for a rolling upgrade from such a version,
-   * then roll the workers again without it. @defaultValue 3
+   * row's changelog record carries the effect records of its events: one changelog record per
+   * event instead of two, restores about a third faster, and a few µs more CPU per event in this
+   * version (docs/benchmarks.md, "Stored format 3"). Turn it on only once every worker of the group
+   * runs an orderly that reads format 3 (this one or later): a rolling restart with it after one
+   * without it. @defaultValue 2
    */
   readonly storedFormat?: 2 | 3;
   /**

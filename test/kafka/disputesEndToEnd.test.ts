@@ -13,8 +13,8 @@ afterEach(async () => {
 
 describe('orderly run: the disputes example on Kafka', () => {
   it.each([
-    { storedFormat: 3, args: [] },
-    { storedFormat: 2, args: ['--stored-format', '2'] },
+    { storedFormat: 2, args: [] },
+    { storedFormat: 3, args: ['--stored-format', '3'] },
   ])(
     'decides 200 disputes of 20 accounts on 4 partitions, each once and in per-account order (stored format $storedFormat)',
     async ({ storedFormat, args }) => {

@@ -40,9 +40,13 @@ describe('orderly run: kill -9 at random moments and restart, on Kafka', () => {
     expect(summary.duplicates, 'redelivered events found already applied').toBeGreaterThan(0);
   });
 
-  it(`a two-step topology (classify, then decide) applies every decision once across ${TWO_STEP_KILLS} kill -9s, in per-account order`, async () => {
+  it(`a two-step topology (classify, then decide) at stored format 3 applies every decision once across ${TWO_STEP_KILLS} kill -9s, in per-account order`, async () => {
     const scenario = { count: 200, accounts: 10, partitions: 2 };
-    const { runs, summary } = await killAndFinish('kill -9 two-step test', 'crash-two-steps', TWO_STEP_KILLS, scenario, 'test/kafka/disputesTwoSteps.ts');
+    // At stored format 3: rows' changelog records carry the effect records a restart must find.
+    const { runs, summary } = await killAndFinish('kill -9 two-step test', 'crash-two-steps', TWO_STEP_KILLS, scenario, 'test/kafka/disputesTwoSteps.ts', [
+      '--stored-format',
+      '3',
+    ]);
     console.log(`kill -9 two-step test: ${runs.map((w) => w.outcomes('APPLIED').length).join('+')} applied, ${summary.duplicates} redelivered duplicates`);
     // decide checks that classify came first: a decide without it would have failed and parked the event.
     expect(runs.flatMap((w) => w.outcomes('PARKED'))).toEqual([]);
@@ -167,6 +171,7 @@ async function killAndFinish(
   kills: number,
   scenario: { count: number; accounts: number; partitions: number },
   sourceModule?: string,
+  args: readonly string[] = [],
 ) {
   const random = testRandom(seedName);
   const { prefix, group, stateDir, inputs } = await prefilledScenario(bootstrap, name, scenario);
@@ -178,9 +183,9 @@ async function killAndFinish(
     topicPrefix: prefix,
     env,
     ...(sourceModule ? { sourceModule } : {}),
-    args: ['--instance-id', `${prefix}worker`],
+    args: [...args, '--instance-id', `${prefix}worker`],
   };
-  const newMember: WorkerOptions = { ...staticMember, args: [] };
+  const newMember: WorkerOptions = { ...staticMember, args: [...args] };
 
   const runs = await killRepeatedly(random, kills, staticMember, newMember);
   expect(appliedCount(runs), 'the kills landed before the end of the input').toBeLessThan(inputs.length);

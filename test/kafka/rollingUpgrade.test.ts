@@ -13,7 +13,7 @@
 // What is checked (robustness.ts): every dispute applied once and in per-account order, nothing
 // lost, over the output, the outcome lines of all five processes and both state directories;
 // each new worker restored partitions; new workers found effects of the killed old A applied; the effects' changelog holds records of both formats (no
-// version header, as 9afca58 writes them, orderly-format: 2, and 3 once the rings are on).
+// version header, as 9afca58 writes them, and orderly-format: 2).
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -179,14 +179,14 @@ describe('a rolling upgrade from the code before stored-format versions, on Kafk
     expect(foundApplied.length, "old A's effects redelivered to new workers and found applied").toBeGreaterThan(0);
     console.log(`rolling upgrade: ${summary.applied} applied, ${summary.duplicates} redelivered duplicates, ${summary.repeatedOutputs} repeated outputs`);
 
-    // Both versions wrote the state that moved: records without a version (9afca58), of version 2,
-    // and once no old worker was left and rings were on, rows' records of version 3 carrying effect records.
+    // Both versions wrote the state that moved: records without a version (9afca58) and of version 2
+    // (this code writes 3 only when told to).
     const versions = new Map<string, number>();
     for (const r of await readAll(bootstrap, `${group}-dispute-decisions-changelog`)) {
       const version = r.headers['orderly-format'] ?? 'none';
       versions.set(version, (versions.get(version) ?? 0) + 1);
     }
     console.log(`rolling upgrade: effects' changelog records by format version: ${JSON.stringify(Object.fromEntries(versions))}`);
-    expect([...versions.keys()].sort(), 'format versions in the changelog').toEqual(['2', '3', 'none']);
+    expect([...versions.keys()].sort(), 'format versions in the changelog').toEqual(['2', 'none']);
   });
 });

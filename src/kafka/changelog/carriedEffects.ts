@@ -14,11 +14,16 @@ import { BASE_FORMAT_VERSION, FORMAT_HEADER, STORED_FORMAT_VERSION } from '../..
 export const CARRIED_EFFECTS_HEADER = 'orderly-effects';
 
 /**
- * Effect records one row's changelog record carries at most. Past it (a row written by many
- * events in one commit interval: a hot key), an event's effect record is a record of its own, as
- * in format 2, so that a record's size stays bounded.
+ * Effect records one row's changelog record carries at most. A row that would carry more (written
+ * by many events within one commit interval: a hot key) writes those it carries as records of
+ * their own, and its events' records go as records of their own, as in format 2, until the
+ * committed offset passes the event that filled it: a record's size stays bounded, and a hot row
+ * does not write each of its events' records again and again.
  */
 export const MAX_CARRIED_PER_ROW = 4;
+
+/** The bytes of effect-record JSON one row's record carries at most (outputs make records large): past it, as past {@link MAX_CARRIED_PER_ROW}. */
+export const MAX_CARRIED_BYTES = 64 * 1024;
 
 /** An effect record that a row's changelog record carries. */
 export interface CarriedEffect {
@@ -28,6 +33,8 @@ export interface CarriedEffect {
   readonly offset: number;
   /** The record's JSON, as its own changelog record's value would hold it. */
   readonly json: string;
+  /** Its line in the header (`<position> <offset> <json>`), made when first needed. */
+  line?: string;
 }
 
 /** The header text of carried effect records: one line each, `<position> <offset> <json>` (JSON has no raw newline). */
@@ -35,7 +42,8 @@ export function encodeCarried(effects: readonly CarriedEffect[]): string {
   let text = '';
   for (const effect of effects) {
     if (text.length > 0) text += '\n';
-    text += `${positionOf(effect.ringKey)} ${effect.offset} ${effect.json}`;
+    // A row carries a record in each of its records until it is dropped: its line is made once.
+    text += effect.line ??= `${positionOf(effect.ringKey)} ${effect.offset} ${effect.json}`;
   }
   return text;
 }
@@ -75,11 +83,19 @@ export function carriedPuts(rowKey: string, headers: Readonly<Record<string, str
 /** Headers of a record that carries no effect records: its format is 2's; one frozen object, shared. */
 export const BASE_FORMAT_HEADERS: Readonly<Record<string, string>> = Object.freeze({ [FORMAT_HEADER]: String(BASE_FORMAT_VERSION) });
 
+/** A row's carried records (never empty), and its partition's. */
+interface RowCarried {
+  effects: CarriedEffect[];
+  readonly partition: PartitionCarried;
+}
+
 /** A partition's carried effect records in the order they were carried, to drop those the committed offset passed. */
 interface PartitionCarried {
   committed: number | undefined;
   readonly queue: Array<{ readonly ringKey: string; readonly offset: number }>;
   head: number;
+  /** Rows that filled up, each with the offset of the event that filled it: they carry nothing new until the committed offset passes it. */
+  readonly full: Map<string, number>;
 }
 
 /**
@@ -91,8 +107,15 @@ interface PartitionCarried {
  * worker writes; a partition taken over starts from what its restore read.
  */
 export class CarriedEffects {
-  /** Each row's carried records, by row key; a row with none has no entry. */
-  private readonly rows = new Map<string, CarriedEffect[]>();
+  /**
+   * @param carrying - false: no record rides with its row from now on (stored format 2 only);
+   * the records that rows' last records carry (read by a restore) go as records of their own
+   * before the row's next record, which carries nothing.
+   */
+  constructor(private readonly carrying = true) {}
+
+  /** Each row's carried records and its partition, by row key; a row with none has no entry. */
+  private readonly rows = new Map<string, RowCarried>();
   /** The row that carries each ring key. */
   private readonly carrierOf = new Map<string, string>();
   private readonly partitions = new Map<string, PartitionCarried>();
@@ -111,6 +134,7 @@ export class CarriedEffects {
       queue.splice(0, partition.head);
       partition.head = 0;
     }
+    for (const [row, filledAt] of partition.full) if (filledAt < offset) partition.full.delete(row);
   }
 
   /** Forgets the partition (it was taken away, or is restored anew). */
@@ -149,26 +173,52 @@ export class CarriedEffects {
 
   /**
    * The records of one staged batch, given each op's own record (in order): each ring put rides
-   * with the nearest table put before it in the batch, of the same store and partition, if that
-   * row carries fewer than {@link MAX_CARRIED_PER_ROW}; each table put carries its row's records;
-   * a table delete is preceded by its row's records, as records of their own.
+   * with the table put just before it in the batch (its event's row: an event's ops are
+   * contiguous), if that is of the same store and partition and the row is not full; each table
+   * put carries its row's records; a table delete, or a row that fills up, is preceded by its
+   * row's records as records of their own.
    */
   records(ops: readonly StoreOp[], own: readonly OutRecord[], jsonOf: (index: number) => string | undefined): readonly OutRecord[] {
-    const riders = this.riders(ops, jsonOf);
-    if (riders === undefined && this.rows.size === 0) return own;
+    // Which ring put may ride with which table put: by row index, the ring put's index.
+    let riderOf: Int32Array | undefined;
+    const kinds = new Uint8Array(ops.length);
+    for (let i = 0; i < ops.length; i++) kinds[i] = kindOf(ops[i]!.key);
+    if (this.carrying) {
+      let free = -1;
+      for (let i = 0; i < ops.length; i++) {
+        const op = ops[i]!;
+        if (op.type !== 'put') continue;
+        const kind = kinds[i];
+        if (kind === TABLE) free = i;
+        else if (kind === RING && free >= 0 && sameScope(ops[free]!.key, op.key)) {
+          (riderOf ??= new Int32Array(ops.length).fill(-1))[free] = i;
+          free = -1;
+        }
+      }
+    }
+    if (riderOf === undefined && this.rows.size === 0) return own;
+    /** Ring puts that rode with their rows: no record of their own. */
+    const rode = riderOf && new Uint8Array(ops.length);
     const out: OutRecord[] = [];
     for (let i = 0; i < ops.length; i++) {
       const op = ops[i]!;
       const record = own[i]!;
-      const kind = kindOf(op.key);
+      const kind = kinds[i];
       if (kind === RING && op.type === 'put') {
-        if (riders?.riding.has(i)) continue;
+        if (rode?.[i]) continue;
         this.supersede(op.key);
       } else if (kind === TABLE && op.type === 'put') {
-        for (const rider of riders?.byRow.get(i) ?? NONE) this.carry(op.key, rider);
+        const j = riderOf?.[i] ?? -1;
+        if (!this.carrying) {
+          // Format 2: what a restore found the row carrying goes as records of their own.
+          for (const effect of this.release(op.key)) out.push(ownRecord(record, effect));
+        } else if (j >= 0 && this.ride(op.key, ops[j]!, jsonOf(j), record, out)) {
+          rode![j] = 1;
+        }
         const carried = this.live(op.key);
         if (carried.length > 0) {
-          out.push({ ...record, headers: { [FORMAT_HEADER]: String(STORED_FORMAT_VERSION), [CARRIED_EFFECTS_HEADER]: encodeCarried(carried) } });
+          const headers = { [FORMAT_HEADER]: CARRYING_FORMAT, [CARRIED_EFFECTS_HEADER]: encodeCarried(carried) };
+          out.push({ topic: record.topic, partition: record.partition, key: record.key, value: record.value, headers });
           continue;
         }
       } else if (kind === TABLE) {
@@ -180,13 +230,39 @@ export class CarriedEffects {
   }
 
   /**
+   * Lets a ring put ride with its row's record; false if it cannot (no offset or JSON, the row is
+   * full, or it would fill it: then what the row carries goes to `out` as records of their own).
+   */
+  private ride(rowKey: string, put: StoreOp, json: string | undefined, rowRecord: OutRecord, out: OutRecord[]): boolean {
+    const offset = put.type === 'put' ? (put.value as { offset?: unknown } | null)?.offset : undefined;
+    if (typeof offset !== 'number' || json === undefined) return false;
+    const partition = this.rows.get(rowKey)?.partition ?? this.partition(partitionOfKey(rowKey));
+    if (partition.full.size > 0 && partition.full.has(rowKey)) return false;
+    const carried = this.live(rowKey);
+    let bytes = json.length;
+    for (const effect of carried) bytes += effect.json.length;
+    if (carried.length >= MAX_CARRIED_PER_ROW || bytes > MAX_CARRIED_BYTES) {
+      partition.full.set(rowKey, offset);
+      for (const effect of this.release(rowKey)) out.push(ownRecord(rowRecord, effect));
+      return false;
+    }
+    this.carry(rowKey, { ringKey: put.key, offset, json });
+    return true;
+  }
+
+  /**
    * A restore read the last record of `rowKey` so far: it carries `effects` (those a redelivery
    * may need: at or past the committed offset), or nothing (none, or a tombstone).
    */
   restoredRow(rowKey: string, effects: readonly CarriedEffect[]): void {
-    if (this.rows.has(rowKey)) for (const effect of this.rows.get(rowKey)!) this.carrierOf.delete(effect.ringKey);
+    const before = this.rows.get(rowKey)?.effects;
+    if (before) for (const effect of before) this.carrierOf.delete(effect.ringKey);
     this.rows.delete(rowKey);
-    for (const effect of effects) this.carry(rowKey, effect);
+    for (const effect of effects) {
+      // A row's every record carries its records again: queued once, not per record read.
+      const known = before?.some((e) => e.ringKey === effect.ringKey && e.offset === effect.offset) ?? false;
+      this.carry(rowKey, effect, !known);
+    }
   }
 
   /** The ring position `ringKey` is written (a record of its own): no row carries its earlier record from now on. */
@@ -195,60 +271,26 @@ export class CarriedEffects {
     if (row !== undefined) this.remove(row, ringKey, undefined);
   }
 
-  /** Which ring puts ride with which table puts; undefined when none does. */
-  private riders(
-    ops: readonly StoreOp[],
-    jsonOf: (index: number) => string | undefined,
-  ): { riding: Set<number>; byRow: Map<number, CarriedEffect[]> } | undefined {
-    let riding: Set<number> | undefined;
-    let byRow: Map<number, CarriedEffect[]> | undefined;
-    /** The last table put of each scope (store and partition) that no ring put rides with yet. */
-    let free: Map<string, number> | undefined;
-    /** Riders given to each row key in this batch so far (a row put twice in one batch carries them all). */
-    let given: Map<string, number> | undefined;
-    for (let i = 0; i < ops.length; i++) {
-      const op = ops[i]!;
-      if (op.type !== 'put') continue;
-      const kind = kindOf(op.key);
-      if (kind === TABLE) (free ??= new Map()).set(scopeOf(op.key), i);
-      if (kind !== RING || free === undefined) continue;
-      const scope = scopeOf(op.key);
-      const row = free.get(scope);
-      const offset = (op.value as { offset?: unknown } | null)?.offset;
-      const json = jsonOf(i);
-      if (row === undefined || typeof offset !== 'number' || json === undefined) continue;
-      const rowKey = ops[row]!.key;
-      const before = given?.get(rowKey) ?? 0;
-      if (this.live(rowKey).length + before >= MAX_CARRIED_PER_ROW) continue;
-      (given ??= new Map()).set(rowKey, before + 1);
-      free.delete(scope);
-      (riding ??= new Set()).add(i);
-      byRow ??= new Map();
-      const list = byRow.get(row);
-      const rider: CarriedEffect = { ringKey: op.key, offset, json };
-      if (list) list.push(rider);
-      else byRow.set(row, [rider]);
-    }
-    return riding && byRow ? { riding, byRow } : undefined;
-  }
-
   /** The row's carried records that a redelivery may still need (the committed offset passed none of them). */
   private live(rowKey: string): readonly CarriedEffect[] {
-    const carried = this.rows.get(rowKey);
-    if (carried === undefined) return NONE;
-    const committed = this.partitions.get(partitionOfKey(rowKey))?.committed;
-    if (committed === undefined || carried.every((e) => e.offset >= committed)) return carried;
-    for (const effect of carried) if (effect.offset < committed) this.remove(rowKey, effect.ringKey, effect.offset);
-    return this.rows.get(rowKey) ?? NONE;
+    const row = this.rows.get(rowKey);
+    if (row === undefined) return NONE;
+    const committed = row.partition.committed;
+    if (committed === undefined) return row.effects;
+    let stale = false;
+    for (const effect of row.effects) if (effect.offset < committed) stale = true;
+    if (!stale) return row.effects;
+    for (const effect of row.effects) if (effect.offset < committed) this.remove(rowKey, effect.ringKey, effect.offset);
+    return this.rows.get(rowKey)?.effects ?? NONE;
   }
 
-  private carry(rowKey: string, effect: CarriedEffect): void {
-    this.supersede(effect.ringKey);
-    const carried = this.rows.get(rowKey);
-    if (carried) carried.push(effect);
-    else this.rows.set(rowKey, [effect]);
+  private carry(rowKey: string, effect: CarriedEffect, queue = true): void {
+    if (this.carrierOf.size > 0) this.supersede(effect.ringKey);
+    let row = this.rows.get(rowKey);
+    if (row) row.effects.push(effect);
+    else this.rows.set(rowKey, (row = { effects: [effect], partition: this.partition(partitionOfKey(rowKey)) }));
     this.carrierOf.set(effect.ringKey, rowKey);
-    this.partition(partitionOfKey(rowKey)).queue.push({ ringKey: effect.ringKey, offset: effect.offset });
+    if (queue) row.partition.queue.push({ ringKey: effect.ringKey, offset: effect.offset });
   }
 
   /** Takes the row's carried records out (they become records of their own). */
@@ -261,38 +303,53 @@ export class CarriedEffects {
 
   /** Drops the row's record of `ringKey` (of that offset, if given). */
   private remove(rowKey: string, ringKey: string, offset: number | undefined): void {
-    const carried = this.rows.get(rowKey);
-    if (!carried) return;
-    const kept = carried.filter((e) => e.ringKey !== ringKey || (offset !== undefined && e.offset !== offset));
-    if (kept.length === carried.length) return;
+    const row = this.rows.get(rowKey);
+    if (!row) return;
+    const only = row.effects.length === 1 ? row.effects[0]! : undefined;
+    if (only !== undefined) {
+      // The usual case, without a new array.
+      if (only.ringKey !== ringKey || (offset !== undefined && only.offset !== offset)) return;
+      this.carrierOf.delete(ringKey);
+      this.rows.delete(rowKey);
+      return;
+    }
+    const kept = row.effects.filter((e) => e.ringKey !== ringKey || (offset !== undefined && e.offset !== offset));
+    if (kept.length === row.effects.length) return;
     this.carrierOf.delete(ringKey);
     if (kept.length === 0) this.rows.delete(rowKey);
-    else this.rows.set(rowKey, kept);
+    else row.effects = kept;
   }
 
   private partition(id: string): PartitionCarried {
     let partition = this.partitions.get(id);
-    if (!partition) this.partitions.set(id, (partition = { committed: undefined, queue: [], head: 0 }));
+    if (!partition) this.partitions.set(id, (partition = { committed: undefined, queue: [], head: 0, full: new Map() }));
     return partition;
   }
 }
 
 const NONE: readonly CarriedEffect[] = Object.freeze([]);
+const CARRYING_FORMAT = String(STORED_FORMAT_VERSION);
 const TABLE = 1;
 const RING = 2;
 
-/** TABLE or RING for keys of those kinds, else 0: read from the key's first characters, per op. */
+/** TABLE or RING for keys of those kinds, else 0: read from the key's first characters, per op (stateKeys' kinds: only `table` starts with t, `ring` and `run` with r). */
 function kindOf(key: string): number {
-  if (key.startsWith('table/')) return TABLE;
-  if (key.startsWith('ring/')) return RING;
+  const first = key.charCodeAt(0);
+  if (first === 0x74 /* t */) return key.startsWith('table/') ? TABLE : 0;
+  if (first === 0x72 /* r */ && key.charCodeAt(1) === 0x69 /* i */) return key.startsWith('ring/') ? RING : 0;
   return 0;
 }
 
-/** `<store>/<topic>/<partition>` of a key: the same for a row and the ring records that may ride with it. */
-function scopeOf(key: string): string {
-  const a = key.indexOf('/');
-  const d = nthSlash(key, a, 3);
-  return key.slice(a + 1, d);
+/** Whether a row key (`table/…`) and a ring key (`ring/…`) have the same `/<store>/<topic>/<partition>/`, compared in place. */
+function sameScope(rowKey: string, ringKey: string): boolean {
+  // 'table' is one character longer than 'ring'.
+  let slashes = 0;
+  for (let i = 5; i < rowKey.length; i++) {
+    const c = rowKey.charCodeAt(i);
+    if (c !== ringKey.charCodeAt(i - 1)) return false;
+    if (c === 0x2f /* / */ && ++slashes === 4) return true;
+  }
+  return false;
 }
 
 /** The partition id (`<topic>/<partition>`, as `partitionId`) of a key: Kafka's topic names need no encoding. */
@@ -310,8 +367,17 @@ function nthSlash(key: string, from: number, n: number): number {
   return at;
 }
 
+/** The position a ring key ends with, read digit by digit (no substring). */
 function positionOf(ringKey: string): number {
-  return Number(ringKey.slice(ringKey.lastIndexOf('/') + 1));
+  let position = 0;
+  let scale = 1;
+  for (let i = ringKey.length - 1; i >= 0; i--) {
+    const digit = ringKey.charCodeAt(i) - 0x30;
+    if (digit < 0 || digit > 9) break;
+    position += digit * scale;
+    scale *= 10;
+  }
+  return position;
 }
 
 /** An effect record that was carried, as a record of its own beside its row's record. */

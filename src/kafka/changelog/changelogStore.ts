@@ -70,8 +70,7 @@ export interface ChangelogStoreOptions {
   /**
    * Whether a table row's changelog record carries the effect records of its events (stored
    * format 3, one changelog record per event instead of two). False writes format 2 only, which
-   * workers of an orderly that reads up to format 2 can restore: for a rolling upgrade from such
-   * a version, until every worker runs this one (docs/state.md). @defaultValue true
+   * workers of an orderly that reads up to format 2 can restore (docs/state.md). @defaultValue false
    */
   readonly carryEffectRecords?: boolean;
 }
@@ -94,13 +93,15 @@ export class ChangelogStore implements Store {
   /** Partitions with a local write whose changelog write failed (with that failure): their local state is ahead of the changelog. */
   private readonly diverged = new Map<string, Error>();
   private readonly logger: Logger;
-  /** Which effect records the rows' changelog records carry; undefined when they carry none. */
-  private readonly carried: CarriedEffects | undefined;
+  /** Which effect records the rows' changelog records carry. */
+  private readonly carried: CarriedEffects;
 
   constructor(private readonly options: ChangelogStoreOptions) {
     this.location = options.local.location;
     this.logger = options.logger;
-    if (options.carryEffectRecords !== false) this.carried = new CarriedEffects();
+    // Kept at format 2 too: the rows' records that a restore reads may carry records (written by a
+    // worker at format 3), and the rows' next records must not drop them.
+    this.carried = new CarriedEffects(options.carryEffectRecords === true);
   }
 
   get<T>(key: string): T | undefined {
@@ -142,7 +143,7 @@ export class ChangelogStore implements Store {
       jsons.push(json);
     }
     // Each effect record rides with its event's row where it can: one changelog record for both.
-    const records = this.carried ? this.carried.records(ops, own, (i) => jsons[i]) : own;
+    const records = this.carried.records(ops, own, (i) => jsons[i]);
     let acked!: Promise<void>;
     const landed = local.batch(writes as StoreOp[]).then(() => {
       // A write of the partition failed while this one was written locally: its records stay here.
@@ -188,14 +189,14 @@ export class ChangelogStore implements Store {
 
   /** The engine committed the partition up to `offset`: effect records of events below it are not carried again. */
   committed(tp: TopicPartition, offset: number): void {
-    this.carried?.committed(tp, offset);
+    this.carried.committed(tp, offset);
   }
 
   async openPartition(tp: TopicPartition, committed?: number): Promise<void> {
     const { local, stores, source } = this.options;
     // What this worker knew of the partition's carried records is replaced by what the restore reads.
-    this.carried?.dropPartition(tp);
-    if (committed !== undefined) this.carried?.committed(tp, committed);
+    this.carried.dropPartition(tp);
+    if (committed !== undefined) this.carried.committed(tp, committed);
     if (stores.length === 0) return;
     const startedAt = Date.now();
     const checkpoint = checkpoints.read(local, tp);
@@ -217,7 +218,7 @@ export class ChangelogStore implements Store {
           ? 'its checkpoint lies outside the changelog (was the changelog topic recreated?)'
           : `its checkpoint is ${Math.round(ageMs / 1_000)} s old, past ${Math.round(maxAgeMs! / 1_000)} s (half the changelogs' delete.retention.ms): a read from it might miss a delete`;
       wiped = await this.wipe(tp);
-    } else if (checkpoint.carried && this.carried) {
+    } else if (checkpoint.carried) {
       this.seedCarried(checkpoint.carried, committed);
     }
     const ranges = changelogs.map((c, i): ChangelogRange => ({
@@ -230,10 +231,10 @@ export class ChangelogStore implements Store {
     // batches, and an effect record put then pruned within them costs one delete. One write at
     // a time, in order; the next polls are read while it lands.
     // After a wipe, the delete of a key this restore never wrote is a delete of nothing.
-    const gathered = new RestoreWrites(
-      usable ? undefined : { prefixes: stateKeys.partitionPrefixes(stores, tp), maxKeys: RESTORE_REMEMBERED_KEYS },
-      this.carried ? { carried: this.carried, committed } : undefined,
-    );
+    const gathered = new RestoreWrites(usable ? undefined : { prefixes: stateKeys.partitionPrefixes(stores, tp), maxKeys: RESTORE_REMEMBERED_KEYS }, {
+      carried: this.carried,
+      committed,
+    });
     const limit = this.options.restoreBatchBytes ?? RESTORE_BATCH_BYTES;
     let writing: Promise<void> = Promise.resolve();
     const write = async (): Promise<void> => {
@@ -271,7 +272,7 @@ export class ChangelogStore implements Store {
       effects.push({ ringKey, offset, json: JSON.stringify(value) });
       byRow.set(row, effects);
     }
-    for (const [row, effects] of byRow) this.carried!.restoredRow(row, effects);
+    for (const [row, effects] of byRow) this.carried.restoredRow(row, effects);
   }
 
   async closePartition(tp: TopicPartition): Promise<void> {
@@ -280,7 +281,7 @@ export class ChangelogStore implements Store {
     const id = partitionId(tp);
     // The effect records its rows carry that a redelivery may need: a later restore here reads
     // from the checkpoint on, so it would not see the rows' records that carry them.
-    const carried = this.carried?.takePartition(tp) ?? [];
+    const carried = this.carried.takePartition(tp);
     if (this.diverged.delete(id)) {
       this.logger.warn({ partition: id }, 'no checkpoint: a changelog write of this partition failed; the next owner here restores it in full');
       return;

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { StateStore } from '../../../../src/graph/stores.js';
-import { CARRIED_EFFECTS_HEADER, decodeCarried, MAX_CARRIED_PER_ROW } from '../../../../src/kafka/changelog/carriedEffects.js';
+import { CARRIED_EFFECTS_HEADER, decodeCarried, MAX_CARRIED_BYTES, MAX_CARRIED_PER_ROW } from '../../../../src/kafka/changelog/carriedEffects.js';
 import { ChangelogFold } from '../../../../src/kafka/changelog/changelogFold.js';
 import { changelogRecordWrites } from '../../../../src/kafka/changelog/changelogRecords.js';
 import { ChangelogStore } from '../../../../src/kafka/changelog/changelogStore.js';
@@ -34,7 +34,7 @@ async function open(changelog: MemoryChangelog, options: { local?: LocalStore; c
     produce: changelog.produce,
     source: changelog,
     logger: pino({ level: 'silent' }),
-    ...(options.carry === false ? { carryEffectRecords: false } : {}),
+    carryEffectRecords: options.carry !== false,
   });
   await store.openPartition(tp, options.committed);
   return { store, local };
@@ -77,7 +77,7 @@ describe('effect records carried by their rows (stored format 3)', () => {
     expect(restored.store.get(ring(3))).toBeUndefined();
   });
 
-  it(`carry at most ${MAX_CARRIED_PER_ROW} records in a row's record: past that an event's record is a record of its own`, async () => {
+  it(`carry at most ${MAX_CARRIED_PER_ROW} records in a row's record: a row that fills up writes them as records of their own, and its events' records too until a commit passes it`, async () => {
     const changelog = new MemoryChangelog();
     const { store } = await open(changelog);
     for (let offset = 0; offset < MAX_CARRIED_PER_ROW + 2; offset++) {
@@ -87,17 +87,80 @@ describe('effect records carried by their rows (stored format 3)', () => {
       ]);
     }
     const records = changelog.partition(changelogTp);
-    const last = records.filter((r) => r.key === row(1)).at(-1)!;
-    expect(decodeCarried(row(1), last.headers![CARRIED_EFFECTS_HEADER]!).map((e) => e.offset)).toEqual([0, 1, 2, 3]);
-    expect(records.filter((r) => r.key!.startsWith('ring/')).map((r) => r.key)).toEqual([ring(4), ring(5)]);
-    // Once committed past them, the row carries the next event's record again.
+    const carriedBy = (r: (typeof records)[number]) => {
+      const text = r.headers?.[CARRIED_EFFECTS_HEADER];
+      return text === undefined ? [] : decodeCarried(r.key!, text).map((e) => e.offset);
+    };
+    expect(
+      records.map((r) => (r.key === row(1) ? ['row', carriedBy(r)] : ['own', (JSON.parse(Buffer.from(r.value!).toString()) as { offset: number }).offset])),
+    ).toEqual([
+      ['row', [0]],
+      ['row', [0, 1]],
+      ['row', [0, 1, 2]],
+      ['row', [0, 1, 2, 3]],
+      // Event 4 fills the row: the four go as records of their own, then the row carries nothing.
+      ['own', 0],
+      ['own', 1],
+      ['own', 2],
+      ['own', 3],
+      ['row', []],
+      ['own', 4],
+      ['row', []],
+      ['own', 5],
+    ]);
+    // Once committed past the event that filled it, the row carries its next event's record again.
     store.committed(tp, 6);
     await store.batch([
       { type: 'put', key: row(1), value: 6 },
       { type: 'put', key: ring(6), value: effectRecord(6) },
     ]);
-    const latest = changelog.partition(changelogTp).at(-1)!;
-    expect(decodeCarried(row(1), latest.headers![CARRIED_EFFECTS_HEADER]!).map((e) => e.offset)).toEqual([6]);
+    expect(carriedBy(changelog.partition(changelogTp).at(-1)!)).toEqual([6]);
+  });
+
+  it(`carry at most ${MAX_CARRIED_BYTES} bytes of effect records in a row's record: a larger record is a record of its own`, async () => {
+    const changelog = new MemoryChangelog();
+    const { store } = await open(changelog);
+    const large = { ...effectRecord(0), outputs: [{ topic: 'out', key: 'k', valueBase64: 'x'.repeat(MAX_CARRIED_BYTES), headers: {} }] };
+    await store.batch([
+      { type: 'put', key: row(1), value: 0 },
+      { type: 'put', key: ring(0), value: large },
+    ]);
+    expect(changelog.partition(changelogTp).map((r) => [r.key, r.headers])).toEqual([
+      [row(1), { 'orderly-format': '2' }],
+      [ring(0), { 'orderly-format': '2' }],
+    ]);
+  });
+
+  it('at format 2, write what a restore found carried as records of their own before the row is written again (a rolling upgrade)', async () => {
+    const changelog = new MemoryChangelog();
+    const { store: newer } = await open(changelog);
+    await newer.batch([
+      { type: 'put', key: row(1), value: 5 },
+      { type: 'put', key: ring(5), value: effectRecord(5) },
+    ]);
+    // A worker at format 2 takes over (event 5 not committed), writes the row again, and crashes; the cleaner runs.
+    const { store: older } = await open(changelog, { committed: 5, carry: false });
+    expect(older.get(ring(5))).toEqual(effectRecord(5));
+    const written = changelog.partition(changelogTp).length;
+    await older.batch([
+      { type: 'put', key: row(1), value: 6 },
+      { type: 'put', key: ring(6), value: effectRecord(6) },
+    ]);
+    changelog.compact(changelogTp, changelog.partition(changelogTp).length, true);
+    const { store: next } = await open(changelog, { committed: 5 });
+    expect(next.get(ring(5)), 'event 5 is found applied').toEqual(effectRecord(5));
+    expect(next.get(ring(6))).toEqual(effectRecord(6));
+    expect(
+      changelog
+        .partition(changelogTp)
+        .slice(written)
+        .map((r) => [r.key, r.headers]),
+      'format 2 only: ring 5 as a record of its own, then the row, then ring 6',
+    ).toEqual([
+      [ring(5), { 'orderly-format': '2' }],
+      [row(1), { 'orderly-format': '2' }],
+      [ring(6), { 'orderly-format': '2' }],
+    ]);
   });
 
   it("write a deleted row's carried records as records of their own before its tombstone, which carries nothing", async () => {
@@ -116,7 +179,7 @@ describe('effect records carried by their rows (stored format 3)', () => {
     ]);
   });
 
-  it('write format 2 only when told to (a rolling upgrade from an orderly that reads up to 2)', async () => {
+  it('write format 2 only unless told to carry (the default: a rolling upgrade from an orderly that reads up to 2 stays possible)', async () => {
     const changelog = new MemoryChangelog();
     const { store } = await open(changelog, { carry: false });
     await store.batch([
@@ -141,7 +204,7 @@ describe('effect records carried by their rows (stored format 3)', () => {
       { weight: 6, arbitrary: fc.record({ kind: fc.constant('events' as const), events: fc.array(event, { minLength: 1, maxLength: 4 }) }) },
       { weight: 3, arbitrary: fc.record({ kind: fc.constant('commit' as const), by: fc.nat({ max: 6 }) }) },
       { weight: 1, arbitrary: fc.record({ kind: fc.constant('compact' as const), tombstones: fc.boolean() }) },
-      { weight: 1, arbitrary: fc.record({ kind: fc.constant('crash' as const) }) },
+      { weight: 1, arbitrary: fc.record({ kind: fc.constant('crash' as const), carry: fc.boolean() }) },
       { weight: 1, arbitrary: fc.record({ kind: fc.constant('handBack' as const), newInstance: fc.boolean() }) },
     );
     await fc.assert(
@@ -190,7 +253,8 @@ describe('effect records carried by their rows (stored format 3)', () => {
           } else if (s.kind === 'compact') {
             changelog.compact(changelogTp, changelog.partition(changelogTp).length, s.tombstones);
           } else if (s.kind === 'crash') {
-            ({ store, local } = await open(changelog, committed === undefined ? {} : { committed }));
+            // The next worker may write format 2 (a rolling upgrade in either direction).
+            ({ store, local } = await open(changelog, { carry: s.carry, ...(committed === undefined ? {} : { committed }) }));
             check('after a crash');
           } else {
             await store.closePartition(tp);
