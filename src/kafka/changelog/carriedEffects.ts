@@ -73,7 +73,7 @@ export function decodeCarried(rowKey: string, text: string, from = 0): CarriedEf
   return effects;
 }
 
-/** Every write a changelog record stands for: its own, then the effect records it carries (format 3). */
+/** The puts of the effect records a changelog record carries (format 3); none for a record that carries nothing. */
 export function carriedPuts(rowKey: string, headers: Readonly<Record<string, string>> | undefined): StoreOp[] {
   const text = headers?.[CARRIED_EFFECTS_HEADER];
   if (text === undefined) return [];
