@@ -94,9 +94,14 @@ export class WorkerStop {
     timer.unref();
     try {
       try {
+        // The engine's stop begins first: from the signal on it starts no new work. Waiting for the
+        // resolutions to close first let a call that ended meanwhile resume a paused partition,
+        // whose next event then ran into the stop and held it for its whole grace.
+        const engineStopped = parts.engine.stop({ graceMs });
+        engineStopped.catch(() => undefined);
         await this.resolutions?.stop();
         part = 'engine';
-        await parts.engine.stop({ graceMs });
+        await engineStopped;
       } catch (stopError) {
         this.failure ??= stopError as Error;
       }

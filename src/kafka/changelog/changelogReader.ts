@@ -18,6 +18,7 @@ const TRANSIENT: ReadonlySet<number> = new Set([
   -195, // _TRANSPORT
   -187, // _ALL_BROKERS_DOWN
   -185, // _TIMED_OUT
+  -166, // _TIMED_OUT_QUEUE: the request waited in the client's queue past its timeout (a broker down)
   -137, // _DESTROY_BROKER: the connection to a broker that went away
   3, // UNKNOWN_TOPIC_OR_PART
   5, // LEADER_NOT_AVAILABLE

@@ -11,6 +11,7 @@ const ERR_NO_OFFSET = -168;
 const RETRIABLE = new Set([
   -195, // _TRANSPORT
   -185, // _TIMED_OUT
+  -166, // _TIMED_OUT_QUEUE: the request waited in the client's queue past its timeout
   -187, // _ALL_BROKERS_DOWN
   -180, // _WAIT_COORD
   7, // REQUEST_TIMED_OUT

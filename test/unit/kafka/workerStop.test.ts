@@ -55,4 +55,29 @@ describe('WorkerStop', () => {
     await vi.advanceTimersByTimeAsync(3 * SLOW_STOP_MS);
     expect(lines).toHaveLength(3);
   });
+
+  it("begins the engine's stop before it waits for the resolutions to close: a stopping worker starts no new work meanwhile", async () => {
+    const { logger } = recordingLogger();
+    const order: string[] = [];
+    let closeResolutions!: () => void;
+    const engine = {
+      inFlight: 0,
+      stop: async () => void order.push('engine stop begun'),
+      metrics: () => ({}),
+    } as unknown as Engine;
+    const store = { close: async () => undefined } as unknown as Store;
+    const stopper = new WorkerStop(logger);
+    stopper.running({ rateLimits: { stop: () => undefined } as unknown as RateLimitWatch, engine, store });
+    stopper.serving({
+      stop: () => {
+        order.push('resolutions stop begun');
+        return new Promise<void>((resolve) => (closeResolutions = resolve));
+      },
+    } as unknown as Parameters<WorkerStop['serving']>[0]);
+
+    const stopped = stopper.stopAsked({ graceMs: 5_000 });
+    expect(order).toEqual(['engine stop begun', 'resolutions stop begun']);
+    closeResolutions();
+    await stopped;
+  });
 });
