@@ -17,7 +17,7 @@ export interface Counts {
   records: number;
   tombstones: number;
   bytes: number;
-  /** Effect records these records carry in their header `orderly-effects` (a table row's, stored format 3). */
+  /** Effect records these records carry (a table row's: after its JSON at stored format 4, in its header `orderly-effects` at 3). */
   carried: number;
 }
 
@@ -186,7 +186,7 @@ interface ParsedRecord {
   readonly kind: string;
   readonly tombstone: boolean;
   readonly bytes: number;
-  /** Effect records its header `orderly-effects` carries (one line each). */
+  /** Effect records it carries (one line each, in its value or its header `orderly-effects`). */
   readonly carried: number;
 }
 
@@ -231,9 +231,11 @@ export function* recordBatches(data: Buffer): Generator<ParsedBatch> {
       }
       const [valueLength, afterValueLength] = varint(data, pos);
       pos = afterValueLength + Math.max(0, valueLength);
+      let carried = 0;
+      // Format 4: a value that starts with its version (`v4:`) carries one effect record per line after its JSON.
+      if (valueLength > 0 && data[afterValueLength] === 0x76 /* v */) for (let b = afterValueLength; b < pos; b++) if (data[b] === 0x0a) carried += 1;
       const [headerCount, afterHeaderCount] = varint(data, pos);
       pos = afterHeaderCount;
-      let carried = 0;
       for (let h = 0; h < headerCount && pos < recordEnd; h++) {
         const [nameLength, afterName] = varint(data, pos);
         const name = data.toString('utf8', afterName, afterName + nameLength);

@@ -23,8 +23,8 @@ export interface KafkaBenchSettings {
   readonly restoreKeysPerPartition: number;
   /** orderly's maxBufferedPerPartition when given (--max-buffered); else the Kafka runner's default, 1500. */
   readonly maxBuffered?: number;
-  /** orderly's stored format when given (--stored-format); else the runner's default, 2. */
-  readonly storedFormat?: 2 | 3;
+  /** orderly's stored format when given (--stored-format); else the runner's default, 4. */
+  readonly storedFormat?: 2 | 4;
   /** librdkafka properties given to orderly's consumer over its defaults (--consumer-config). */
   readonly consumerConfig: Readonly<Record<string, string>>;
   /** librdkafka properties given to orderly's producer over its defaults (--producer-config). */

@@ -34,7 +34,7 @@ interface RestoreSpec {
   readonly stateDir: string;
   readonly partitions: number;
   readonly maxInFlight: number;
-  readonly storedFormat?: 2 | 3;
+  readonly storedFormat?: 2 | 4;
 }
 
 /** What the restart measured. */
@@ -63,7 +63,7 @@ export interface RestoreBenchOptions {
   /** Where both workers' state directories go. */
   readonly stateRoot: string;
   /** Both workers' `storedFormat` (the runner's default when absent). */
-  readonly storedFormat?: 2 | 3;
+  readonly storedFormat?: 2 | 4;
 }
 
 /** Fills the state, restarts a worker on an empty state directory, and times its restore. */

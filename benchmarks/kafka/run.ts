@@ -21,7 +21,7 @@ import type { VariantSpec } from './spec.js';
 
 const usage = `npm run -s bench:kafka -- [--json] [--bootstrap HOST:PORT | --port P] [--events N] [--partitions N] [--keys N]
   [--serial-events N] [--slow-events N] [--slow-decide-ms MS] [--backlog N] [--backlog-decide-ms MS] [--backlog-hold-ms MS]
-  [--max-in-flight N] [--max-buffered N] [--stored-format 2|3] [--commit-every-ms MS] [--consumer-config KEY=VALUE]... [--producer-config KEY=VALUE]...
+  [--max-in-flight N] [--max-buffered N] [--stored-format 2|4] [--commit-every-ms MS] [--consumer-config KEY=VALUE]... [--producer-config KEY=VALUE]...
   [--restore-keys N] [--restore-only]
   [--soak-events N] [--soak-only] [--no-soak] [--soak-changelog-config KEY=VALUE]... [--soak-nudge-events N] [--soak-settle-ms MS]
   [--broker-data-dir DIR]`;
@@ -305,8 +305,8 @@ main(process.argv.slice(2)).catch((error: unknown) => {
   process.exitCode = 1;
 });
 
-/** The value of --stored-format: 2 or 3, as `runTopology`'s `storedFormat`. */
-function storedFormatOf(value: string): 2 | 3 {
-  if (value !== '2' && value !== '3') throw new Error(`bench:kafka: --stored-format is 2 or 3, got '${value}'`);
-  return Number(value) as 2 | 3;
+/** The value of --stored-format: 2 or 4, as `runTopology`'s `storedFormat`. */
+function storedFormatOf(value: string): 2 | 4 {
+  if (value !== '2' && value !== '4') throw new Error(`bench:kafka: --stored-format is 2 or 4, got '${value}'`);
+  return Number(value) as 2 | 4;
 }

@@ -20,7 +20,7 @@ export interface VariantSpec {
   /** orderly only: unfinished events per partition before it is paused; absent: orderly's default. */
   readonly maxBuffered?: number;
   /** orderly only: `runTopology`'s storedFormat. */
-  readonly storedFormat?: 2 | 3;
+  readonly storedFormat?: 2 | 4;
   /** orderly only: librdkafka properties of its consumer, over orderly's defaults. */
   readonly consumerConfig?: Readonly<Record<string, string>>;
   /** orderly only: librdkafka properties of its producer (outputs and changelogs), over orderly's defaults. */

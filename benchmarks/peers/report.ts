@@ -16,8 +16,8 @@ export interface PeersSettings {
   /** Parallel Consumer's maxConcurrency (worker threads). */
   readonly parallelConsumerMaxConcurrency: number;
   readonly commitEveryMs: number;
-  /** orderly's stored format (--stored-format; the runner's default, 2). */
-  readonly storedFormat: 2 | 3;
+  /** orderly's stored format (--stored-format; the runner's default, 4). */
+  readonly storedFormat: 2 | 4;
   readonly jvmOptions: string;
   readonly contenders: readonly Contender[];
   /** Each contender starts once the 1-minute load average is at most this (0: at once), waiting at most 3 minutes. */

@@ -24,7 +24,7 @@ import { formatPeersTable, headlineFigures, type ContenderRun, type PeersReport,
 import { CONTENDERS, WORKERS, type Contender, type ContenderSpec } from './spec.js';
 
 const usage = `npm run -s bench:peers -- [--json] [--bootstrap HOST:PORT | --port P] [--events N] [--keys N] [--partitions N]
-  [--slow-events N] [--slow-wait-ms MS] [--max-in-flight N] [--pc-max-concurrency N] [--commit-every-ms MS] [--stored-format 2|3] [--contenders raw,kafkaStreams,parallelConsumer,orderly]
+  [--slow-events N] [--slow-wait-ms MS] [--max-in-flight N] [--pc-max-concurrency N] [--commit-every-ms MS] [--stored-format 2|4] [--contenders raw,kafkaStreams,parallelConsumer,orderly]
   [--settle-load L]`;
 
 const TIMEOUT_MS = 20 * 60_000;
@@ -47,7 +47,7 @@ function parse(argv: string[]) {
       'max-in-flight': { type: 'string', default: '32' },
       'pc-max-concurrency': { type: 'string' },
       'commit-every-ms': { type: 'string', default: '250' },
-      'stored-format': { type: 'string', default: '2' },
+      'stored-format': { type: 'string', default: '4' },
       contenders: { type: 'string', default: CONTENDERS.join(',') },
       'settle-load': { type: 'string', default: '1.5' },
       help: { type: 'boolean', default: false },
@@ -66,7 +66,7 @@ function parse(argv: string[]) {
   if (!Number.isFinite(settleLoad) || settleLoad < 0)
     throw new Error(`bench:peers: --settle-load must be a number >= 0 (0: no wait), got '${values['settle-load']}'\n${usage}`);
   const storedFormat = values['stored-format'];
-  if (storedFormat !== '2' && storedFormat !== '3') throw new Error(`bench:peers: --stored-format is 2 or 3, got '${storedFormat}'\n${usage}`);
+  if (storedFormat !== '2' && storedFormat !== '4') throw new Error(`bench:peers: --stored-format is 2 or 4, got '${storedFormat}'\n${usage}`);
   const events = int('events', 1);
   const partitions = int('partitions', 1);
   const maxInFlight = int('max-in-flight', 1);
@@ -80,7 +80,7 @@ function parse(argv: string[]) {
     // As many calls at once as orderly may have: its maxInFlight in each partition.
     parallelConsumerMaxConcurrency: values['pc-max-concurrency'] === undefined ? maxInFlight * partitions : int('pc-max-concurrency', 1),
     commitEveryMs: int('commit-every-ms', 1),
-    storedFormat: Number(storedFormat) as 2 | 3,
+    storedFormat: Number(storedFormat) as 2 | 4,
     jvmOptions: process.env.ORDERLY_PEERS_JVM_OPTS ?? '-Xmx1g',
     contenders: CONTENDERS.filter((c) => contenders.includes(c)),
     settleLoad,

@@ -27,7 +27,7 @@ export interface ContenderSpec {
   /** How often every contender commits (Kafka Streams' commit.interval.ms, Parallel Consumer's commitInterval, orderly's commit.everyMs). */
   readonly commitEveryMs: number;
   /** orderly's storedFormat (the others ignore it). */
-  readonly storedFormat: 2 | 3;
+  readonly storedFormat: 2 | 4;
   /** Its own state directory. */
   readonly stateDir: string;
 }

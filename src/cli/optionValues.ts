@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from 'commander';
+import { FORMAT_3_NOT_WRITTEN } from '../state/storedFormat.js';
 
 // Parsers of command-line option values, shared by every command so that one kind of value is
 // checked, and refused, one way.
@@ -51,7 +52,8 @@ export function collectProperty(pair: string, previous: Record<string, string>):
 }
 
 /** A stored format a worker may write: 2 or 3. */
-export function toStoredFormat(value: string): 2 | 3 {
-  if (value !== '2' && value !== '3') throw new InvalidArgumentError(`a stored format this orderly writes is 2 or 3, got '${value}'`);
-  return Number(value) as 2 | 3;
+export function toStoredFormat(value: string): 2 | 4 {
+  if (value === '3') throw new InvalidArgumentError(FORMAT_3_NOT_WRITTEN);
+  if (value !== '2' && value !== '4') throw new InvalidArgumentError(`a stored format this orderly writes is 2 or 4, got '${value}'`);
+  return Number(value) as 2 | 4;
 }

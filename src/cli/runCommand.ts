@@ -33,7 +33,7 @@ export function registerRunCommand(program: Command): void {
     )
     .option(
       '--stored-format <version>',
-      "the newest stored format written (default 2); 3: a row's changelog record carries its events' effect records, once every worker of the group reads 3 (docs/state.md)",
+      "the stored format of the changelogs written (default 4: no headers, a row's record carries its events' effect records); 2 while workers of an orderly before format 4 share the group (the first step of a rolling upgrade, docs/state.md)",
       toStoredFormat,
     )
     .option('--max-buffered <n>', 'unfinished events per partition before it is paused, resumed at half (default 1500)', toPositive)

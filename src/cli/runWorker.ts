@@ -19,7 +19,7 @@ export interface RunOptions {
   commitEveryMs?: number;
   commitMetadataMaxBytes?: number;
   maxBuffered?: number;
-  storedFormat?: 2 | 3;
+  storedFormat?: 2 | 4;
   /** False with --no-effect-ring. */
   effectRing: boolean;
   stopGraceMs?: number;

@@ -1,3 +1,4 @@
+import { FORMAT_3_NOT_WRITTEN } from '../state/storedFormat.js';
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
@@ -65,14 +66,14 @@ export interface RunTopologyOptions {
    */
   readonly changelogTopicConfig?: Readonly<Record<string, string>>;
   /**
-   * The newest stored format this worker writes (docs/state.md, "Stored formats"). At 3 a table
-   * row's changelog record carries the effect records of its events: one changelog record per
-   * event instead of two, restores about a third faster, and a few µs more CPU per event in this
-   * version (docs/benchmarks.md, "Stored format 3"). Turn it on only once every worker of the group
-   * runs an orderly that reads format 3 (this one or later): a rolling restart with it after one
-   * without it. @defaultValue 2
+   * The stored format this worker writes its changelogs in (docs/state.md, "Stored formats"). At 4
+   * changelog records have no headers (the version is in the value), and a table row's changelog
+   * record carries the effect records of its events: one changelog record per event instead of
+   * two, and restores that read half as many records (docs/benchmarks.md, "Stored format 4"). 2:
+   * what an orderly before format 4 reads; give it while workers of such an orderly share the
+   * group (the first step of a rolling upgrade), as Kafka Streams' `upgrade.from`. @defaultValue 4
    */
-  readonly storedFormat?: 2 | 3;
+  readonly storedFormat?: 2 | 4;
   /**
    * When a step refused by its provider (429) with no answer between is logged at warn: after
    * `afterMs` of refusals, then at most once every `everyMs`. @defaultValue `{ afterMs: 60000, everyMs: 60000 }`
@@ -118,8 +119,9 @@ export async function checkRunOptions(options: RunTopologyOptions): Promise<Chec
   const { topology } = options;
   const settings: KafkaSettings = { ...options.kafka, bootstrap: options.bootstrap, group: options.group };
   const exactlyOnce = options.exactlyOnce ? transactionSettings(options, options.exactlyOnce === true ? {} : options.exactlyOnce) : undefined;
-  if (options.storedFormat !== undefined && options.storedFormat !== 2 && options.storedFormat !== 3) {
-    throw new RangeError(`runTopology: storedFormat must be 2 or 3, got ${JSON.stringify(options.storedFormat)}`);
+  if ((options.storedFormat as number | undefined) === 3) throw new RangeError(`runTopology: storedFormat: ${FORMAT_3_NOT_WRITTEN}`);
+  if (options.storedFormat !== undefined && options.storedFormat !== 2 && options.storedFormat !== 4) {
+    throw new RangeError(`runTopology: storedFormat must be 2 or 4, got ${JSON.stringify(options.storedFormat)}`);
   }
   await checkBootstrap(options.bootstrap);
   const stores = topologyStores(topology.nodes);

@@ -50,7 +50,7 @@ export async function runTopology(options: RunTopologyOptions): Promise<RunningT
     logger: run.logger,
     onRestored: options.onRestored,
     checkpointMaxAgeMs: checkpointMaxAgeMs(options.changelogTopicConfig),
-    carryEffectRecords: options.storedFormat === 3,
+    storedFormat: options.storedFormat ?? 4,
   });
   const worker = new WorkerStop(run.logger);
   const engine = await startEngine(run, log, store, worker);

@@ -68,14 +68,13 @@ it('bench:kafka runs every variant to its end point and reports each figure', as
   expect(soak.marks.map((m) => m.mark)).toEqual([40, 80, 120, 160, 180, 200, 240, 280, 320, 360, 380, 400]);
   for (const figure of ['stateDirMbAt1M', 'stateDirMbAt2M', 'changelogMbAt1M', 'changelogMbAt2M'] as const) expect(report[figure], figure).toBeGreaterThan(0);
   // Its two figures come from the settled measures, and the census read what the changelogs hold:
-  // every event's effect record in its partition's ring (written over, never tombstoned) and the
-  // per-account rows (stored format 2, the default: no row carries effect records).
+  // the per-account rows, which carry their events' effect records (stored format 4, the default),
+  // and ring records of their own only from rows that filled up (written over, never tombstoned).
   expect(soak.checkpoints.map((c) => c.mark)).toEqual([200, 400]);
   expect(report.changelogMbAt2M).toBe(soak.checkpoints[1]!.settled.changelogMb);
   for (const { atPause } of soak.checkpoints) {
-    expect(atPause.census.kinds.ring!.records).toBeGreaterThan(0);
-    expect(atPause.census.kinds.ring!.tombstones).toBe(0);
+    expect(atPause.census.kinds.ring?.tombstones ?? 0).toBe(0);
     expect(atPause.census.kinds.table!.records).toBeGreaterThan(0);
-    expect(atPause.census.kinds.table!.carried).toBe(0);
+    expect(atPause.census.kinds.table!.carried).toBeGreaterThan(0);
   }
 });

@@ -19,6 +19,7 @@ import type { StoreOp } from '../../src/ports/store.js';
 import { openLevelStore } from '../../src/state/levelStore.js';
 import { stateKeys } from '../../src/state/stateKeys.js';
 import { createTopic, readAll } from './kafkaClient.js';
+import { changelogWrites } from './robustness.js';
 import { scenario } from './disputes.js';
 
 const bootstrap = inject('kafkaBootstrap');
@@ -75,7 +76,7 @@ describe('a changelog write refused for good (at-least-once)', () => {
     const late = await Promise.allSettled([after.landed.then(() => after.durable)]);
 
     const records = await readAll(bootstrap, topic);
-    const events = records.map((r) => (JSON.parse(r.value!) as { n: number }).n);
+    const events = records.map((r) => (changelogWrites(r)[0] as { value: { n: number } }).value.n);
     // A prefix of what was staged: event 1, and nothing after the refused event 2.
     expect(events).toEqual([1, 1]);
     expect(outcomes[1]!.status, 'the write handed over behind the refused one is not acknowledged').toBe('rejected');

@@ -40,13 +40,10 @@ describe('orderly run: kill -9 at random moments and restart, on Kafka', () => {
     expect(summary.duplicates, 'redelivered events found already applied').toBeGreaterThan(0);
   });
 
-  it(`a two-step topology (classify, then decide) at stored format 3 applies every decision once across ${TWO_STEP_KILLS} kill -9s, in per-account order`, async () => {
+  it(`a two-step topology (classify, then decide) at stored format 4 applies every decision once across ${TWO_STEP_KILLS} kill -9s, in per-account order`, async () => {
     const scenario = { count: 200, accounts: 10, partitions: 2 };
-    // At stored format 3: rows' changelog records carry the effect records a restart must find.
-    const { runs, summary } = await killAndFinish('kill -9 two-step test', 'crash-two-steps', TWO_STEP_KILLS, scenario, 'test/kafka/disputesTwoSteps.ts', [
-      '--stored-format',
-      '3',
-    ]);
+    // At stored format 4: rows' changelog records carry the effect records a restart must find.
+    const { runs, summary } = await killAndFinish('kill -9 two-step test', 'crash-two-steps', TWO_STEP_KILLS, scenario, 'test/kafka/disputesTwoSteps.ts');
     console.log(`kill -9 two-step test: ${runs.map((w) => w.outcomes('APPLIED').length).join('+')} applied, ${summary.duplicates} redelivered duplicates`);
     // decide checks that classify came first: a decide without it would have failed and parked the event.
     expect(runs.flatMap((w) => w.outcomes('PARKED'))).toEqual([]);

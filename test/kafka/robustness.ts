@@ -19,7 +19,8 @@
 //   non-decreasing appliedAtMs (all workers run on this machine's clock).
 import { expect, inject } from 'vitest';
 import type { EffectRecord } from '../../src/engine/outputs.js';
-import { carriedPuts } from '../../src/kafka/changelog/carriedEffects.js';
+import { changelogRecordWrites } from '../../src/kafka/changelog/changelogRecords.js';
+import type { StoreOp } from '../../src/ports/store.js';
 import { openLevelStore } from '../../src/state/levelStore.js';
 import { stateKeys } from '../../src/state/stateKeys.js';
 import { SeededRandom } from '../../testkit/seededRandom.js';
@@ -61,9 +62,18 @@ export async function effectRecords(stateDirs: readonly string[]): Promise<Effec
   return all;
 }
 
-/** The effect records that rows' changelog records carry (stored format 3). */
+/** Every write a changelog record read back stands for (its own, and the effect records a row's record carries). */
+export function changelogWrites(r: ReadRecord): StoreOp[] {
+  return changelogRecordWrites({ key: r.key, value: r.value === null ? null : Buffer.from(r.value), headers: r.headers });
+}
+
+/** The effect records that rows' changelog records carry (stored formats 3 and 4). */
 export function carriedEffectRecords(changelog: readonly ReadRecord[]): EffectRecord[] {
-  return changelog.flatMap((r) => (r.key === null ? [] : carriedPuts(r.key, r.headers).map((op) => (op as { value: EffectRecord }).value)));
+  return changelog.flatMap((r) =>
+    changelogWrites(r)
+      .slice(1)
+      .map((op) => (op as { value: EffectRecord }).value),
+  );
 }
 
 /** What the robustness tests print and check. */

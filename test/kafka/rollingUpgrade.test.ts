@@ -133,9 +133,10 @@ describe('a rolling upgrade from the code before stored-format versions, on Kafk
     const oldBs = owned(oldB);
     expect(await oldB.stop(), 'old B stops cleanly').toBe(0);
     await feedUntil(oldA, "old A running old B's partitions", runsEachOf(oldA, oldBs));
-    // While an old worker is in the group, new ones record effects by effect id, which it reads
-    // (--no-effect-ring: the first step of the upgrade, docs/state.md).
-    const newB = start('b', 'new', ['--no-effect-ring']);
+    // While an old worker is in the group, new ones record effects by effect id and write stored
+    // format 2, which it reads (--no-effect-ring --stored-format 2: the first step of the upgrade, docs/state.md).
+    const firstStep = ['--no-effect-ring', '--stored-format', '2'];
+    const newB = start('b', 'new', firstStep);
     await feedUntil(newB, '10 effects applied by new B', () => applied(newB) >= 10);
 
     // The new B stops for a while: its partitions go back to the old A (new -> old).
@@ -147,7 +148,7 @@ describe('a rolling upgrade from the code before stored-format versions, on Kafk
     // grace: after its session expires its partitions go to the new B (old -> new), which finds the
     // effects the old A applied and did not commit in their version-1 changelog records, and some of
     // them go on to the new A (new -> new), which opens the killed worker's directory.
-    const newB2 = start('b', 'new', ['--no-effect-ring']);
+    const newB2 = start('b', 'new', firstStep);
     await feedUntil(newB2, '10 effects applied by new B, started again', () => applied(newB2) >= 10);
     // What the kill must leave: effects old A applied since its last rebalance, which committed
     // everything it had finished (seen once in CI: none, when the kill came right after it).
@@ -155,7 +156,7 @@ describe('a rolling upgrade from the code before stored-format versions, on Kafk
     const oldAs = owned(oldA);
     await oldA.kill();
     await feedUntil(newB2, "new B running old A's partitions", runsEachOf(newB2, oldAs));
-    // No old worker is left: the new A records in the rings (the second step), beside the new B.
+    // No old worker is left: the new A records in the rings and writes format 4 (the second step), beside the new B.
     const newA = start('a', 'new');
     await feedUntil(newA, '10 effects applied by new A', () => applied(newA) >= 10);
 
@@ -179,14 +180,15 @@ describe('a rolling upgrade from the code before stored-format versions, on Kafk
     expect(foundApplied.length, "old A's effects redelivered to new workers and found applied").toBeGreaterThan(0);
     console.log(`rolling upgrade: ${summary.applied} applied, ${summary.duplicates} redelivered duplicates, ${summary.repeatedOutputs} repeated outputs`);
 
-    // Both versions wrote the state that moved: records without a version (9afca58) and of version 2
-    // (this code writes 3 only when told to).
+    // Both versions wrote the state that moved: records without a version (9afca58), of version 2
+    // (the first step) and of version 4 (the new A), tombstones aside.
     const versions = new Map<string, number>();
     for (const r of await readAll(bootstrap, `${group}-dispute-decisions-changelog`)) {
-      const version = r.headers['orderly-format'] ?? 'none';
+      if (r.value === null) continue;
+      const version = r.headers['orderly-format'] ?? (r.value.startsWith('v4:') ? '4' : 'none');
       versions.set(version, (versions.get(version) ?? 0) + 1);
     }
     console.log(`rolling upgrade: effects' changelog records by format version: ${JSON.stringify(Object.fromEntries(versions))}`);
-    expect([...versions.keys()].sort(), 'format versions in the changelog').toEqual(['2', 'none']);
+    expect([...versions.keys()].sort(), 'format versions in the changelog').toEqual(['2', '4', 'none']);
   });
 });

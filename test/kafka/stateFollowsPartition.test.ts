@@ -6,11 +6,11 @@ import type { EffectRecord } from '../../src/engine/outputs.js';
 import type { ParkedKeyState } from '../../src/engine/parkedKeys.js';
 import { openLevelStore } from '../../src/state/levelStore.js';
 import { stateKeys } from '../../src/state/stateKeys.js';
-import { carriedPuts } from '../../src/kafka/changelog/carriedEffects.js';
 import { partitionForKey } from '../../testkit/murmur2.js';
 import type { Dispute } from '../../testkit/scenarios/disputes.js';
 import { createTopic, produce, readAll, readUntil } from './kafkaClient.js';
 import { asInput, checkDecisions, decided, disputeIdOf, disputes, scenario } from './disputes.js';
+import { changelogWrites } from './robustness.js';
 import { Worker, type LogLine, type WorkerOptions } from './worker.js';
 
 const bootstrap = inject('kafkaBootstrap');
@@ -54,10 +54,11 @@ const isHeld = (d: Dispute, i: number): boolean => d.account === POISON_ACCOUNT 
 async function changelogState(topic: string): Promise<Map<string, unknown>> {
   const state = new Map<string, unknown>();
   for (const r of await readAll(bootstrap, topic)) {
-    if (r.value === null) state.delete(r.key!);
-    else state.set(r.key!, JSON.parse(r.value));
-    // A row's record of format 3 carries its events' effect records.
-    for (const op of carriedPuts(r.key!, r.headers)) state.set(op.key, (op as { value: unknown }).value);
+    // A row's record of format 3 or 4 carries its events' effect records too.
+    for (const op of changelogWrites(r)) {
+      if (op.type === 'del') state.delete(op.key);
+      else state.set(op.key, op.value);
+    }
   }
   return state;
 }

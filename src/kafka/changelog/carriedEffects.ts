@@ -1,16 +1,17 @@
 import { partitionId, type OutRecord, type TopicPartition } from '../../ports/log.js';
 import type { StoreOp } from '../../ports/store.js';
 import { stateKeys } from '../../state/stateKeys.js';
-import { BASE_FORMAT_VERSION, FORMAT_HEADER, STORED_FORMAT_VERSION } from '../../state/storedFormat.js';
+import { BASE_FORMAT_VERSION, FORMAT_HEADER, markedFromJson } from '../../state/storedFormat.js';
 
-// Stored format 3: a table row's changelog record carries, in the header `orderly-effects`, the
-// effect records (in the effect ring) of the events that wrote the row and are not committed yet.
-// An event then costs one changelog record instead of two (its row and its effect record), and a
-// restore reads half as many. Compaction keeps only a row's last record, so that record carries
-// every effect record the row's earlier records carried that a redelivery can still need: those
-// at or past the committed offset that no later write of their ring position replaced.
+// Stored format 4: a table row's changelog record carries, after its JSON, the effect records (in
+// the effect ring) of the events that wrote the row and are not committed yet. An event then
+// costs one changelog record instead of two (its row and its effect record), and a restore reads
+// half as many. Compaction keeps only a row's last record, so that record carries every effect
+// record the row's earlier records carried that a redelivery can still need: those at or past
+// the committed offset that no later write of their ring position replaced. (Format 3 carried
+// them in this header; it is read, no longer written.)
 
-/** The changelog header in which a table row's record carries effect records (stored format 3). */
+/** The changelog header in which a table row's record carried effect records at stored format 3. */
 export const CARRIED_EFFECTS_HEADER = 'orderly-effects';
 
 /**
@@ -37,7 +38,7 @@ export interface CarriedEffect {
   line?: string;
 }
 
-/** The header text of carried effect records: one line each, `<position> <offset> <json>` (JSON has no raw newline). */
+/** The lines of carried effect records: `<position> <offset> <json>` each (JSON has no raw newline). */
 export function encodeCarried(effects: readonly CarriedEffect[]): string {
   let text = '';
   for (const effect of effects) {
@@ -49,8 +50,8 @@ export function encodeCarried(effects: readonly CarriedEffect[]): string {
 }
 
 /**
- * The effect records a row's changelog record carries, those of events below `from` left out (a
- * restore needs none of them); an error naming the row if the header is not orderly's.
+ * The effect records a row's changelog record carries (`text`, their lines), those of events below
+ * `from` left out (a restore needs none of them); an error naming the row if the lines are not orderly's.
  */
 export function decodeCarried(rowKey: string, text: string, from = 0): CarriedEffect[] {
   const effects: CarriedEffect[] = [];
@@ -63,9 +64,7 @@ export function decodeCarried(rowKey: string, text: string, from = 0): CarriedEf
     const position = Number(text.slice(start, a));
     const offset = Number(text.slice(a + 1, b));
     if (a <= start || b < 0 || b > end || !Number.isInteger(position) || position < 0 || !Number.isInteger(offset) || offset < 0) {
-      throw new Error(
-        `changelog record '${rowKey}': its header ${CARRIED_EFFECTS_HEADER} is not a list of '<position> <offset> <json>' lines; it was not written by orderly`,
-      );
+      throw new Error(`changelog record '${rowKey}': the effect records it carries are not '<position> <offset> <json>' lines; it was not written by orderly`);
     }
     if (offset >= from) effects.push({ ringKey: stateKeys.ringBesideRow(rowKey, position), offset, json: text.slice(b + 1, end) });
     start = end + 1;
@@ -73,9 +72,8 @@ export function decodeCarried(rowKey: string, text: string, from = 0): CarriedEf
   return effects;
 }
 
-/** The puts of the effect records a changelog record carries (format 3); none for a record that carries nothing. */
-export function carriedPuts(rowKey: string, headers: Readonly<Record<string, string>> | undefined): StoreOp[] {
-  const text = headers?.[CARRIED_EFFECTS_HEADER];
+/** The puts of the effect records a changelog record carries (`text`, their lines; formats 3 and 4); none for a record that carries nothing. */
+export function carriedPuts(rowKey: string, text: string | undefined): StoreOp[] {
   if (text === undefined) return [];
   return decodeCarried(rowKey, text).map((e) => ({ type: 'put', key: e.ringKey, value: JSON.parse(e.json) as unknown }));
 }
@@ -107,12 +105,17 @@ interface PartitionCarried {
  * worker writes; a partition taken over starts from what its restore read.
  */
 export class CarriedEffects {
+  /** Whether records ride with their rows (format 4). */
+  private readonly carrying: boolean;
+
   /**
-   * @param carrying - false: no record rides with its row from now on (stored format 2 only);
-   * the records that rows' last records carry (read by a restore) go as records of their own
-   * before the row's next record, which carries nothing.
+   * @param format - the stored format the worker writes: 4, effect records ride with their rows;
+   * 2, none does from now on, and the records that rows' last records carry (read by a restore)
+   * go as records of their own before the row's next record, which carries nothing.
    */
-  constructor(private readonly carrying = true) {}
+  constructor(private readonly format: 2 | 4 = 4) {
+    this.carrying = format === 4;
+  }
 
   /** Each row's carried records and its partition, by row key; a row with none has no entry. */
   private readonly rows = new Map<string, RowCarried>();
@@ -211,18 +214,23 @@ export class CarriedEffects {
         const j = riderOf?.[i] ?? -1;
         if (!this.carrying) {
           // Format 2: what a restore found the row carrying goes as records of their own.
-          for (const effect of this.release(op.key)) out.push(ownRecord(record, effect));
+          for (const effect of this.release(op.key)) out.push(this.ownRecord(record, effect));
         } else if (j >= 0 && this.ride(op.key, ops[j]!, jsonOf(j), record, out)) {
           rode![j] = 1;
         }
         const carried = this.live(op.key);
         if (carried.length > 0) {
-          const headers = { [FORMAT_HEADER]: CARRYING_FORMAT, [CARRIED_EFFECTS_HEADER]: encodeCarried(carried) };
-          out.push({ topic: record.topic, partition: record.partition, key: record.key, value: record.value, headers });
-          continue;
+          const json = jsonOf(i);
+          if (json !== undefined) {
+            const value = Buffer.from(`${markedFromJson(json)}\n${encodeCarried(carried)}`);
+            out.push({ topic: record.topic, partition: record.partition, key: record.key, value });
+            continue;
+          }
+          // A value without JSON cannot carry lines after it.
+          for (const effect of this.release(op.key)) out.push(this.ownRecord(record, effect));
         }
       } else if (kind === TABLE) {
-        for (const effect of this.release(op.key)) out.push(ownRecord(record, effect));
+        for (const effect of this.release(op.key)) out.push(this.ownRecord(record, effect));
       }
       out.push(record);
     }
@@ -243,7 +251,7 @@ export class CarriedEffects {
     for (const effect of carried) bytes += effect.json.length;
     if (carried.length >= MAX_CARRIED_PER_ROW || bytes > MAX_CARRIED_BYTES) {
       partition.full.set(rowKey, offset);
-      for (const effect of this.release(rowKey)) out.push(ownRecord(rowRecord, effect));
+      for (const effect of this.release(rowKey)) out.push(this.ownRecord(rowRecord, effect));
       return false;
     }
     this.carry(rowKey, { ringKey: put.key, offset, json });
@@ -320,6 +328,13 @@ export class CarriedEffects {
     else row.effects = kept;
   }
 
+  /** An effect record that was carried, as a record of its own beside its row's record, in the format written. */
+  private ownRecord(row: OutRecord, effect: CarriedEffect): OutRecord {
+    const { topic, partition } = row;
+    if (this.format === 2) return { topic, partition, key: effect.ringKey, value: Buffer.from(effect.json), headers: BASE_FORMAT_HEADERS };
+    return { topic, partition, key: effect.ringKey, value: Buffer.from(markedFromJson(effect.json)) };
+  }
+
   private partition(id: string): PartitionCarried {
     let partition = this.partitions.get(id);
     if (!partition) this.partitions.set(id, (partition = { committed: undefined, queue: [], head: 0, full: new Map() }));
@@ -328,7 +343,6 @@ export class CarriedEffects {
 }
 
 const NONE: readonly CarriedEffect[] = Object.freeze([]);
-const CARRYING_FORMAT = String(STORED_FORMAT_VERSION);
 const TABLE = 1;
 const RING = 2;
 
@@ -378,9 +392,4 @@ function positionOf(ringKey: string): number {
     scale *= 10;
   }
   return position;
-}
-
-/** An effect record that was carried, as a record of its own beside its row's record. */
-function ownRecord(row: OutRecord, effect: CarriedEffect): OutRecord {
-  return { topic: row.topic, partition: row.partition, key: effect.ringKey, value: Buffer.from(effect.json), headers: BASE_FORMAT_HEADERS };
 }

@@ -1,6 +1,6 @@
 import type { LogRecord } from '../../ports/log.js';
-import { recordVersion } from '../../state/storedFormat.js';
 import { carriedPuts } from './carriedEffects.js';
+import { readChangelogValue } from './changelogRecords.js';
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
@@ -17,13 +17,13 @@ export class ChangelogFold {
     for (const record of records) {
       if (record.key === null)
         throw new Error(`changelog ${record.topic}/${record.partition}@${record.offset} has no key; a changelog record's key is the state key`);
-      // Formats 1 (no header) to 3 are read; a newer one is refused, naming the store.
-      recordVersion(record.key, record.headers);
-      if (record.value === null) this.values.delete(record.key);
-      else this.values.set(record.key, parseValue(record));
+      // Every format up to this orderly's is read; a newer one is refused, naming the store.
+      const { json, carried: carriedLines } = readChangelogValue(record.key, record.value === null ? null : utf8(record), record.headers);
+      if (json === null) this.values.delete(record.key);
+      else this.values.set(record.key, parseJson(record, json));
       changed.push(record.key);
-      // A table row's record of format 3 stands for the effect records it carries too.
-      for (const carried of carriedPuts(record.key, record.headers)) {
+      // A table row's record of format 3 or 4 stands for the effect records it carries too.
+      for (const carried of carriedPuts(record.key, carriedLines)) {
         this.values.set(carried.key, carried.type === 'put' ? carried.value : undefined);
         changed.push(carried.key);
       }
@@ -45,9 +45,19 @@ export class ChangelogFold {
   }
 }
 
-function parseValue(record: Pick<LogRecord, 'topic' | 'partition' | 'offset' | 'value'>): unknown {
+function utf8(record: Pick<LogRecord, 'topic' | 'partition' | 'offset' | 'value'>): string {
   try {
-    return JSON.parse(decoder.decode(record.value!));
+    return decoder.decode(record.value!);
+  } catch (error) {
+    throw new Error(`changelog ${record.topic}/${record.partition}@${record.offset}: its value is not UTF-8 JSON (${(error as Error).message})`, {
+      cause: error,
+    });
+  }
+}
+
+function parseJson(record: Pick<LogRecord, 'topic' | 'partition' | 'offset'>, json: string): unknown {
+  try {
+    return JSON.parse(json);
   } catch (error) {
     throw new Error(`changelog ${record.topic}/${record.partition}@${record.offset}: its value is not UTF-8 JSON (${(error as Error).message})`, {
       cause: error,

@@ -50,8 +50,8 @@ export interface ChangelogMessage {
   readonly offset?: number;
   readonly key: string | null;
   readonly value: Uint8Array | null;
-  /** Its headers; the format version's among them (none on records of format 1). */
-  readonly headers?: Readonly<Record<string, string>>;
+  /** Its headers; the format version's among them (none on records of formats 1 and 4). */
+  readonly headers?: Readonly<Record<string, string>> | undefined;
 }
 
 /** One call of {@link ChangelogReader.read}: its partitions still being read, and whom to tell. */
@@ -321,12 +321,14 @@ const CARRYING_FORMAT_BYTES = Buffer.from(CARRYING_FORMAT);
  * A record's headers as one object. Most changelog records carry the one header of format 2:
  * that case is recognised without building an object per record.
  */
-function changelogHeaders(headers: readonly MessageHeader[] | undefined): Readonly<Record<string, string>> {
-  if (headers?.length === 1) {
+function changelogHeaders(headers: readonly MessageHeader[] | undefined): Readonly<Record<string, string>> | undefined {
+  // Format 4's records have none.
+  if (headers === undefined || headers.length === 0) return undefined;
+  if (headers.length === 1) {
     // librdkafka's list holds one object per header, each with its one name.
     const value = headers[0]![FORMAT_HEADER];
     if (value !== undefined && typeof value !== 'string' && CURRENT_FORMAT_BYTES.equals(value)) return CURRENT_FORMAT_HEADERS;
-  } else if (headers?.length === 2) {
+  } else if (headers.length === 2) {
     // A row's record that carries effect records (format 3), as ChangelogStore writes it.
     const format = headers[0]![FORMAT_HEADER];
     const carried = headers[1]![CARRIED_EFFECTS_HEADER];

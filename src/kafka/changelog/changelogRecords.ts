@@ -1,18 +1,24 @@
 import type { OutRecord } from '../../ports/log.js';
 import type { StoreOp } from '../../ports/store.js';
 import { stateKeys } from '../../state/stateKeys.js';
-import { localFromJson, recordVersion } from '../../state/storedFormat.js';
+import { afterVersion, FORMAT_HEADER, localFromJson, markedFromJson, recordVersion } from '../../state/storedFormat.js';
 import { BASE_FORMAT_HEADERS, CARRIED_EFFECTS_HEADER, carriedPuts, decodeCarried, type CarriedEffects } from './carriedEffects.js';
 
 // The changelog format, which other tools (`orderly parked ...`) read:
 // - topic: `<group>-<store>-changelog`, compacted, with the source topic's partition count;
 // - partition: the source partition of the state key (`<kind>/<store>/<topic>/<partition>/<rest>`);
 // - key: the state key, UTF-8;
-// - value: the stored value as JSON in UTF-8, or null (a tombstone) for a deleted key;
-// - header `orderly-format`: the stored format's version (src/state/storedFormat.ts); a record
-//   without it is of version 1 (written before formats had versions);
-// - header `orderly-effects` (version 3, a table row's record only): the effect records the row's
-//   record carries (src/kafka/changelog/carriedEffects.ts).
+// - value: null (a tombstone) for a deleted key; else, in UTF-8:
+//   - format 4 (no headers): `v4:`, the stored value's JSON, and for a table row's record that
+//     carries effect records, a newline and their lines (src/kafka/changelog/carriedEffects.ts);
+//   - formats 2 and 3: the stored value's JSON, with the header `orderly-format` holding the
+//     version (src/state/storedFormat.ts) and, at 3, the header `orderly-effects` the lines of
+//     the effect records a table row's record carries;
+//   - format 1 (written before formats had versions): the JSON, no header.
+//   JSON text never starts with `v`, so a value without a header tells 1 from 4 by its first byte.
+
+/** The stored formats a worker writes its changelogs in (`runTopology`'s `storedFormat`). */
+export type WrittenFormat = 2 | 4;
 
 /** Kafka's rule for topic names (legal characters; at most 249 of them). */
 const LEGAL_TOPIC = /^[a-zA-Z0-9._-]{1,249}$/;
@@ -87,44 +93,82 @@ export interface EncodedPut {
 
 /**
  * One write to the store, its value encoded to JSON once for both places it goes: its stored text
- * (`v2:` and the JSON) for the local store (a put as {@link EncodedPut}), and the JSON's UTF-8
- * bytes as its changelog record's value.
+ * (`v2:` and the JSON) for the local store (a put as {@link EncodedPut}), and its changelog record
+ * in the stored format `format` (2: the JSON's UTF-8 bytes and the format header; 4: `v4:` and the
+ * JSON, no header).
  */
-export function encodeWrite(group: string, op: StoreOp): { readonly local: StoreOp | EncodedPut; readonly record: OutRecord; readonly json?: string } {
+export function encodeWrite(
+  group: string,
+  op: StoreOp,
+  format: WrittenFormat = 2,
+): { readonly local: StoreOp | EncodedPut; readonly record: OutRecord; readonly json?: string } {
   const { store, partition } = stateKeys.storeAndPartition(op.key);
   const topic = cachedChangelogTopic(group, store);
-  if (op.type === 'del') return { local: op, record: { topic, partition, key: op.key, value: null, headers: BASE_FORMAT_HEADERS } };
+  const headers = format === 2 ? BASE_FORMAT_HEADERS : undefined;
+  if (op.type === 'del') return { local: op, record: { topic, partition, key: op.key, value: null, ...(headers && { headers }) } };
   const json = JSON.stringify(op.value) as string | undefined;
   // `undefined` (or a function) has no JSON: the op goes as it is, and its record as before.
-  if (json === undefined) return { local: op, record: { topic, partition, key: op.key, value: encoder.encode(json), headers: BASE_FORMAT_HEADERS } };
+  if (json === undefined) return { local: op, record: { topic, partition, key: op.key, value: encoder.encode(json), ...(headers && { headers }) } };
   return {
     local: { type: 'put', key: op.key, value: localFromJson(json), valueEncoding: 'utf8' },
-    record: { topic, partition, key: op.key, value: Buffer.from(json), headers: BASE_FORMAT_HEADERS },
+    record: headers
+      ? { topic, partition, key: op.key, value: Buffer.from(json), headers }
+      : { topic, partition, key: op.key, value: Buffer.from(markedFromJson(json)) },
     json,
   };
 }
 
+/** What a changelog record holds, in whichever format it was written. */
+export interface ChangelogContent {
+  /** The stored value's JSON; null for a tombstone. */
+  readonly json: string | null;
+  /** The lines of the effect records a table row's record carries (formats 3 and 4); undefined when it carries none. */
+  readonly carried: string | undefined;
+}
+
+/**
+ * Reads a changelog record's value (`text`, its UTF-8 decoded) in any format this orderly reads:
+ * with the format header, the value is the JSON (formats 1 to 3); without it, a value that starts
+ * with `v` carries its version (format 4), any other is JSON (format 1). A version newer than this
+ * orderly reads is refused (`StoredFormatError`, naming the store, the version and the fix).
+ */
+export function readChangelogValue(key: string, text: string | null, headers: Readonly<Record<string, string>> | undefined): ChangelogContent {
+  const version = recordVersion(key, headers);
+  if (text === null) return { json: null, carried: undefined };
+  if (version > 1 || text.charCodeAt(0) !== 0x76 /* v */) return { json: text, carried: headers?.[CARRIED_EFFECTS_HEADER] };
+  const rest = afterVersion(key, text, 'the changelog record');
+  const newline = rest.indexOf('\n');
+  return newline < 0 ? { json: rest, carried: undefined } : { json: rest.slice(0, newline), carried: rest.slice(newline + 1) };
+}
+
 /**
  * The write to the store that a changelog record stands for (its own key's; a table row's record
- * of format 3 stands for the effect records it carries too: {@link changelogRecordWrites}). A
- * record without the format header is of version 1 (same shapes); one of a newer version than
- * this orderly reads is refused (`StoredFormatError`, naming the store, the version and the fix).
+ * of format 3 or 4 stands for the effect records it carries too: {@link changelogRecordWrites}).
+ * A record without a version is of version 1 (same shapes); one of a newer version than this
+ * orderly reads is refused (`StoredFormatError`, naming the store, the version and the fix).
  */
 export function fromChangelogRecord(record: {
   readonly key: string | null;
   readonly value: Uint8Array | null;
   readonly headers?: Readonly<Record<string, string>> | undefined;
 }): StoreOp {
-  if (record.key === null) throw new Error('a changelog record has no key; orderly writes every record with its state key');
-  recordVersion(record.key, record.headers);
-  if (record.value === null) return { type: 'del', key: record.key };
-  return { type: 'put', key: record.key, value: JSON.parse(decoder.decode(record.value)) as unknown };
+  return changelogRecordWrites(record)[0]!;
 }
 
-/** Every write a changelog record stands for: its own key's, then those of the effect records it carries (format 3). */
+/** Every write a changelog record stands for: its own key's, then those of the effect records it carries (formats 3 and 4). */
 export function changelogRecordWrites(record: Parameters<typeof fromChangelogRecord>[0]): StoreOp[] {
-  const own = fromChangelogRecord(record);
-  return [own, ...carriedPuts(own.key, record.headers)];
+  if (record.key === null) throw new Error('a changelog record has no key; orderly writes every record with its state key');
+  const { json, carried } = readChangelogValue(record.key, record.value === null ? null : decoder.decode(record.value), record.headers);
+  if (json === null) return [{ type: 'del', key: record.key }];
+  return [{ type: 'put', key: record.key, value: JSON.parse(json) as unknown }, ...carriedPuts(record.key, carried)];
+}
+
+/**
+ * A record's value as text, as Node decodes UTF-8: what orderly wrote (JSON.stringify escapes
+ * lone surrogates) comes back byte for byte; bytes that are not UTF-8 become U+FFFD.
+ */
+function utf8(value: Uint8Array): string {
+  return (Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength)).toString('utf8');
 }
 
 /** A changelog record as a restore reads it. */
@@ -151,12 +195,12 @@ export interface EmptiedPrefixes {
  * every event one put), each value stored as the text of the bytes the record carries behind the
  * `v2:` prefix, never parsed as JSON and encoded again. In a full restore ({@link EmptiedPrefixes}),
  * the delete of a key that was never written locally is left out (a compacted changelog holds
- * many tombstones whose puts are gone). A table row's record of format 3 adds the effect records it
+ * many tombstones whose puts are gone). A table row's record of format 3 or 4 adds the effect records it
  * carries, each as a put of its own, in the record's place in the changelog's order. A record of a
  * newer format than this orderly reads is refused as in {@link fromChangelogRecord}.
  */
 export class RestoreWrites {
-  /** Each key's last record: its value (null: a tombstone; text: the JSON of a carried effect record). */
+  /** Each key's last record: its value (null: a tombstone; bytes: the JSON of a record of format 1 to 3; text: the JSON of one of format 4, or of a carried effect record). */
   private last = new Map<string, Uint8Array | string | null>();
   private bytes = 0;
   /** Keys under the emptied prefixes that this restore wrote; undefined when every delete is written. */
@@ -186,11 +230,20 @@ export class RestoreWrites {
     for (const record of records) {
       const key = record.key;
       if (key === null) throw new Error('a changelog record has no key; orderly writes every record with its state key');
-      recordVersion(key, record.headers);
-      last.set(key, record.value);
-      this.bytes += key.length + (record.value?.length ?? 0);
-      const text = record.headers?.[CARRIED_EFFECTS_HEADER];
-      if (text !== undefined) this.addCarried(key, text, record.value === null);
+      const value = record.value;
+      let text: string | undefined;
+      if (value !== null && value[0] === 0x76 /* v */ && record.headers?.[FORMAT_HEADER] === undefined) {
+        // Format 4: the version, the JSON and the carried records are in the value.
+        const content = readChangelogValue(key, utf8(value), undefined);
+        last.set(key, content.json);
+        text = content.carried;
+      } else {
+        recordVersion(key, record.headers);
+        last.set(key, value);
+        text = record.headers?.[CARRIED_EFFECTS_HEADER];
+      }
+      this.bytes += key.length + (value?.length ?? 0);
+      if (text !== undefined) this.addCarried(key, text, value === null);
       else if (carried !== undefined && key.startsWith('ring/')) carried.supersede(key);
       else if (carried !== undefined && key.startsWith('table/')) carried.restoredRow(key, []);
     }
@@ -223,10 +276,7 @@ export class RestoreWrites {
         this.remember(key);
         continue;
       }
-      // The JSON's text as Node decodes UTF-8: what orderly wrote (JSON.stringify escapes lone
-      // surrogates) comes back byte for byte; bytes that are not UTF-8 become U+FFFD.
-      const json = (Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength)).toString('utf8');
-      writes.push({ type: 'put', key, value: localFromJson(json), valueEncoding: 'utf8' });
+      writes.push({ type: 'put', key, value: localFromJson(utf8(value)), valueEncoding: 'utf8' });
       this.remember(key);
     }
     return writes;

@@ -6,7 +6,7 @@ import type { LocalStore } from '../../state/levelStore.js';
 import { stateKeys } from '../../state/stateKeys.js';
 import type { ChangelogEnds, ChangelogMessage, ChangelogRange } from './changelogReader.js';
 import { CarriedEffects, type CarriedEffect } from './carriedEffects.js';
-import { changelogTopic, encodeWrite, RestoreWrites, type EncodedPut } from './changelogRecords.js';
+import { changelogTopic, encodeWrite, RestoreWrites, type EncodedPut, type WrittenFormat } from './changelogRecords.js';
 import { checkpoints, type Checkpoint } from './checkpoints.js';
 
 /** Where a restore reads changelogs from (Kafka's {@link ChangelogReader}). */
@@ -68,11 +68,12 @@ export interface ChangelogStoreOptions {
    */
   readonly checkpointMaxAgeMs?: number;
   /**
-   * Whether a table row's changelog record carries the effect records of its events (stored
-   * format 3, one changelog record per event instead of two). False writes format 2 only, which
-   * workers of an orderly that reads up to format 2 can restore (docs/state.md). @defaultValue false
+   * The stored format of the changelog records written: 4, records without headers, a table row's
+   * record carrying the effect records of its events (one changelog record per event instead of
+   * two); 2, which workers of an orderly before format 4 can restore (the first step of a rolling
+   * upgrade from one, docs/state.md). @defaultValue 4
    */
-  readonly carryEffectRecords?: boolean;
+  readonly storedFormat?: WrittenFormat;
 }
 
 /**
@@ -95,13 +96,15 @@ export class ChangelogStore implements Store {
   private readonly logger: Logger;
   /** Which effect records the rows' changelog records carry. */
   private readonly carried: CarriedEffects;
+  private readonly format: WrittenFormat;
 
   constructor(private readonly options: ChangelogStoreOptions) {
     this.location = options.local.location;
     this.logger = options.logger;
     // Kept at format 2 too: the rows' records that a restore reads may carry records (written by a
     // worker at format 3), and the rows' next records must not drop them.
-    this.carried = new CarriedEffects(options.carryEffectRecords === true);
+    this.format = options.storedFormat ?? 4;
+    this.carried = new CarriedEffects(this.format);
   }
 
   get<T>(key: string): T | undefined {
@@ -137,7 +140,7 @@ export class ChangelogStore implements Store {
     const own: OutRecord[] = [];
     const jsons: Array<string | undefined> = [];
     for (const op of ops) {
-      const { local: write, record, json } = encodeWrite(group, op);
+      const { local: write, record, json } = encodeWrite(group, op, this.format);
       writes.push(write);
       own.push(record);
       jsons.push(json);

@@ -7,6 +7,7 @@ import { openLevelStore, type LocalStore } from '../../state/levelStore.js';
 import type { KafkaSettings } from '../kafkaConfig.js';
 import { ChangelogReader } from './changelogReader.js';
 import { ChangelogStore, type RestoreReport } from './changelogStore.js';
+import type { WrittenFormat } from './changelogRecords.js';
 
 /** A worker's state before it runs: its LevelDB and the reader that restores partitions from their changelogs. */
 export interface OpenedState {
@@ -43,8 +44,8 @@ export interface ChangelogStoreFor {
   readonly onRestored?: ((report: RestoreReport) => void) | undefined;
   /** The oldest local checkpoint a restore reads from (ChangelogStoreOptions.checkpointMaxAgeMs). */
   readonly checkpointMaxAgeMs?: number | undefined;
-  /** ChangelogStoreOptions.carryEffectRecords. */
-  readonly carryEffectRecords?: boolean;
+  /** ChangelogStoreOptions.storedFormat. */
+  readonly storedFormat?: WrittenFormat;
 }
 
 /**
@@ -63,7 +64,7 @@ export function changelogStoreOver(state: OpenedState, log: ChangelogLog, of: Ch
     handedBackCleanly: (tp) => !log.isLost(tp),
     ...(of.onRestored ? { onRestored: of.onRestored } : {}),
     ...(of.checkpointMaxAgeMs !== undefined ? { checkpointMaxAgeMs: of.checkpointMaxAgeMs } : {}),
-    ...(of.carryEffectRecords !== undefined ? { carryEffectRecords: of.carryEffectRecords } : {}),
+    ...(of.storedFormat !== undefined ? { storedFormat: of.storedFormat } : {}),
   });
 }
 

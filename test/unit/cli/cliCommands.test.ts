@@ -79,6 +79,14 @@ test('every command refuses a bad number the same way, naming the option and the
   expect(parked.stderr).toContain("expected a whole number of at least 1, got '0'");
 });
 
+test('orderly run writes stored format 2 or 4, and refuses 3 (read, no longer written) naming 4', () => {
+  const args = ['run', 'x.js', '--bootstrap', '127.0.0.1:9', '--group', 'g', '--state-dir', 'd', '--stored-format'];
+  const three = orderly(...args, '3');
+  expect(three.status).not.toBe(0);
+  expect(three.stderr).toContain('stored format 3 (effect records carried in a changelog header) is read but no longer written: use 4');
+  expect(orderly(...args, '5').stderr).toContain("a stored format this orderly writes is 2 or 4, got '5'");
+});
+
 test('an error ends with its own line and a hint, not the whole help', () => {
   const run = orderly('scenario', 'no-such-scenario');
   expect(run.status).toBe(1);

@@ -12,7 +12,7 @@ const effectKey = stateKeys.effect('fx', tp, 'disputes/1/7');
 
 describe('stored format of local values', () => {
   it('writes version 2 before the JSON (local values have kept its shape since), and reads it back', () => {
-    expect(STORED_FORMAT_VERSION).toBe(3);
+    expect(STORED_FORMAT_VERSION).toBe(4);
     expect(BASE_FORMAT_VERSION).toBe(2);
     expect(encodeLocalValue({ a: 1 })).toBe('v2:{"a":1}');
     expect(decodeLocalValue(effectKey, 'v2:{"a":1}')).toEqual({ a: 1 });
@@ -24,10 +24,10 @@ describe('stored format of local values', () => {
   });
 
   it('refuses a newer version, naming the store, the key, the version and the fix', () => {
-    const read = () => decodeLocalValue(effectKey, 'v4:{"a":1}');
+    const read = () => decodeLocalValue(effectKey, 'v5:{"a":1}');
     expect(read).toThrow(StoredFormatError);
     expect(read).toThrow(
-      "store 'fx': the local value of 'effect/fx/disputes/1/disputes/1/7' is in stored format 4, and this orderly reads formats 1 to 3; " +
+      "store 'fx': the local value of 'effect/fx/disputes/1/disputes/1/7' is in stored format 5, and this orderly reads formats 1 to 4; " +
         'it was written by a newer orderly: upgrade orderly on this worker (every worker of the group must run a version that reads it)',
     );
     expect(() => decodeLocalValue('checkpoint/disputes/1', 'v9:{}')).toThrow("store 'checkpoint'");
@@ -54,7 +54,7 @@ describe('a LevelDB directory written before versions', () => {
     ]);
     await old.close();
     const raw = new Level<string, string>(dir, { valueEncoding: 'utf8' });
-    await raw.put(stateKeys.table('fx', tp, 'newer'), 'v4:"x"');
+    await raw.put(stateKeys.table('fx', tp, 'newer'), 'v5:"x"');
     await raw.close();
 
     const store = await openLevelStore(dir);
@@ -62,7 +62,7 @@ describe('a LevelDB directory written before versions', () => {
       expect(store.get(effectKey)).toEqual({ outputs: [], appliedAtMs: 5 });
       expect(store.get(stateKeys.table('fx', tp, 'row'))).toBe(3);
       expect(() => store.get(stateKeys.table('fx', tp, 'newer'))).toThrow(StoredFormatError);
-      await expect(store.entries(stateKeys.table('fx', tp, ''))).rejects.toThrow('is in stored format 4');
+      await expect(store.entries(stateKeys.table('fx', tp, ''))).rejects.toThrow('is in stored format 5');
       await store.batch([{ type: 'put', key: stateKeys.table('fx', tp, 'row'), value: 4 }]);
       expect(store.get(stateKeys.table('fx', tp, 'row'))).toBe(4);
     } finally {

@@ -11,7 +11,7 @@ import { openMemoryStore, type LocalStore } from '../../../../src/state/levelSto
 import { stateKeys } from '../../../../src/state/stateKeys.js';
 import { MemoryChangelog } from './memoryChangelog.js';
 
-// Stored format 3: a table row's changelog record carries the effect records of its events. The
+// Stored format 4: a table row's changelog record carries the effect records of its events. The
 // property below runs a partition's writes as the engine makes them (an event writes its row, then
 // its effect record at its ring position if the record there is below the committed offset),
 // with commits, the log cleaner's compaction, crashes (a full restore on an empty store) and clean
@@ -34,13 +34,30 @@ async function open(changelog: MemoryChangelog, options: { local?: LocalStore; c
     produce: changelog.produce,
     source: changelog,
     logger: pino({ level: 'silent' }),
-    carryEffectRecords: options.carry !== false,
+    storedFormat: options.carry === false ? 2 : 4,
   });
   await store.openPartition(tp, options.committed);
   return { store, local };
 }
 
-describe('effect records carried by their rows (stored format 3)', () => {
+/** A record's format as written: `2` (its header), `4` (`v4:` before its value), `4+n` (carrying n effect records), `tombstone` (format 4's: no header). */
+function shape(r: { readonly value: Uint8Array | null; readonly headers?: Readonly<Record<string, string>> | undefined }): string {
+  const header = r.headers?.['orderly-format'];
+  if (header !== undefined) return header;
+  if (r.value === null) return 'tombstone';
+  const text = Buffer.from(r.value).toString();
+  expect(text.startsWith('v4:'), text).toBe(true);
+  const lines = text.split('\n').length - 1;
+  return lines > 0 ? `4+${lines}` : '4';
+}
+
+/** The offsets of the effect records a record carries. */
+const carriedBy = (r: Parameters<typeof changelogRecordWrites>[0]) =>
+  changelogRecordWrites(r)
+    .slice(1)
+    .map((op) => (op as { value: { offset: number } }).value.offset);
+
+describe('effect records carried by their rows (stored format 4)', () => {
   it("write one changelog record for an event's row and its effect record; a full restore writes both", async () => {
     const changelog = new MemoryChangelog();
     const { store } = await open(changelog);
@@ -50,8 +67,8 @@ describe('effect records carried by their rows (stored format 3)', () => {
     ]);
     const records = changelog.partition(changelogTp);
     expect(records.map((r) => r.key)).toEqual([row(1)]);
-    expect(records[0]!.headers).toEqual({ 'orderly-format': '3', [CARRIED_EFFECTS_HEADER]: `7 7 ${JSON.stringify(effectRecord(7))}` });
-    expect(JSON.parse(Buffer.from(records[0]!.value!).toString())).toEqual({ count: 1 });
+    expect(records[0]!.headers, 'no headers at format 4').toBeUndefined();
+    expect(Buffer.from(records[0]!.value!).toString()).toBe(`v4:{"count":1}\n7 7 ${JSON.stringify(effectRecord(7))}`);
     const other = await open(changelog, { committed: 7 });
     expect(other.store.get(row(1))).toEqual({ count: 1 });
     expect(other.store.get(ring(7))).toEqual(effectRecord(7));
@@ -87,12 +104,8 @@ describe('effect records carried by their rows (stored format 3)', () => {
       ]);
     }
     const records = changelog.partition(changelogTp);
-    const carriedBy = (r: (typeof records)[number]) => {
-      const text = r.headers?.[CARRIED_EFFECTS_HEADER];
-      return text === undefined ? [] : decodeCarried(r.key!, text).map((e) => e.offset);
-    };
     expect(
-      records.map((r) => (r.key === row(1) ? ['row', carriedBy(r)] : ['own', (JSON.parse(Buffer.from(r.value!).toString()) as { offset: number }).offset])),
+      records.map((r) => (r.key === row(1) ? ['row', carriedBy(r)] : ['own', (changelogRecordWrites(r)[0] as { value: { offset: number } }).value.offset])),
     ).toEqual([
       ['row', [0]],
       ['row', [0, 1]],
@@ -125,9 +138,9 @@ describe('effect records carried by their rows (stored format 3)', () => {
       { type: 'put', key: row(1), value: 0 },
       { type: 'put', key: ring(0), value: large },
     ]);
-    expect(changelog.partition(changelogTp).map((r) => [r.key, r.headers])).toEqual([
-      [row(1), { 'orderly-format': '2' }],
-      [ring(0), { 'orderly-format': '2' }],
+    expect(changelog.partition(changelogTp).map((r) => [r.key, shape(r)])).toEqual([
+      [row(1), '4'],
+      [ring(0), '4'],
     ]);
   });
 
@@ -154,12 +167,12 @@ describe('effect records carried by their rows (stored format 3)', () => {
       changelog
         .partition(changelogTp)
         .slice(written)
-        .map((r) => [r.key, r.headers]),
+        .map((r) => [r.key, shape(r)]),
       'format 2 only: ring 5 as a record of its own, then the row, then ring 6',
     ).toEqual([
-      [ring(5), { 'orderly-format': '2' }],
-      [row(1), { 'orderly-format': '2' }],
-      [ring(6), { 'orderly-format': '2' }],
+      [ring(5), '2'],
+      [row(1), '2'],
+      [ring(6), '2'],
     ]);
   });
 
@@ -172,10 +185,10 @@ describe('effect records carried by their rows (stored format 3)', () => {
     ]);
     await store.batch([{ type: 'del', key: row(1) }]);
     const records = changelog.partition(changelogTp);
-    expect(records.map((r) => [r.key, r.value === null ? null : 'value', r.headers])).toEqual([
-      [row(1), 'value', expect.objectContaining({ 'orderly-format': '3' })],
-      [ring(0), 'value', { 'orderly-format': '2' }],
-      [row(1), null, { 'orderly-format': '2' }],
+    expect(records.map((r) => [r.key, shape(r)])).toEqual([
+      [row(1), '4+1'],
+      [ring(0), '4'],
+      [row(1), 'tombstone'],
     ]);
   });
 
@@ -186,14 +199,37 @@ describe('effect records carried by their rows (stored format 3)', () => {
       { type: 'put', key: row(1), value: 1 },
       { type: 'put', key: ring(0), value: effectRecord(0) },
     ]);
-    expect(changelog.partition(changelogTp).map((r) => [r.key, r.headers])).toEqual([
-      [row(1), { 'orderly-format': '2' }],
-      [ring(0), { 'orderly-format': '2' }],
+    expect(changelog.partition(changelogTp).map((r) => [r.key, shape(r)])).toEqual([
+      [row(1), '2'],
+      [ring(0), '2'],
     ]);
   });
 
-  it('refuse a carried-records header that orderly did not write, naming the row', () => {
-    expect(() => decodeCarried(row(1), 'not a list')).toThrow(`changelog record '${row(1)}': its header orderly-effects is not a list`);
+  it('restore the records of format 3 (carried in a header), which this orderly reads but no longer writes', async () => {
+    const changelog = new MemoryChangelog();
+    await changelog.produce([
+      {
+        ...changelogTp,
+        key: row(1),
+        value: Buffer.from('{"count":1}'),
+        headers: { 'orderly-format': '3', [CARRIED_EFFECTS_HEADER]: `7 7 ${JSON.stringify(effectRecord(7))}` },
+      },
+    ]);
+    const { store } = await open(changelog, { committed: 7 });
+    expect(store.get(row(1))).toEqual({ count: 1 });
+    expect(store.get(ring(7))).toEqual(effectRecord(7));
+    // The row's next record carries it again, now at format 4.
+    await store.batch([{ type: 'put', key: row(1), value: { count: 2 } }]);
+    expect(carriedBy(changelog.partition(changelogTp).at(-1)!)).toEqual([7]);
+  });
+
+  it('refuse carried records that orderly did not write, naming the row', async () => {
+    expect(() => decodeCarried(row(1), 'not a list')).toThrow(
+      `changelog record '${row(1)}': the effect records it carries are not '<position> <offset> <json>' lines`,
+    );
+    const changelog = new MemoryChangelog();
+    await changelog.produce([{ ...changelogTp, key: row(1), value: Buffer.from('v4:1\nnot a list') }]);
+    await expect(open(changelog)).rejects.toThrow(`changelog record '${row(1)}': the effect records it carries are not`);
   });
 
   it('keep every effect record a redelivery may need through commits, compaction, crashes and clean hand-backs', async () => {

@@ -7,6 +7,7 @@ import {
   RestoreWrites,
   toChangelogRecord,
 } from '../../../../src/kafka/changelog/changelogRecords.js';
+import type { StoreOp } from '../../../../src/ports/store.js';
 import { openMemoryStore } from '../../../../src/state/levelStore.js';
 import { stateKeys } from '../../../../src/state/stateKeys.js';
 import { StoredFormatError } from '../../../../src/state/storedFormat.js';
@@ -54,17 +55,41 @@ describe('changelog records', () => {
     expect(encodeWrite('other', del).record.topic).toBe('other-fx-changelog');
   });
 
+  it('encode a put at format 4 with no header: the version before the JSON in the value; read it back every way a changelog is read', async () => {
+    const key = stateKeys.effect('fx', tp, 'disputes/2/4');
+    const value = { outputs: [], appliedAtMs: 1, text: 'é ✓' };
+    const { local, record } = encodeWrite('grp', { type: 'put', key, value }, 4);
+    expect(local).toEqual({ type: 'put', key, value: `v2:${JSON.stringify(value)}`, valueEncoding: 'utf8' });
+    expect(record.headers).toBeUndefined();
+    expect(text(record.value)).toBe(`v4:${JSON.stringify(value)}`);
+    expect(fromChangelogRecord(record)).toEqual({ type: 'put', key, value });
+    const del = encodeWrite('grp', { type: 'del', key }, 4).record;
+    expect(del).toEqual({ topic: 'grp-fx-changelog', partition: 2, key, value: null });
+    const gathered = new RestoreWrites();
+    gathered.add([record]);
+    const local2 = await openMemoryStore();
+    await local2.batch(gathered.take() as StoreOp[]);
+    expect(local2.get(key)).toEqual(value);
+    gathered.add([del]);
+    expect(gathered.take()).toEqual([{ type: 'del', key }]);
+    // A newer version in the value is refused as one in a header is.
+    const newer = { key, value: new TextEncoder().encode('v5:{}') };
+    expect(() => fromChangelogRecord(newer)).toThrow(StoredFormatError);
+    expect(() => new RestoreWrites().add([newer])).toThrow(StoredFormatError);
+    expect(() => fromChangelogRecord({ key, value: new TextEncoder().encode('vx{}') })).toThrow("has no format version ('v<number>:')");
+  });
+
   it('read a record without the format header as format 1, and refuse a newer format naming the store, the version and the fix', () => {
     const key = stateKeys.effect('fx', tp, 'disputes/2/4');
     const value = new TextEncoder().encode('{"outputs":[],"appliedAtMs":1}');
     expect(fromChangelogRecord({ key, value })).toEqual({ type: 'put', key, value: { outputs: [], appliedAtMs: 1 } });
     expect(fromChangelogRecord({ key, value, headers: { 'orderly-format': '1' } })).toEqual({ type: 'put', key, value: { outputs: [], appliedAtMs: 1 } });
-    const newer = () => fromChangelogRecord({ key, value, headers: { 'orderly-format': '4' } });
+    const newer = () => fromChangelogRecord({ key, value, headers: { 'orderly-format': '5' } });
     expect(newer).toThrow(StoredFormatError);
     expect(newer).toThrow(
-      /^store 'fx': the changelog record 'effect\/fx\/disputes\/2\/disputes\/2\/4' is in stored format 4, and this orderly reads formats 1 to 3; .*upgrade orderly/,
+      /^store 'fx': the changelog record 'effect\/fx\/disputes\/2\/disputes\/2\/4' is in stored format 5, and this orderly reads formats 1 to 4; .*upgrade orderly/,
     );
-    expect(() => fromChangelogRecord({ key, value: null, headers: { 'orderly-format': '4' } })).toThrow(StoredFormatError);
+    expect(() => fromChangelogRecord({ key, value: null, headers: { 'orderly-format': '5' } })).toThrow(StoredFormatError);
     expect(() => fromChangelogRecord({ key, value, headers: { 'orderly-format': 'two' } })).toThrow("its header orderly-format is 'two', not a format version");
   });
 
@@ -90,7 +115,7 @@ describe('changelog records', () => {
     await local.batch(writes as never);
     expect(local.get(horizon)).toEqual({ upTo: 6 });
     expect(local.get(effect)).toEqual({ outputs: [], appliedAtMs: 1, text: 'é ✓' });
-    expect(() => gathered.add([{ key: horizon, value: null, headers: { 'orderly-format': '4' } }])).toThrow(StoredFormatError);
+    expect(() => gathered.add([{ key: horizon, value: null, headers: { 'orderly-format': '5' } }])).toThrow(StoredFormatError);
   });
 
   it('restore a value as the text of its JSON: what orderly wrote (a lone surrogate escaped by JSON.stringify) reads back the same; bytes that are not UTF-8 become U+FFFD', async () => {
