@@ -21,4 +21,5 @@ export {
   changelogRecordWrites,
   ChangelogNameError,
 } from './changelog/changelogRecords.js';
+export type { WrittenFormat } from './changelog/changelogRecords.js';
 export { CARRIED_EFFECTS_HEADER } from './changelog/carriedEffects.js';

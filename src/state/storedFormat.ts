@@ -87,13 +87,10 @@ export function decodeLocalValue(key: string, text: string): unknown {
  * value in errors. For text that starts with `v` (no JSON text does).
  */
 export function afterVersion(key: string, text: string, where: string): string {
-  if (text.startsWith(MARKED_PREFIX)) return text.slice(MARKED_PREFIX.length);
-  const colon = text.indexOf(':');
-  const version = Number(text.slice(1, colon));
-  if (colon < 2 || !Number.isInteger(version) || version < 1)
-    throw new Error(`${where} '${key}' starts with 'v' but has no format version ('v<number>:'); it was not written by orderly`);
-  checkVersion(key, version, where);
-  return text.slice(colon + 1);
+  const prefix = /^v([1-9]\d{0,8}):/.exec(text);
+  if (prefix === null) throw new Error(`${where} '${key}' starts with 'v' but has no format version ('v<number>:'); it was not written by orderly`);
+  checkVersion(key, Number(prefix[1]), where);
+  return text.slice(prefix[0].length);
 }
 
 /** The version a changelog record's headers carry: 1 without the header. */

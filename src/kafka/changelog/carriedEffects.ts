@@ -34,7 +34,7 @@ export interface CarriedEffect {
   readonly offset: number;
   /** The record's JSON, as its own changelog record's value would hold it. */
   readonly json: string;
-  /** Its line in the header (`<position> <offset> <json>`), made when first needed. */
+  /** Its line in the row's record (`<position> <offset> <json>`), made when first needed. */
   line?: string;
 }
 

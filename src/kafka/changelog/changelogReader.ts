@@ -5,8 +5,7 @@ import { partitionId, type TopicPartition } from '../../ports/log.js';
 import type { KafkaSettings } from '../kafkaConfig.js';
 import { logClientTo } from '../log/kafkaLogger.js';
 import { fromKafkaHeaders } from '../log/records.js';
-import { BASE_FORMAT_VERSION, FORMAT_HEADER, STORED_FORMAT_VERSION } from '../../state/storedFormat.js';
-import { CARRIED_EFFECTS_HEADER } from './carriedEffects.js';
+import { BASE_FORMAT_VERSION, FORMAT_HEADER } from '../../state/storedFormat.js';
 
 /**
  * librdkafka's answers that pass: a topic just created and not yet in the client's metadata, a
@@ -314,27 +313,17 @@ export class ChangelogReader {
 /** The headers of a record that carries nothing (format 2), one frozen object shared by all. */
 const CURRENT_FORMAT_HEADERS: Readonly<Record<string, string>> = Object.freeze({ [FORMAT_HEADER]: String(BASE_FORMAT_VERSION) });
 const CURRENT_FORMAT_BYTES = Buffer.from(String(BASE_FORMAT_VERSION));
-const CARRYING_FORMAT = String(STORED_FORMAT_VERSION);
-const CARRYING_FORMAT_BYTES = Buffer.from(CARRYING_FORMAT);
 
 /**
- * A record's headers as one object. Most changelog records carry the one header of format 2:
- * that case is recognised without building an object per record.
+ * A record's headers as one object; undefined when it has none (formats 1 and 4). A record of
+ * format 2 carries one header: that case is recognised without building an object per record.
  */
 function changelogHeaders(headers: readonly MessageHeader[] | undefined): Readonly<Record<string, string>> | undefined {
-  // Format 4's records have none.
   if (headers === undefined || headers.length === 0) return undefined;
   if (headers.length === 1) {
     // librdkafka's list holds one object per header, each with its one name.
     const value = headers[0]![FORMAT_HEADER];
     if (value !== undefined && typeof value !== 'string' && CURRENT_FORMAT_BYTES.equals(value)) return CURRENT_FORMAT_HEADERS;
-  } else if (headers.length === 2) {
-    // A row's record that carries effect records (format 3), as ChangelogStore writes it.
-    const format = headers[0]![FORMAT_HEADER];
-    const carried = headers[1]![CARRIED_EFFECTS_HEADER];
-    if (format !== undefined && carried !== undefined && typeof format !== 'string' && CARRYING_FORMAT_BYTES.equals(format)) {
-      return { [FORMAT_HEADER]: CARRYING_FORMAT, [CARRIED_EFFECTS_HEADER]: carried.toString() };
-    }
   }
   return fromKafkaHeaders(headers);
 }

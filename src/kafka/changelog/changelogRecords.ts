@@ -1,7 +1,7 @@
 import type { OutRecord } from '../../ports/log.js';
 import type { StoreOp } from '../../ports/store.js';
 import { stateKeys } from '../../state/stateKeys.js';
-import { afterVersion, FORMAT_HEADER, localFromJson, markedFromJson, recordVersion } from '../../state/storedFormat.js';
+import { afterVersion, localFromJson, markedFromJson, recordVersion } from '../../state/storedFormat.js';
 import { BASE_FORMAT_HEADERS, CARRIED_EFFECTS_HEADER, carriedPuts, decodeCarried, type CarriedEffects } from './carriedEffects.js';
 
 // The changelog format, which other tools (`orderly parked ...`) read:
@@ -19,6 +19,8 @@ import { BASE_FORMAT_HEADERS, CARRIED_EFFECTS_HEADER, carriedPuts, decodeCarried
 
 /** The stored formats a worker writes its changelogs in (`runTopology`'s `storedFormat`). */
 export type WrittenFormat = 2 | 4;
+
+const MARKED_PREFIX = markedFromJson('');
 
 /** Kafka's rule for topic names (legal characters; at most 249 of them). */
 const LEGAL_TOPIC = /^[a-zA-Z0-9._-]{1,249}$/;
@@ -73,9 +75,9 @@ function cachedChangelogTopic(group: string, store: string): string {
   return topic;
 }
 
-/** The changelog record of one write to the store. */
-export function toChangelogRecord(group: string, op: StoreOp): OutRecord {
-  return encodeWrite(group, op).record;
+/** The changelog record of one write to the store, in the stored format `format` (4 unless told). */
+export function toChangelogRecord(group: string, op: StoreOp, format: WrittenFormat = 4): OutRecord {
+  return encodeWrite(group, op, format).record;
 }
 
 /**
@@ -100,7 +102,7 @@ export interface EncodedPut {
 export function encodeWrite(
   group: string,
   op: StoreOp,
-  format: WrittenFormat = 2,
+  format: WrittenFormat,
 ): { readonly local: StoreOp | EncodedPut; readonly record: OutRecord; readonly json?: string } {
   const { store, partition } = stateKeys.storeAndPartition(op.key);
   const topic = cachedChangelogTopic(group, store);
@@ -136,7 +138,7 @@ export function readChangelogValue(key: string, text: string | null, headers: Re
   const version = recordVersion(key, headers);
   if (text === null) return { json: null, carried: undefined };
   if (version > 1 || text.charCodeAt(0) !== 0x76 /* v */) return { json: text, carried: headers?.[CARRIED_EFFECTS_HEADER] };
-  const rest = afterVersion(key, text, 'the changelog record');
+  const rest = text.startsWith(MARKED_PREFIX) ? text.slice(MARKED_PREFIX.length) : afterVersion(key, text, 'the changelog record');
   const newline = rest.indexOf('\n');
   return newline < 0 ? { json: rest, carried: undefined } : { json: rest.slice(0, newline), carried: rest.slice(newline + 1) };
 }
@@ -231,14 +233,14 @@ export class RestoreWrites {
       const key = record.key;
       if (key === null) throw new Error('a changelog record has no key; orderly writes every record with its state key');
       const value = record.value;
+      const version = recordVersion(key, record.headers);
       let text: string | undefined;
-      if (value !== null && value[0] === 0x76 /* v */ && record.headers?.[FORMAT_HEADER] === undefined) {
+      if (version === 1 && value !== null && value[0] === 0x76 /* v */) {
         // Format 4: the version, the JSON and the carried records are in the value.
-        const content = readChangelogValue(key, utf8(value), undefined);
+        const content = readChangelogValue(key, utf8(value), record.headers);
         last.set(key, content.json);
         text = content.carried;
       } else {
-        recordVersion(key, record.headers);
         last.set(key, value);
         text = record.headers?.[CARRIED_EFFECTS_HEADER];
       }

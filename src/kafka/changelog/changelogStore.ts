@@ -102,7 +102,7 @@ export class ChangelogStore implements Store {
     this.location = options.local.location;
     this.logger = options.logger;
     // Kept at format 2 too: the rows' records that a restore reads may carry records (written by a
-    // worker at format 3), and the rows' next records must not drop them.
+    // worker at format 3 or 4), and the rows' next records must not drop them.
     this.format = options.storedFormat ?? 4;
     this.carried = new CarriedEffects(this.format);
   }

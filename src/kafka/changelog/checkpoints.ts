@@ -12,7 +12,7 @@ export interface Checkpoint {
   readonly writtenAtMs: number;
   /**
    * The effect records that the rows' last changelog records carry and a redelivery may still
-   * need, as `[row key, ring key, offset]` (stored format 3): a restore from the checkpoint does
+   * need, as `[row key, ring key, offset]` (stored formats 3 and 4): a restore from the checkpoint does
    * not read those records, and the rows' next records must carry them again.
    */
   readonly carried?: ReadonlyArray<readonly [string, string, number]>;

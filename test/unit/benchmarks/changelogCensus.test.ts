@@ -18,8 +18,8 @@ function varint(n: number): Buffer {
   return Buffer.from(bytes);
 }
 
-/** One record of a batch: key and value (null: a tombstone), its format's header, and the effect records it carries if any. */
-function record(offsetDelta: number, key: string, value: string | null, carried?: string): Buffer {
+/** One record of a batch: key and value (null: a tombstone), its format's header, and the effect records it carries if any (format 4: no headers, `value` as written). */
+function record(offsetDelta: number, key: string, value: string | null, carried?: string, headerless = false): Buffer {
   const k = Buffer.from(key);
   const v = value === null ? null : Buffer.from(value);
   const format = Buffer.concat([varint(14), Buffer.from('orderly-format'), varint(1), Buffer.from(carried ? '3' : '2')]);
@@ -35,16 +35,14 @@ function record(offsetDelta: number, key: string, value: string | null, carried?
     k,
     varint(v === null ? -1 : v.length),
     ...(v === null ? [] : [v]),
-    varint(carried === undefined ? 1 : 2),
-    format,
-    effects,
+    ...(headerless ? [varint(0)] : [varint(carried === undefined ? 1 : 2), format, effects]),
   ]);
   return Buffer.concat([varint(body.length), body]);
 }
 
 /** A record batch v2 (the CRC is not checked by the census, so it is left 0). */
-function batch(baseOffset: number, records: Array<[string, string | null, string?]>, control = false): Buffer {
-  const body = Buffer.concat(records.map(([key, value, carried], i) => record(i, key, value, carried)));
+function batch(baseOffset: number, records: Array<[string, string | null, string?]>, control = false, headerless = false): Buffer {
+  const body = Buffer.concat(records.map(([key, value, carried], i) => record(i, key, value, carried, headerless)));
   const header = Buffer.alloc(61);
   header.writeBigInt64BE(BigInt(baseOffset), 0);
   header.writeInt32BE(61 - 12 + body.length, 8);
@@ -77,6 +75,26 @@ it('reads each record of a segment: its offset, the kind of its key, whether it 
       [12, 'table', false, 2],
     ],
     [[13, 'effect', true, 0]],
+  ]);
+  // Format 4: no headers; a row's value carries one effect record per line after its JSON.
+  const v4 = batch(
+    20,
+    [
+      ['table/s/t/0/acct-1', 'v4:{"count":1}\n8 8 {"offset":8}\n9 9 {"offset":9}'],
+      ['table/s/t/0/acct-2', 'v4:{"count":2}'],
+      ['ring/s/t/0/3', 'v4:{"offset":3}'],
+      ['table/s/t/0/acct-3', null],
+    ],
+    false,
+    true,
+  );
+  expect([...recordBatches(v4)].map((b) => b.records.map((r) => [r.offset, r.kind, r.tombstone, r.carried]))).toEqual([
+    [
+      [20, 'table', false, 2],
+      [21, 'table', false, 0],
+      [22, 'ring', false, 0],
+      [23, 'table', true, 0],
+    ],
   ]);
 });
 

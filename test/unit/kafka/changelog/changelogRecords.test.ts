@@ -21,13 +21,20 @@ describe('changelog records', () => {
     const value = { lane: 'acct-1', key: 'acct-1', status: 'parked', headSeq: 0, nextSeq: 1, parkedAtMs: 5 };
     const record = toChangelogRecord('grp', { type: 'put', key, value });
     expect(record).toMatchObject({ topic: 'grp-hold-changelog', partition: 2, key: 'parked/hold/disputes/2/acct-1' });
-    expect(text(record.value)).toBe(JSON.stringify(value));
+    expect(text(record.value)).toBe(`v4:${JSON.stringify(value)}`);
+    expect(text(toChangelogRecord('grp', { type: 'put', key, value }, 2).value)).toBe(JSON.stringify(value));
   });
 
   it('write a delete as a tombstone (null value), which compaction then drops', () => {
     const key = stateKeys.attempts('decide', tp, 9);
-    const record = toChangelogRecord('grp', { type: 'del', key });
-    expect(record).toEqual({ topic: 'grp-decide-attempts-changelog', partition: 2, key, value: null, headers: { 'orderly-format': '2' } });
+    expect(toChangelogRecord('grp', { type: 'del', key })).toEqual({ topic: 'grp-decide-attempts-changelog', partition: 2, key, value: null });
+    expect(toChangelogRecord('grp', { type: 'del', key }, 2)).toEqual({
+      topic: 'grp-decide-attempts-changelog',
+      partition: 2,
+      key,
+      value: null,
+      headers: { 'orderly-format': '2' },
+    });
   });
 
   it('read back as the same store op', () => {
@@ -42,17 +49,17 @@ describe('changelog records', () => {
   it('encode a put once: LevelDB gets the JSON after its format version as text, the changelog the same JSON as bytes with the version in a header', () => {
     const key = stateKeys.effect('fx', tp, 'disputes/2/4');
     const value = { outputs: [], appliedAtMs: 1, text: 'é ✓' };
-    const { local, record } = encodeWrite('grp', { type: 'put', key, value });
+    const { local, record } = encodeWrite('grp', { type: 'put', key, value }, 2);
     expect(local).toEqual({ type: 'put', key, value: `v2:${JSON.stringify(value)}`, valueEncoding: 'utf8' });
     expect(record).toMatchObject({ topic: 'grp-fx-changelog', partition: 2, key, headers: { 'orderly-format': '2' } });
     expect(text(record.value)).toBe(JSON.stringify(value));
     const del = { type: 'del', key } as const;
-    expect(encodeWrite('grp', del)).toEqual({
+    expect(encodeWrite('grp', del, 2)).toEqual({
       local: del,
       record: { topic: 'grp-fx-changelog', partition: 2, key, value: null, headers: { 'orderly-format': '2' } },
     });
     // Another group, the same store: its own topic.
-    expect(encodeWrite('other', del).record.topic).toBe('other-fx-changelog');
+    expect(encodeWrite('other', del, 2).record.topic).toBe('other-fx-changelog');
   });
 
   it('encode a put at format 4 with no header: the version before the JSON in the value; read it back every way a changelog is read', async () => {
@@ -76,7 +83,8 @@ describe('changelog records', () => {
     const newer = { key, value: new TextEncoder().encode('v5:{}') };
     expect(() => fromChangelogRecord(newer)).toThrow(StoredFormatError);
     expect(() => new RestoreWrites().add([newer])).toThrow(StoredFormatError);
-    expect(() => fromChangelogRecord({ key, value: new TextEncoder().encode('vx{}') })).toThrow("has no format version ('v<number>:')");
+    for (const odd of ['vx{}', 'v 4:{}', 'v0x4:{}', 'v0:{}'])
+      expect(() => fromChangelogRecord({ key, value: new TextEncoder().encode(odd) }), odd).toThrow("has no format version ('v<number>:')");
   });
 
   it('read a record without the format header as format 1, and refuse a newer format naming the store, the version and the fix', () => {
