@@ -105,17 +105,12 @@ interface PartitionCarried {
  * worker writes; a partition taken over starts from what its restore read.
  */
 export class CarriedEffects {
-  /** Whether records ride with their rows (format 4). */
-  private readonly carrying: boolean;
-
   /**
    * @param format - the stored format the worker writes: 4, effect records ride with their rows;
    * 2, none does from now on, and the records that rows' last records carry (read by a restore)
    * go as records of their own before the row's next record, which carries nothing.
    */
-  constructor(private readonly format: 2 | 4 = 4) {
-    this.carrying = format === 4;
-  }
+  constructor(private readonly format: 2 | 4 = 4) {}
 
   /** Each row's carried records and its partition, by row key; a row with none has no entry. */
   private readonly rows = new Map<string, RowCarried>();
@@ -186,7 +181,7 @@ export class CarriedEffects {
     let riderOf: Int32Array | undefined;
     const kinds = new Uint8Array(ops.length);
     for (let i = 0; i < ops.length; i++) kinds[i] = kindOf(ops[i]!.key);
-    if (this.carrying) {
+    if (this.format === 4) {
       let free = -1;
       for (let i = 0; i < ops.length; i++) {
         const op = ops[i]!;
@@ -212,7 +207,7 @@ export class CarriedEffects {
         this.supersede(op.key);
       } else if (kind === TABLE && op.type === 'put') {
         const j = riderOf?.[i] ?? -1;
-        if (!this.carrying) {
+        if (this.format === 2) {
           // Format 2: what a restore found the row carrying goes as records of their own.
           for (const effect of this.release(op.key)) out.push(this.ownRecord(record, effect));
         } else if (j >= 0 && this.ride(op.key, ops[j]!, jsonOf(j), record, out)) {

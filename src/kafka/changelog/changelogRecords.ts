@@ -20,8 +20,6 @@ import { BASE_FORMAT_HEADERS, CARRIED_EFFECTS_HEADER, carriedPuts, decodeCarried
 /** The stored formats a worker writes its changelogs in (`runTopology`'s `storedFormat`). */
 export type WrittenFormat = 2 | 4;
 
-const MARKED_PREFIX = markedFromJson('');
-
 /** Kafka's rule for topic names (legal characters; at most 249 of them). */
 const LEGAL_TOPIC = /^[a-zA-Z0-9._-]{1,249}$/;
 
@@ -138,7 +136,12 @@ export function readChangelogValue(key: string, text: string | null, headers: Re
   const version = recordVersion(key, headers);
   if (text === null) return { json: null, carried: undefined };
   if (version > 1 || text.charCodeAt(0) !== 0x76 /* v */) return { json: text, carried: headers?.[CARRIED_EFFECTS_HEADER] };
-  const rest = text.startsWith(MARKED_PREFIX) ? text.slice(MARKED_PREFIX.length) : afterVersion(key, text, 'the changelog record');
+  return readMarkedValue(key, text);
+}
+
+/** A value that carries its version (format 4, text starting with `v`): its JSON, and the carried records' lines after it. */
+function readMarkedValue(key: string, text: string): ChangelogContent {
+  const rest = afterVersion(key, text, 'the changelog record');
   const newline = rest.indexOf('\n');
   return newline < 0 ? { json: rest, carried: undefined } : { json: rest.slice(0, newline), carried: rest.slice(newline + 1) };
 }
@@ -237,7 +240,7 @@ export class RestoreWrites {
       let text: string | undefined;
       if (version === 1 && value !== null && value[0] === 0x76 /* v */) {
         // Format 4: the version, the JSON and the carried records are in the value.
-        const content = readChangelogValue(key, utf8(value), record.headers);
+        const content = readMarkedValue(key, utf8(value));
         last.set(key, content.json);
         text = content.carried;
       } else {
