@@ -13,13 +13,7 @@ export { systemRandom } from './systemRandom.js';
 export { ChangelogStore } from './changelog/changelogStore.js';
 export type { ChangelogStoreOptions, ChangelogSource, RestoreReport } from './changelog/changelogStore.js';
 export { ChangelogReader } from './changelog/changelogReader.js';
-export {
-  changelogTopic,
-  checkedChangelogTopic,
-  toChangelogRecord,
-  fromChangelogRecord,
-  changelogRecordWrites,
-  ChangelogNameError,
-} from './changelog/changelogRecords.js';
-export type { WrittenFormat } from './changelog/changelogRecords.js';
+export { checkedChangelogTopic, fromChangelogRecord, changelogRecordWrites, ChangelogNameError } from './changelog/changelogRecords.js';
+export { changelogTopic, toChangelogRecord } from './changelog/changelogWrite.js';
+export type { WrittenFormat } from './changelog/changelogWrite.js';
 export { CARRIED_EFFECTS_HEADER } from './changelog/carriedEffects.js';

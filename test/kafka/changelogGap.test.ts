@@ -13,7 +13,7 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import type { StateStore } from '../../src/graph/stores.js';
 import { AckedProducer } from '../../src/kafka/log/ackedProducer.js';
 import { ChangelogReader } from '../../src/kafka/changelog/changelogReader.js';
-import { changelogTopic } from '../../src/kafka/changelog/changelogRecords.js';
+import { changelogTopic } from '../../src/kafka/changelog/changelogWrite.js';
 import { ChangelogStore } from '../../src/kafka/changelog/changelogStore.js';
 import type { StoreOp } from '../../src/ports/store.js';
 import { openLevelStore } from '../../src/state/levelStore.js';

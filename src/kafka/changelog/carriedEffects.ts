@@ -1,7 +1,8 @@
 import { partitionId, type OutRecord, type TopicPartition } from '../../ports/log.js';
 import type { StoreOp } from '../../ports/store.js';
 import { stateKeys } from '../../state/stateKeys.js';
-import { BASE_FORMAT_VERSION, FORMAT_HEADER, markedFromJson } from '../../state/storedFormat.js';
+import { markedFromJson } from '../../state/storedFormat.js';
+import { BASE_FORMAT_HEADERS, changelogRecordOf, type EncodedWrite } from './changelogWrite.js';
 
 // Stored format 4: a table row's changelog record carries, after its JSON, the effect records (in
 // the effect ring) of the events that wrote the row and are not committed yet. An event then
@@ -77,9 +78,6 @@ export function carriedPuts(rowKey: string, text: string | undefined): StoreOp[]
   if (text === undefined) return [];
   return decodeCarried(rowKey, text).map((e) => ({ type: 'put', key: e.ringKey, value: JSON.parse(e.json) as unknown }));
 }
-
-/** Headers of a record that carries no effect records: its format is 2's; one frozen object, shared. */
-export const BASE_FORMAT_HEADERS: Readonly<Record<string, string>> = Object.freeze({ [FORMAT_HEADER]: String(BASE_FORMAT_VERSION) });
 
 /** A row's carried records (never empty), and its partition's. */
 interface RowCarried {
@@ -170,18 +168,19 @@ export class CarriedEffects {
   }
 
   /**
-   * The records of one staged batch, given each op's own record (in order): each ring put rides
-   * with the table put just before it in the batch (its event's row: an event's ops are
-   * contiguous), if that is of the same store and partition and the row is not full; each table
-   * put carries its row's records; a table delete, or a row that fills up, is preceded by its
-   * row's records as records of their own.
+   * The records of one staged batch, given each op encoded (in order): each ring put rides with the
+   * table put just before it in the batch (its event's row: an event's ops are contiguous), if that
+   * is of the same store and partition and the row is not full; each table put carries its row's
+   * records; a table delete, or a row that fills up, is preceded by its row's records as records of
+   * their own. Every other write goes as its own record.
    */
-  records(ops: readonly StoreOp[], own: readonly OutRecord[], jsonOf: (index: number) => string | undefined): readonly OutRecord[] {
+  records(ops: readonly StoreOp[], writes: readonly EncodedWrite[]): readonly OutRecord[] {
+    const format = this.format;
     // Which ring put may ride with which table put: by row index, the ring put's index.
     let riderOf: Int32Array | undefined;
     const kinds = new Uint8Array(ops.length);
     for (let i = 0; i < ops.length; i++) kinds[i] = kindOf(ops[i]!.key);
-    if (this.format === 4) {
+    if (format === 4) {
       let free = -1;
       for (let i = 0; i < ops.length; i++) {
         const op = ops[i]!;
@@ -194,40 +193,39 @@ export class CarriedEffects {
         }
       }
     }
-    if (riderOf === undefined && this.rows.size === 0) return own;
+    if (riderOf === undefined && this.rows.size === 0) return writes.map((write) => changelogRecordOf(write, format));
     /** Ring puts that rode with their rows: no record of their own. */
     const rode = riderOf && new Uint8Array(ops.length);
     const out: OutRecord[] = [];
     for (let i = 0; i < ops.length; i++) {
       const op = ops[i]!;
-      const record = own[i]!;
+      const write = writes[i]!;
       const kind = kinds[i];
       if (kind === RING && op.type === 'put') {
         if (rode?.[i]) continue;
         this.supersede(op.key);
       } else if (kind === TABLE && op.type === 'put') {
         const j = riderOf?.[i] ?? -1;
-        if (this.format === 2) {
+        if (format === 2) {
           // Format 2: what a restore found the row carrying goes as records of their own.
-          for (const effect of this.release(op.key)) out.push(this.ownRecord(record, effect));
-        } else if (j >= 0 && this.ride(op.key, ops[j]!, jsonOf(j), record, out)) {
+          for (const effect of this.release(op.key)) out.push(this.ownRecord(write, effect));
+        } else if (j >= 0 && this.ride(op.key, ops[j]!, writes[j]!.json, write, out)) {
           rode![j] = 1;
         }
         const carried = this.live(op.key);
         if (carried.length > 0) {
-          const json = jsonOf(i);
-          if (json !== undefined) {
-            const value = Buffer.from(`${markedFromJson(json)}\n${encodeCarried(carried)}`);
-            out.push({ topic: record.topic, partition: record.partition, key: record.key, value });
+          if (write.json !== undefined) {
+            const value = Buffer.from(`${markedFromJson(write.json)}\n${encodeCarried(carried)}`);
+            out.push({ topic: write.topic, partition: write.partition, key: write.key, value });
             continue;
           }
           // A value without JSON cannot carry lines after it.
-          for (const effect of this.release(op.key)) out.push(this.ownRecord(record, effect));
+          for (const effect of this.release(op.key)) out.push(this.ownRecord(write, effect));
         }
       } else if (kind === TABLE) {
-        for (const effect of this.release(op.key)) out.push(this.ownRecord(record, effect));
+        for (const effect of this.release(op.key)) out.push(this.ownRecord(write, effect));
       }
-      out.push(record);
+      out.push(changelogRecordOf(write, format));
     }
     return out;
   }
@@ -236,7 +234,7 @@ export class CarriedEffects {
    * Lets a ring put ride with its row's record; false if it cannot (no offset or JSON, the row is
    * full, or it would fill it: then what the row carries goes to `out` as records of their own).
    */
-  private ride(rowKey: string, put: StoreOp, json: string | undefined, rowRecord: OutRecord, out: OutRecord[]): boolean {
+  private ride(rowKey: string, put: StoreOp, json: string | undefined, row: EncodedWrite, out: OutRecord[]): boolean {
     const offset = put.type === 'put' ? (put.value as { offset?: unknown } | null)?.offset : undefined;
     if (typeof offset !== 'number' || json === undefined) return false;
     const partition = this.rows.get(rowKey)?.partition ?? this.partition(partitionOfKey(rowKey));
@@ -246,7 +244,7 @@ export class CarriedEffects {
     for (const effect of carried) bytes += effect.json.length;
     if (carried.length >= MAX_CARRIED_PER_ROW || bytes > MAX_CARRIED_BYTES) {
       partition.full.set(rowKey, offset);
-      for (const effect of this.release(rowKey)) out.push(this.ownRecord(rowRecord, effect));
+      for (const effect of this.release(rowKey)) out.push(this.ownRecord(row, effect));
       return false;
     }
     this.carry(rowKey, { ringKey: put.key, offset, json });
@@ -324,7 +322,7 @@ export class CarriedEffects {
   }
 
   /** An effect record that was carried, as a record of its own beside its row's record, in the format written. */
-  private ownRecord(row: OutRecord, effect: CarriedEffect): OutRecord {
+  private ownRecord(row: EncodedWrite, effect: CarriedEffect): OutRecord {
     const { topic, partition } = row;
     if (this.format === 2) return { topic, partition, key: effect.ringKey, value: Buffer.from(effect.json), headers: BASE_FORMAT_HEADERS };
     return { topic, partition, key: effect.ringKey, value: Buffer.from(markedFromJson(effect.json)) };

@@ -1,8 +1,7 @@
-import type { OutRecord } from '../../ports/log.js';
 import type { StoreOp } from '../../ports/store.js';
-import { stateKeys } from '../../state/stateKeys.js';
-import { afterVersion, localFromJson, markedFromJson, recordVersion } from '../../state/storedFormat.js';
-import { BASE_FORMAT_HEADERS, CARRIED_EFFECTS_HEADER, carriedPuts, decodeCarried, type CarriedEffects } from './carriedEffects.js';
+import { afterVersion, localFromJson, recordVersion } from '../../state/storedFormat.js';
+import { CARRIED_EFFECTS_HEADER, carriedPuts, decodeCarried, type CarriedEffects } from './carriedEffects.js';
+import { changelogTopic, type EncodedPut } from './changelogWrite.js';
 
 // The changelog format, which other tools (`orderly parked ...`) read:
 // - topic: `<group>-<store>-changelog`, compacted, with the source topic's partition count;
@@ -17,13 +16,9 @@ import { BASE_FORMAT_HEADERS, CARRIED_EFFECTS_HEADER, carriedPuts, decodeCarried
 //   - format 1 (written before formats had versions): the JSON, no header.
 //   JSON text never starts with `v`, so a value without a header tells 1 from 4 by its first byte.
 
-/** The stored formats a worker writes its changelogs in (`runTopology`'s `storedFormat`). */
-export type WrittenFormat = 2 | 4;
-
 /** Kafka's rule for topic names (legal characters; at most 249 of them). */
 const LEGAL_TOPIC = /^[a-zA-Z0-9._-]{1,249}$/;
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /** Thrown when a store's changelog topic would not be a legal Kafka topic name. */
@@ -35,11 +30,6 @@ export class ChangelogNameError extends Error {
     super(message);
     this.name = 'ChangelogNameError';
   }
-}
-
-/** The changelog topic of a store: `<group>-<store>-changelog`. */
-export function changelogTopic(group: string, store: string): string {
-  return `${group}-${store}-changelog`;
 }
 
 /** The changelog topic of a store, or a {@link ChangelogNameError} naming the store and the fix. */
@@ -60,62 +50,6 @@ export function checkedChangelogTopic(group: string, store: string): string {
     fix = `give the operator '${operator}' a shorter name, or use a shorter consumer group name`;
   }
   throw new ChangelogNameError(store, `store '${store}': its changelog topic '${topic}' ${why}; ${fix}`);
-}
-
-/** Changelog topics by group, then store: the same few strings for every record. */
-const topics = new Map<string, Map<string, string>>();
-
-function cachedChangelogTopic(group: string, store: string): string {
-  let ofGroup = topics.get(group);
-  if (!ofGroup) topics.set(group, (ofGroup = new Map()));
-  let topic = ofGroup.get(store);
-  if (topic === undefined) ofGroup.set(store, (topic = changelogTopic(group, store)));
-  return topic;
-}
-
-/** The changelog record of one write to the store, in the stored format `format` (4 unless told). */
-export function toChangelogRecord(group: string, op: StoreOp, format: WrittenFormat = 4): OutRecord {
-  return encodeWrite(group, op, format).record;
-}
-
-/**
- * A put whose value is already its stored text (`v2:` and the JSON): LevelDB stores it as it is.
- * Text, not bytes: abstract-level's chained batch takes a put with its own `valueEncoding` about
- * 7 times slower than one in the store's default encoding (utf8), measured 7.9 against 1.0 µs
- * per put; the binding copies the text's UTF-8 bytes in C++.
- */
-export interface EncodedPut {
-  readonly type: 'put';
-  readonly key: string;
-  readonly value: string;
-  readonly valueEncoding: 'utf8';
-}
-
-/**
- * One write to the store, its value encoded to JSON once for both places it goes: its stored text
- * (`v2:` and the JSON) for the local store (a put as {@link EncodedPut}), and its changelog record
- * in the stored format `format` (2: the JSON's UTF-8 bytes and the format header; 4: `v4:` and the
- * JSON, no header).
- */
-export function encodeWrite(
-  group: string,
-  op: StoreOp,
-  format: WrittenFormat,
-): { readonly local: StoreOp | EncodedPut; readonly record: OutRecord; readonly json?: string } {
-  const { store, partition } = stateKeys.storeAndPartition(op.key);
-  const topic = cachedChangelogTopic(group, store);
-  const headers = format === 2 ? BASE_FORMAT_HEADERS : undefined;
-  if (op.type === 'del') return { local: op, record: { topic, partition, key: op.key, value: null, ...(headers && { headers }) } };
-  const json = JSON.stringify(op.value) as string | undefined;
-  // `undefined` (or a function) has no JSON: the op goes as it is, and its record as before.
-  if (json === undefined) return { local: op, record: { topic, partition, key: op.key, value: encoder.encode(json), ...(headers && { headers }) } };
-  return {
-    local: { type: 'put', key: op.key, value: localFromJson(json), valueEncoding: 'utf8' },
-    record: headers
-      ? { topic, partition, key: op.key, value: Buffer.from(json), headers }
-      : { topic, partition, key: op.key, value: Buffer.from(markedFromJson(json)) },
-    json,
-  };
 }
 
 /** What a changelog record holds, in whichever format it was written. */

@@ -6,7 +6,8 @@ import type { LocalStore } from '../../state/levelStore.js';
 import { stateKeys } from '../../state/stateKeys.js';
 import type { ChangelogEnds, ChangelogMessage, ChangelogRange } from './changelogReader.js';
 import { CarriedEffects, type CarriedEffect } from './carriedEffects.js';
-import { changelogTopic, encodeWrite, RestoreWrites, type EncodedPut, type WrittenFormat } from './changelogRecords.js';
+import { RestoreWrites } from './changelogRecords.js';
+import { changelogTopic, encodeWrite, type WrittenFormat } from './changelogWrite.js';
 import { checkpoints, type Checkpoint } from './checkpoints.js';
 
 /** Where a restore reads changelogs from (Kafka's {@link ChangelogReader}). */
@@ -136,17 +137,10 @@ export class ChangelogStore implements Store {
     const { local, group } = this.options;
     // Built first: a key that is not a state key fails the batch before anything is written.
     // Each value is encoded to JSON once, for LevelDB and the changelog alike.
-    const writes: Array<StoreOp | EncodedPut> = [];
-    const own: OutRecord[] = [];
-    const jsons: Array<string | undefined> = [];
-    for (const op of ops) {
-      const { local: write, record, json } = encodeWrite(group, op, this.format);
-      writes.push(write);
-      own.push(record);
-      jsons.push(json);
-    }
+    const encoded = ops.map((op) => encodeWrite(group, op));
     // Each effect record rides with its event's row where it can: one changelog record for both.
-    const records = this.carried.records(ops, own, (i) => jsons[i]);
+    const records = this.carried.records(ops, encoded);
+    const writes = encoded.map((write) => write.local);
     let acked!: Promise<void>;
     const landed = local.batch(writes as StoreOp[]).then(() => {
       // A write of the partition failed while this one was written locally: its records stay here.

@@ -7,7 +7,7 @@ import { openLevelStore, type LocalStore } from '../../state/levelStore.js';
 import type { KafkaSettings } from '../kafkaConfig.js';
 import { ChangelogReader } from './changelogReader.js';
 import { ChangelogStore, type RestoreReport } from './changelogStore.js';
-import type { WrittenFormat } from './changelogRecords.js';
+import type { WrittenFormat } from './changelogWrite.js';
 
 /** A worker's state before it runs: its LevelDB and the reader that restores partitions from their changelogs. */
 export interface OpenedState {

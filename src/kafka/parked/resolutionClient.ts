@@ -6,7 +6,7 @@ import type { Resolution } from '../../engine/parkedKeys.js';
 import { AckedProducer } from '../log/ackedProducer.js';
 import { ChangelogTail } from '../changelog/changelogTail.js';
 import type { KafkaSettings } from '../kafkaConfig.js';
-import { changelogTopic } from '../changelog/changelogRecords.js';
+import { changelogTopic } from '../changelog/changelogWrite.js';
 import { parkedKeyOf, parkedKeysOf, type ParkedKeyView, type ParkedScope } from './parkedChangelog.js';
 import {
   controlRecord,

@@ -1,12 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  ChangelogNameError,
-  checkedChangelogTopic,
-  encodeWrite,
-  fromChangelogRecord,
-  RestoreWrites,
-  toChangelogRecord,
-} from '../../../../src/kafka/changelog/changelogRecords.js';
+import { ChangelogNameError, checkedChangelogTopic, fromChangelogRecord, RestoreWrites } from '../../../../src/kafka/changelog/changelogRecords.js';
+import { changelogRecordOf, encodeWrite, toChangelogRecord } from '../../../../src/kafka/changelog/changelogWrite.js';
 import type { StoreOp } from '../../../../src/ports/store.js';
 import { openMemoryStore } from '../../../../src/state/levelStore.js';
 import { stateKeys } from '../../../../src/state/stateKeys.js';
@@ -49,28 +43,30 @@ describe('changelog records', () => {
   it('encode a put once: LevelDB gets the JSON after its format version as text, the changelog the same JSON as bytes with the version in a header', () => {
     const key = stateKeys.effect('fx', tp, 'disputes/2/4');
     const value = { outputs: [], appliedAtMs: 1, text: 'é ✓' };
-    const { local, record } = encodeWrite('grp', { type: 'put', key, value }, 2);
-    expect(local).toEqual({ type: 'put', key, value: `v2:${JSON.stringify(value)}`, valueEncoding: 'utf8' });
+    const write = encodeWrite('grp', { type: 'put', key, value });
+    expect(write.local).toEqual({ type: 'put', key, value: `v2:${JSON.stringify(value)}`, valueEncoding: 'utf8' });
+    const record = changelogRecordOf(write, 2);
     expect(record).toMatchObject({ topic: 'grp-fx-changelog', partition: 2, key, headers: { 'orderly-format': '2' } });
     expect(text(record.value)).toBe(JSON.stringify(value));
     const del = { type: 'del', key } as const;
-    expect(encodeWrite('grp', del, 2)).toEqual({
-      local: del,
-      record: { topic: 'grp-fx-changelog', partition: 2, key, value: null, headers: { 'orderly-format': '2' } },
-    });
+    const deleted = encodeWrite('grp', del);
+    expect(deleted.local).toBe(del);
+    expect(changelogRecordOf(deleted, 2)).toEqual({ topic: 'grp-fx-changelog', partition: 2, key, value: null, headers: { 'orderly-format': '2' } });
     // Another group, the same store: its own topic.
-    expect(encodeWrite('other', del, 2).record.topic).toBe('other-fx-changelog');
+    expect(encodeWrite('other', del).topic).toBe('other-fx-changelog');
   });
 
   it('encode a put at format 4 with no header: the version before the JSON in the value; read it back every way a changelog is read', async () => {
     const key = stateKeys.effect('fx', tp, 'disputes/2/4');
     const value = { outputs: [], appliedAtMs: 1, text: 'é ✓' };
-    const { local, record } = encodeWrite('grp', { type: 'put', key, value }, 4);
+    const write = encodeWrite('grp', { type: 'put', key, value });
+    const { local } = write;
+    const record = changelogRecordOf(write, 4);
     expect(local).toEqual({ type: 'put', key, value: `v2:${JSON.stringify(value)}`, valueEncoding: 'utf8' });
     expect(record.headers).toBeUndefined();
     expect(text(record.value)).toBe(`v4:${JSON.stringify(value)}`);
     expect(fromChangelogRecord(record)).toEqual({ type: 'put', key, value });
-    const del = encodeWrite('grp', { type: 'del', key }, 4).record;
+    const del = changelogRecordOf(encodeWrite('grp', { type: 'del', key }), 4);
     expect(del).toEqual({ topic: 'grp-fx-changelog', partition: 2, key, value: null });
     const gathered = new RestoreWrites();
     gathered.add([record]);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ParkedKeys, type ParkedEvent, type ParkedKeyState } from '../../../../src/engine/parkedKeys.js';
-import { changelogTopic } from '../../../../src/kafka/changelog/changelogRecords.js';
+import { changelogTopic } from '../../../../src/kafka/changelog/changelogWrite.js';
 import { ChangelogFold } from '../../../../src/kafka/changelog/changelogFold.js';
 import { parkedKeyOf, parkedKeysOf } from '../../../../src/kafka/parked/parkedChangelog.js';
 import type { Store, StoreOp } from '../../../../src/ports/store.js';
