@@ -5,6 +5,7 @@ import { runTopology, type RunningTopology } from '../kafka/runner.js';
 import type { EngineObserver } from '../engine/outcomes.js';
 import { loadTopology } from './loadTopology.js';
 import type { RunMetrics } from './runMetrics.js';
+import { StopSignals } from './stopSignals.js';
 
 // What `orderly run` does once its options are checked; loaded only when that command runs (it loads the native Kafka client).
 
@@ -38,6 +39,8 @@ export interface RunOptions {
 /** Runs the topology that MODULE exports on Kafka until SIGINT or SIGTERM; a second signal exits at once. */
 export async function runWorker(module: string, options: RunOptions, program: Command): Promise<void> {
   const logger = pino({ level: options.logLevel }, pino.destination({ dest: 1, sync: true }));
+  // Heard from before the start: the worker consumes before its start has ended.
+  const signals = new StopSignals(options.stopGraceMs ?? 0, logger);
   let worker: RunningTopology;
   let metrics: RunMetrics | undefined;
   try {
@@ -47,6 +50,7 @@ export async function runWorker(module: string, options: RunOptions, program: Co
     worker = await startWorker(module, options, logger, program, metrics?.observer);
     metrics?.watch(worker);
   } catch (error) {
+    signals.close();
     await metrics?.close();
     // A missing topic, a locked state directory, an unreachable cluster, a module that is no topology.
     logger.error({ err: error }, 'orderly run: could not start');
@@ -54,24 +58,7 @@ export async function runWorker(module: string, options: RunOptions, program: Co
     process.exitCode = 1;
     return;
   }
-  let signals = 0;
-  const onSignal = (signal: NodeJS.Signals) => {
-    signals += 1;
-    if (signals > 1) {
-      logger.warn({ signal }, 'second signal: exiting without finishing the work in flight');
-      process.exit(130);
-    }
-    const graceMs = options.stopGraceMs ?? 0;
-    logger.info(
-      { signal, graceMs },
-      graceMs > 0
-        ? `stopping: the work in flight has ${graceMs} ms to finish, then what finished is committed and the group left`
-        : 'stopping: giving up the work in flight, committing what finished, leaving the group',
-    );
-    void worker.stop({ graceMs });
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  signals.started(worker);
   try {
     await worker.done;
   } catch (error) {
@@ -80,8 +67,7 @@ export async function runWorker(module: string, options: RunOptions, program: Co
     process.stderr.write(`orderly run: stopped by a fatal error: ${(error as Error).message}\n`);
     process.exitCode = 1;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    signals.close();
     await metrics?.close();
   }
 }
