@@ -257,8 +257,13 @@ export class Engine {
 
   private async assignOne({ topic, partition, committed }: AssignedPartition, maxBuffered: number): Promise<void> {
     const tp = { topic, partition };
+    if (this.stopping || this.failed) return;
     // The partition's state first (a changelog store restores it here), then its task reads it.
     await this.options.store.openPartition?.(tp, committed?.offset);
+    // A stop (or a failure) came while the state was restored: the partition is not run (its task
+    // would start after the stop took its tasks, replaying parked keys as the store closes), and its
+    // restored state is handed back as a stopped partition's.
+    if (this.stopping || this.failed) return this.closePartitions([tp]);
     const task = new PartitionTask(tp, this.ctx, {
       maxBuffered,
       commitMetadataMaxBytes: this.commitMetadataMaxBytes,

@@ -128,3 +128,40 @@ describe('a stop while a partition restores', () => {
     expect(fatal).toEqual([]);
   });
 });
+
+describe('a stop while the store restores a partition', () => {
+  it('does not run the partition once its state is back: no task starts after the stop, and its state is handed back', async () => {
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    const memory = await openMemoryStore();
+    const closed: string[] = [];
+    // A changelog store stand-in: its restore (openPartition) waits for the test.
+    const store = new Proxy(memory, {
+      get(target, name, receiver) {
+        if (name === 'openPartition') return () => gate;
+        if (name === 'closePartition') return async (p: { topic: string; partition: number }) => void closed.push(`${p.topic}/${p.partition}`);
+        const value = Reflect.get(target, name, receiver) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const { log } = handDrivenLog(tp);
+    const fatal: Error[] = [];
+    const engine = new Engine({
+      topology: decisionTopology(async () => ({ action: 'refund' })),
+      log,
+      clock: new VirtualClock().view('engine'),
+      store,
+      random: new SeededRandom(1),
+      observer: { fatal: (error) => fatal.push(error) },
+    });
+    const started = engine.start();
+    await flush();
+    const stopped = engine.stop();
+    openGate();
+    await expect(started).resolves.toBeUndefined();
+    await expect(stopped).resolves.toBeUndefined();
+    expect(engine.status().partitions).toEqual([]);
+    expect(closed).toEqual([`${tp.topic}/${tp.partition}`]);
+    expect(fatal).toEqual([]);
+  });
+});
