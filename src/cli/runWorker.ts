@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { pino, type Logger } from 'pino';
 import type { LibrdkafkaConfig } from '../kafka/kafkaConfig.js';
 import { runTopology, type RunningTopology } from '../kafka/runner.js';
+import type { Topology } from '../dsl/topology.js';
 import type { EngineObserver } from '../engine/outcomes.js';
 import { loadTopology } from './loadTopology.js';
 import type { RunMetrics } from './runMetrics.js';
@@ -47,7 +48,14 @@ export async function runWorker(module: string, options: RunOptions, program: Co
     // Loaded only when asked for: prom-client is the exporter's alone.
     if (options.metricsPort !== undefined)
       metrics = await (await import('./runMetrics.js')).startRunMetrics({ port: options.metricsPort, host: options.metricsHost }, logger);
-    worker = await startWorker(module, options, logger, program, metrics?.observer);
+    const topology = await loadTopology(module);
+    if (signals.asked) {
+      // Stopped before it joined the group: there is nothing to give up or commit.
+      signals.close();
+      await metrics?.close();
+      return;
+    }
+    worker = await startWorker(topology, options, logger, program, metrics?.observer);
     metrics?.watch(worker);
   } catch (error) {
     signals.close();
@@ -72,14 +80,13 @@ export async function runWorker(module: string, options: RunOptions, program: Co
   }
 }
 
-async function startWorker(
-  module: string,
+function startWorker(
+  topology: Topology,
   options: RunOptions,
   logger: Logger,
   program: Command,
   observer: EngineObserver | undefined,
 ): Promise<RunningTopology> {
-  const topology = await loadTopology(module);
   return runTopology({
     topology,
     ...(observer ? { observer } : {}),

@@ -20,11 +20,10 @@ const SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
  * consumes and calls the model before the start has ended (the resolutions' consumer is still
  * joining), and a signal with no listener would kill the process there and then, with nothing
  * committed and the group not left. A signal during the start stops the worker as soon as it
- * has started.
+ * has started ({@link asked} lets the caller not start it at all if the signal came first).
  */
 export class StopSignals {
   private worker: Stoppable | undefined;
-  private asked = false;
   private signals = 0;
   private readonly listener = (signal: NodeJS.Signals): void => this.heard(signal);
 
@@ -34,6 +33,11 @@ export class StopSignals {
     private readonly source: SignalSource = process,
   ) {
     for (const signal of SIGNALS) source.on(signal, this.listener);
+  }
+
+  /** True once a signal has been heard. */
+  get asked(): boolean {
+    return this.signals > 0;
   }
 
   /** The worker has started: a signal heard meanwhile stops it now. */
@@ -54,14 +58,17 @@ export class StopSignals {
       this.source.exit(130);
       return;
     }
+    if (!this.worker) {
+      this.logger.info({ signal }, 'stopping: the worker is still starting; it stops as soon as its start has ended');
+      return;
+    }
     this.logger.info(
       { signal, graceMs: this.graceMs },
       this.graceMs > 0
         ? `stopping: the work in flight has ${this.graceMs} ms to finish, then what finished is committed and the group left`
         : 'stopping: giving up the work in flight, committing what finished, leaving the group',
     );
-    this.asked = true;
-    if (this.worker) this.stopWorker();
+    this.stopWorker();
   }
 
   private stopWorker(): void {

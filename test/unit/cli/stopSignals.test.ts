@@ -27,7 +27,10 @@ describe('orderly run: SIGINT and SIGTERM', () => {
     const signals = new StopSignals(0, logger, source);
     // Listening before the start: without a listener Node would end the process at this signal.
     expect(source.listenerCount('SIGTERM')).toBe(1);
+    expect(signals.asked).toBe(false);
     source.send('SIGTERM');
+    // What runWorker asks before it joins the group: a worker not started yet is not started at all.
+    expect(signals.asked).toBe(true);
     const started = worker();
     signals.started(started);
     expect(started.stops).toEqual([{ graceMs: 0 }]);
