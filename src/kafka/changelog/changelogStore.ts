@@ -97,15 +97,13 @@ export class ChangelogStore implements Store {
   private readonly logger: Logger;
   /** Which effect records the rows' changelog records carry. */
   private readonly carried: CarriedEffects;
-  private readonly format: WrittenFormat;
 
   constructor(private readonly options: ChangelogStoreOptions) {
     this.location = options.local.location;
     this.logger = options.logger;
     // Kept at format 2 too: the rows' records that a restore reads may carry records (written by a
     // worker at format 3 or 4), and the rows' next records must not drop them.
-    this.format = options.storedFormat ?? 4;
-    this.carried = new CarriedEffects(this.format);
+    this.carried = new CarriedEffects(options.storedFormat ?? 4);
   }
 
   get<T>(key: string): T | undefined {
