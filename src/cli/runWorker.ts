@@ -75,8 +75,9 @@ export async function runWorker(module: string, options: RunOptions, program: Co
     process.stderr.write(`orderly run: stopped by a fatal error: ${(error as Error).message}\n`);
     process.exitCode = 1;
   } finally {
-    signals.close();
     await metrics?.close();
+    // Last: a signal while the metrics server closes must not end the process with the default action.
+    signals.close();
   }
 }
 
