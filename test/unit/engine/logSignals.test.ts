@@ -3,6 +3,7 @@ import { Engine, type CommitPolicy } from '../../../src/engine/engine.js';
 import type { DecideFn } from '../../../src/graph/nodes.js';
 import { sleep } from '../../../src/ports/clock.js';
 import type { LogRecord } from '../../../src/ports/log.js';
+import type { Store } from '../../../src/ports/store.js';
 import { openMemoryStore } from '../../../src/state/levelStore.js';
 import { SeededRandom } from '../../../testkit/seededRandom.js';
 import { VirtualClock } from '../../../testkit/virtualClock.js';
@@ -92,10 +93,40 @@ describe('what the log tells the engine', () => {
   });
 });
 
+/**
+ * An engine over `store` whose restore waits for the test: it is started, stopped while the gate
+ * is shut, then the gate opens. Returns the engine and the fatal errors it reported.
+ */
+async function stopWhileRestoring(store: Store): Promise<{ engine: Engine; fatal: Error[] }> {
+  const { log } = handDrivenLog(tp);
+  const fatal: Error[] = [];
+  const engine = new Engine({
+    topology: decisionTopology(async () => ({ action: 'refund' })),
+    log,
+    clock: new VirtualClock().view('engine'),
+    store,
+    random: new SeededRandom(1),
+    observer: { fatal: (error) => fatal.push(error) },
+  });
+  const started = engine.start();
+  await flush();
+  const stopped = engine.stop();
+  openGates();
+  await expect(started).resolves.toBeUndefined();
+  await expect(stopped).resolves.toBeUndefined();
+  return { engine, fatal };
+}
+
+let openGates: () => void = () => undefined;
+
+/** A promise that stays pending until {@link stopWhileRestoring} opens it, after its stop. */
+function gate(): Promise<void> {
+  return new Promise<void>((resolve) => (openGates = resolve));
+}
+
 describe('a stop while a partition restores', () => {
   it('closes the restoring partition: the restore ends without running it, and the engine stops cleanly', async () => {
-    let openGate!: () => void;
-    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    const shut = gate();
     const memory = await openMemoryStore();
     // A store whose reads wait for the test: the partition stays restoring until the gate opens.
     const store = new Proxy(memory, {
@@ -103,63 +134,31 @@ describe('a stop while a partition restores', () => {
         const value = Reflect.get(target, name, receiver) as unknown;
         if (name !== 'entries' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
         return async (...args: unknown[]) => {
-          await gate;
+          await shut;
           return (value as (...a: unknown[]) => unknown).apply(target, args);
         };
       },
     });
-    const { log } = handDrivenLog(tp);
-    const fatal: Error[] = [];
-    const clock = new VirtualClock();
-    const engine = new Engine({
-      topology: decisionTopology(async () => ({ action: 'refund' })),
-      log,
-      clock: clock.view('engine'),
-      store,
-      random: new SeededRandom(1),
-      observer: { fatal: (error) => fatal.push(error) },
-    });
-    const started = engine.start();
-    await flush();
-    const stopped = engine.stop();
-    openGate();
-    await expect(started).resolves.toBeUndefined();
-    await expect(stopped).resolves.toBeUndefined();
+    const { fatal } = await stopWhileRestoring(store);
     expect(fatal).toEqual([]);
   });
 });
 
 describe('a stop while the store restores a partition', () => {
   it('does not run the partition once its state is back: no task starts after the stop, and its state is handed back', async () => {
-    let openGate!: () => void;
-    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    const shut = gate();
     const memory = await openMemoryStore();
     const closed: string[] = [];
     // A changelog store stand-in: its restore (openPartition) waits for the test.
     const store = new Proxy(memory, {
       get(target, name, receiver) {
-        if (name === 'openPartition') return () => gate;
+        if (name === 'openPartition') return () => shut;
         if (name === 'closePartition') return async (p: { topic: string; partition: number }) => void closed.push(`${p.topic}/${p.partition}`);
         const value = Reflect.get(target, name, receiver) as unknown;
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
-    const { log } = handDrivenLog(tp);
-    const fatal: Error[] = [];
-    const engine = new Engine({
-      topology: decisionTopology(async () => ({ action: 'refund' })),
-      log,
-      clock: new VirtualClock().view('engine'),
-      store,
-      random: new SeededRandom(1),
-      observer: { fatal: (error) => fatal.push(error) },
-    });
-    const started = engine.start();
-    await flush();
-    const stopped = engine.stop();
-    openGate();
-    await expect(started).resolves.toBeUndefined();
-    await expect(stopped).resolves.toBeUndefined();
+    const { engine, fatal } = await stopWhileRestoring(store);
     expect(engine.status().partitions).toEqual([]);
     expect(closed).toEqual([`${tp.topic}/${tp.partition}`]);
     expect(fatal).toEqual([]);
