@@ -73,23 +73,47 @@ class PlainEnd implements EventEnd {
   }
 }
 
+/** The outputs of the events whose state went in one staged batch: sent together once it is durable. */
+interface BatchOutputs {
+  /** The batch's `durable`: one promise for all its writes. */
+  readonly durable: Promise<void>;
+  readonly outputs: OutRecord[];
+  /** Settles once the batch is durable and its outputs acknowledged. */
+  readonly sent: Promise<void>;
+}
+
 class StagedEnd extends PlainEnd {
   override readonly kind: EventEnd['kind'] = 'staged';
+  private batch: BatchOutputs | undefined;
 
   /**
    * Writes the event's state and returns once it has landed; the outputs go out once the state
    * is durable (a crash before that must not leave outputs of an effect the state lost), and
-   * `durable` settles when they are acknowledged. The outputs of one key's events go out in
-   * their order: their states become durable in order, and each sends in that settlement's turn.
+   * `durable` settles when they are acknowledged. The outputs of the events whose states went in
+   * one batch go out in one call, in the order the events ended: the outputs of one key's events
+   * go out in their order, since batches become durable in order and each sends in that
+   * settlement's turn.
    */
   override async end(_tp: TopicPartition, ops: StoreOp[], outputs: readonly OutRecord[]): Promise<Landed | undefined> {
     if (ops.length > 0) {
       const staged = this.writer.stage(ops);
+      const durable = outputs.length > 0 ? this.sendAfter(staged.durable, outputs) : staged.durable;
       await staged.landed;
-      return { durable: outputs.length > 0 ? staged.durable.then(() => this.log.produce(outputs)) : staged.durable };
+      return { durable };
     }
     if (outputs.length > 0) return { durable: this.log.produce(outputs) };
     return undefined;
+  }
+
+  /** Adds `outputs` to those sent once the batch whose `durable` this is has become durable. */
+  private sendAfter(durable: Promise<void>, outputs: readonly OutRecord[]): Promise<void> {
+    // Called as the state is staged, before its batch can be durable: the batch's send has not run yet.
+    if (this.batch?.durable !== durable) {
+      const batch: BatchOutputs = { durable, outputs: [], sent: durable.then(() => this.log.produce(batch.outputs)) };
+      this.batch = batch;
+    }
+    for (const record of outputs) this.batch.outputs.push(record);
+    return this.batch.sent;
   }
 }
 
