@@ -110,6 +110,9 @@ class StagedEnd extends PlainEnd {
     // Called as the state is staged, before its batch can be durable: the batch's send has not run yet.
     if (this.batch?.durable !== durable) {
       const batch: BatchOutputs = { durable, outputs: [], sent: durable.then(() => this.log.produce(batch.outputs)) };
+      // A batch that fails to land leaves its events nothing to wait on here (the failure reaches
+      // them through `landed`): its send's rejection must not count as unhandled.
+      batch.sent.catch(() => undefined);
       this.batch = batch;
     }
     for (const record of outputs) this.batch.outputs.push(record);

@@ -1,0 +1,73 @@
+import { describe, expect, it } from 'vitest';
+import { eventEndFor } from '../../../src/engine/eventEnd.js';
+import { StateWriter } from '../../../src/engine/stateWriter.js';
+import type { Log, OutRecord } from '../../../src/ports/log.js';
+import type { Store, StoreOp } from '../../../src/ports/store.js';
+import { deferred, type Deferred } from '../deferred.js';
+
+const tp = { topic: 'events', partition: 0 };
+const put = (key: string): StoreOp => ({ type: 'put', key, value: key });
+const output = (key: string): OutRecord => ({ topic: 'out', key, value: Buffer.from(key) });
+const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** A staging store whose first batch lands and becomes durable when the test says (or fails to land). */
+function stagingStore() {
+  const staged: Array<{ land: Deferred; durable: Deferred }> = [];
+  const store: Store = {
+    location: 'test',
+    get: () => undefined,
+    batch: () => Promise.reject(new Error('a staging store is only staged')),
+    stage: () => {
+      const land = deferred();
+      const durable = deferred();
+      staged.push({ land, durable });
+      return { landed: land.promise, durable: land.promise.then(() => durable.promise) };
+    },
+    entries: async () => [],
+    close: async () => {},
+  };
+  return { store, staged };
+}
+
+function loggingLog() {
+  const calls: string[][] = [];
+  const log = { produce: async (records: readonly OutRecord[]) => void calls.push(records.map((r) => r.key!)) } as unknown as Log;
+  return { log, calls };
+}
+
+describe('the staged end', () => {
+  it('sends the outputs of the events of one batch in one call, in the order they ended, once the batch is durable', async () => {
+    const { store, staged } = stagingStore();
+    const { log, calls } = loggingLog();
+    const end = eventEndFor(log, new StateWriter(store));
+    expect(end.kind).toBe('staged');
+    // a goes alone into the first batch; b and c gather into the next while it is written.
+    const a = end.end(tp, [put('a')], [output('a1')]);
+    const b = end.end(tp, [put('b')], [output('b1'), output('b2')]);
+    const c = end.end(tp, [put('c')], [output('c1')]);
+    staged[0]!.land.resolve();
+    const landedA = await a;
+    await flush();
+    staged[1]!.land.resolve();
+    const [landedB, landedC] = await Promise.all([b, c]);
+    expect(calls).toEqual([]);
+    staged[0]!.durable.resolve();
+    await landedA!.durable;
+    expect(calls).toEqual([['a1']]);
+    staged[1]!.durable.resolve();
+    await Promise.all([landedB!.durable, landedC!.durable]);
+    expect(calls).toEqual([['a1'], ['b1', 'b2', 'c1']]);
+  });
+
+  it('sends nothing of a batch that fails to land, and its events end with the failure', async () => {
+    const { store, staged } = stagingStore();
+    const { log, calls } = loggingLog();
+    const end = eventEndFor(log, new StateWriter(store));
+    const a = end.end(tp, [put('a')], [output('a1')]);
+    staged[0]!.land.reject(new Error('disk full'));
+    await expect(a).rejects.toThrow('disk full');
+    // An output batch left without a waiter must not surface as an unhandled rejection either.
+    await flush();
+    expect(calls).toEqual([]);
+  });
+});
