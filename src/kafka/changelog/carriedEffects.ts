@@ -2,7 +2,7 @@ import { partitionId, type OutRecord, type TopicPartition } from '../../ports/lo
 import type { StoreOp } from '../../ports/store.js';
 import { stateKeys } from '../../state/stateKeys.js';
 import { markedFromJson } from '../../state/storedFormat.js';
-import { BASE_FORMAT_HEADERS, changelogRecordOf, type EncodedWrite } from './changelogWrite.js';
+import { changelogRecordOf, jsonRecord, type EncodedWrite } from './changelogWrite.js';
 
 // Stored format 4: a table row's changelog record carries, after its JSON, the effect records (in
 // the effect ring) of the events that wrote the row and are not committed yet. An event then
@@ -323,9 +323,7 @@ export class CarriedEffects {
 
   /** An effect record that was carried, as a record of its own beside its row's record, in the format written. */
   private ownRecord(row: EncodedWrite, effect: CarriedEffect): OutRecord {
-    const { topic, partition } = row;
-    if (this.format === 2) return { topic, partition, key: effect.ringKey, value: Buffer.from(effect.json), headers: BASE_FORMAT_HEADERS };
-    return { topic, partition, key: effect.ringKey, value: Buffer.from(markedFromJson(effect.json)) };
+    return jsonRecord(row.topic, row.partition, effect.ringKey, effect.json, this.format);
   }
 
   private partition(id: string): PartitionCarried {

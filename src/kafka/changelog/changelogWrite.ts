@@ -15,7 +15,7 @@ export function changelogTopic(group: string, store: string): string {
 }
 
 /** Headers of a format-2 record (and of a format-3 record that carries no effect records): one frozen object, shared. */
-export const BASE_FORMAT_HEADERS: Readonly<Record<string, string>> = Object.freeze({ [FORMAT_HEADER]: String(BASE_FORMAT_VERSION) });
+const BASE_FORMAT_HEADERS: Readonly<Record<string, string>> = Object.freeze({ [FORMAT_HEADER]: String(BASE_FORMAT_VERSION) });
 
 /** Changelog topics by group, then store: the same few strings for every record. */
 const topics = new Map<string, Map<string, string>>();
@@ -59,8 +59,6 @@ export interface EncodedWrite {
   readonly topic: string;
   readonly partition: number;
   readonly key: string;
-  /** True for a delete: its record is a tombstone. */
-  readonly deleted: boolean;
   /** The value's JSON; undefined for a delete, or a value JSON cannot hold (`undefined`, a function). */
   readonly json: string | undefined;
 }
@@ -70,11 +68,11 @@ export function encodeWrite(group: string, op: StoreOp): EncodedWrite {
   const { store, partition } = stateKeys.storeAndPartition(op.key);
   const topic = cachedChangelogTopic(group, store);
   const key = op.key;
-  if (op.type === 'del') return { local: op, topic, partition, key, deleted: true, json: undefined };
+  if (op.type === 'del') return { local: op, topic, partition, key, json: undefined };
   const json = JSON.stringify(op.value) as string | undefined;
   // `undefined` (or a function) has no JSON: the op goes as it is, and its record with no bytes.
-  if (json === undefined) return { local: op, topic, partition, key, deleted: false, json };
-  return { local: { type: 'put', key, value: localFromJson(json), valueEncoding: 'utf8' }, topic, partition, key, deleted: false, json };
+  if (json === undefined) return { local: op, topic, partition, key, json };
+  return { local: { type: 'put', key, value: localFromJson(json), valueEncoding: 'utf8' }, topic, partition, key, json };
 }
 
 /**
@@ -84,6 +82,20 @@ export function encodeWrite(group: string, op: StoreOp): EncodedWrite {
  */
 export function changelogRecordOf(write: EncodedWrite, format: WrittenFormat): OutRecord {
   const { topic, partition, key, json } = write;
-  const value = write.deleted ? null : json === undefined ? new Uint8Array(0) : Buffer.from(format === 2 ? json : markedFromJson(json));
+  if (write.local.type === 'del') return recordOf(topic, partition, key, null, format);
+  return recordOf(topic, partition, key, json === undefined ? new Uint8Array(0) : jsonValue(json, format), format);
+}
+
+/** The changelog record of a put whose value's JSON is `json` (an effect record a row carried, written as its own), in the stored format `format`. */
+export function jsonRecord(topic: string, partition: number, key: string, json: string, format: WrittenFormat): OutRecord {
+  return recordOf(topic, partition, key, jsonValue(json, format), format);
+}
+
+/** A record's value at `format`: 2, the JSON's bytes; 4, `v4:` then the JSON. */
+function jsonValue(json: string, format: WrittenFormat): Buffer {
+  return Buffer.from(format === 2 ? json : markedFromJson(json));
+}
+
+function recordOf(topic: string, partition: number, key: string, value: Uint8Array | null, format: WrittenFormat): OutRecord {
   return format === 2 ? { topic, partition, key, value, headers: BASE_FORMAT_HEADERS } : { topic, partition, key, value };
 }
