@@ -28,7 +28,7 @@ export class AttemptsIndexedStore implements Store {
   readonly stage?: Store['stage'];
 
   constructor(private readonly inner: Store) {
-    if (inner.openPartition) this.openPartition = (tp, committed) => inner.openPartition!(tp, committed);
+    if (inner.openPartition) this.openPartition = (tp, committed, signal) => inner.openPartition!(tp, committed, signal);
     if (inner.committed) this.committed = (tp, offset) => inner.committed!(tp, offset);
     if (inner.closePartition) this.closePartition = (tp) => inner.closePartition!(tp);
     if (inner.stage) {

@@ -115,6 +115,8 @@ export class Engine {
   private commitAgain = false;
   private failed: Error | undefined;
   private stopping = false;
+  /** Aborted by a stop or a failure: restores still under way end then, instead of holding the stop for their whole length. */
+  private readonly restores = new AbortController();
 
   constructor(private readonly options: EngineOptions) {
     const { topology, clock, observer = {} } = options;
@@ -231,6 +233,7 @@ export class Engine {
     const graceMs = options.graceMs ?? 0;
     if (!Number.isFinite(graceMs) || graceMs < 0) throw new RangeError(`Engine.stop: graceMs must be 0 or more, got ${graceMs}`);
     this.stopping = true;
+    this.restores.abort(new Error('the engine stops'));
     this.commitTimer?.cancel();
     this.commitTimer = undefined;
     const tasks = [...this.tasks.values()];
@@ -259,7 +262,15 @@ export class Engine {
     const tp = { topic, partition };
     if (this.stopping || this.failed) return;
     // The partition's state first (a changelog store restores it here), then its task reads it.
-    await this.options.store.openPartition?.(tp, committed?.offset);
+    const restores = this.restores.signal;
+    try {
+      await this.options.store.openPartition?.(tp, committed?.offset, restores);
+    } catch (error) {
+      // Abandoned by the stop (or failure) that aborted it: the partition is not run, and its
+      // partial state is not handed back as complete.
+      if (restores.aborted) return;
+      throw error;
+    }
     // A stop (or a failure) came while the state was restored: the partition is not run (its task
     // would start after the stop took its tasks, replaying parked keys as the store closes), and its
     // restored state is handed back as a stopped partition's.
@@ -442,6 +453,7 @@ export class Engine {
   private fail(error: Error): void {
     if (this.failed) return;
     this.failed = error;
+    this.restores.abort(new Error(`the engine failed: ${error.message}`));
     this.commitTimer?.cancel();
     for (const task of this.tasks.values()) void task.close('abort', `the engine failed: ${error.message}`);
     this.ctx.observer.fatal?.(error);

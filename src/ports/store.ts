@@ -50,9 +50,11 @@ export interface Store {
    * The engine takes the partition over: settles once the store holds the partition's state
    * (restored from wherever it is kept), before any of its state is read or written. `committed`
    * is the group's committed offset of the partition (undefined: none): no event below it is
-   * delivered again.
+   * delivered again. When `signal` aborts (the engine stops or failed), a restore still under way
+   * may end early and reject: the partition is then not run, and its state is left for the next
+   * restore to read in full.
    */
-  openPartition?(tp: TopicPartition, committed?: number): Promise<void>;
+  openPartition?(tp: TopicPartition, committed?: number, signal?: AbortSignal): Promise<void>;
   /**
    * The engine committed the partition's offsets below `offset`: no event below it is delivered
    * again, so what only such an event would read need not be kept (the changelog store stops

@@ -187,7 +187,12 @@ export class ChangelogStore implements Store {
     this.carried.committed(tp, offset);
   }
 
-  async openPartition(tp: TopicPartition, committed?: number): Promise<void> {
+  /**
+   * Restores the partition (see the class). `signal` aborting ends a restore still under way at
+   * its next polled batch, and it rejects: a restore from a checkpoint puts that checkpoint back
+   * (the next one here reads from it again), a full restore leaves none (the next one is full).
+   */
+  async openPartition(tp: TopicPartition, committed?: number, signal?: AbortSignal): Promise<void> {
     const { local, stores, source } = this.options;
     // What this worker knew of the partition's carried records is replaced by what the restore reads.
     this.carried.dropPartition(tp);
@@ -212,6 +217,7 @@ export class ChangelogStore implements Store {
         : !inside
           ? 'its checkpoint lies outside the changelog (was the changelog topic recreated?)'
           : `its checkpoint is ${Math.round(ageMs / 1_000)} s old, past ${Math.round(maxAgeMs! / 1_000)} s (half the changelogs' delete.retention.ms): a read from it might miss a delete`;
+      abandonIf(signal, tp, 0);
       wiped = await this.wipe(tp);
     } else if (checkpoint.carried) {
       this.seedCarried(checkpoint.carried, committed);
@@ -238,10 +244,33 @@ export class ChangelogStore implements Store {
       // Awaited by the next write or at the end; a failure fails the read there.
       writing.catch(() => undefined);
     };
-    const records = await source.read(ranges, async (messages) => {
-      gathered.add(messages);
-      if (gathered.addedBytes >= limit) await write();
-    });
+    let applied = 0;
+    let records: number;
+    try {
+      abandonIf(signal, tp, 0);
+      records = await source.read(ranges, async (messages) => {
+        // A stop need not wait for the rest of a long restore: the read ends here.
+        abandonIf(signal, tp, applied);
+        applied += messages.length;
+        gathered.add(messages);
+        if (gathered.addedBytes >= limit) await write();
+      });
+    } catch (error) {
+      // The local write under way lands (or fails) before the store may close.
+      const landed = await writing.then(
+        () => true,
+        () => false,
+      );
+      this.carried.dropPartition(tp);
+      if (signal?.aborted) {
+        // The local state is the checkpoint's plus a prefix of what follows it, each gathered
+        // write whole and in order: the checkpoint still vouches for it, and a read from it again
+        // applies that prefix again to the same end.
+        if (usable && landed) await local.batch([checkpoints.put(tp, checkpoint)]).catch(() => undefined);
+        this.logger.info({ partition: partitionId(tp), records: applied, mode: usable ? 'checkpoint' : 'full' }, 'restore abandoned: the worker stops');
+      }
+      throw error;
+    }
     if (gathered.size > 0) await write();
     await writing;
     const report: RestoreReport = {
@@ -320,6 +349,15 @@ export class ChangelogStore implements Store {
 const RESTORE_BATCH_BYTES = 2 ** 20;
 /** Keys a full restore remembers writing, to leave out the deletes of the others (about 100 bytes each). */
 const RESTORE_REMEMBERED_KEYS = 50_000;
+
+/** Throws if `signal` aborted: the restore of `tp` is abandoned, `applied` records in. */
+function abandonIf(signal: AbortSignal | undefined, tp: TopicPartition, applied: number): void {
+  if (!signal?.aborted) return;
+  const reason = signal.reason instanceof Error ? signal.reason.message : String(signal.reason);
+  throw new Error(`restore of ${partitionId(tp)} abandoned after ${applied} changelog records: ${reason}; the partition is not run`, {
+    cause: signal.reason,
+  });
+}
 
 function within(offset: number | undefined, ends: ChangelogEnds): boolean {
   return offset !== undefined && Number.isInteger(offset) && offset >= ends.low && offset <= ends.end;

@@ -97,7 +97,7 @@ describe('what the log tells the engine', () => {
  * An engine over `store` whose restore waits for the test: it is started, stopped while the gate
  * is shut, then the gate opens. Returns the engine and the fatal errors it reported.
  */
-async function stopWhileRestoring(store: Store): Promise<{ engine: Engine; fatal: Error[] }> {
+async function stopWhileRestoring(store: Store, options = { openGates: true }): Promise<{ engine: Engine; fatal: Error[] }> {
   const { log } = handDrivenLog(tp);
   const fatal: Error[] = [];
   const engine = new Engine({
@@ -111,7 +111,7 @@ async function stopWhileRestoring(store: Store): Promise<{ engine: Engine; fatal
   const started = engine.start();
   await flush();
   const stopped = engine.stop();
-  openGates();
+  if (options.openGates) openGates();
   await expect(started).resolves.toBeUndefined();
   await expect(stopped).resolves.toBeUndefined();
   return { engine, fatal };
@@ -161,6 +161,35 @@ describe('a stop while the store restores a partition', () => {
     const { engine, fatal } = await stopWhileRestoring(store);
     expect(engine.status().partitions).toEqual([]);
     expect(closed).toEqual([`${tp.topic}/${tp.partition}`]);
+    expect(fatal).toEqual([]);
+  });
+});
+
+describe('a stop while the store restores a partition, with a store that honours the abort', () => {
+  it('does not wait for the restore: the stop aborts it, the partition is neither run nor handed back', async () => {
+    const memory = await openMemoryStore();
+    const closed: string[] = [];
+    const reasons: unknown[] = [];
+    // A changelog store stand-in: its restore never ends by itself, only when its signal aborts.
+    const store = new Proxy(memory, {
+      get(target, name, receiver) {
+        if (name === 'openPartition')
+          return (_tp: unknown, _committed: unknown, signal?: AbortSignal) =>
+            new Promise<void>((_resolve, reject) =>
+              signal?.addEventListener('abort', () => {
+                reasons.push(signal.reason);
+                reject(new Error('restore abandoned'));
+              }),
+            );
+        if (name === 'closePartition') return async (p: { topic: string; partition: number }) => void closed.push(`${p.topic}/${p.partition}`);
+        const value = Reflect.get(target, name, receiver) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const { engine, fatal } = await stopWhileRestoring(store, { openGates: false });
+    expect(reasons.map((r) => (r as Error).message)).toEqual(['the engine stops']);
+    expect(engine.status().partitions).toEqual([]);
+    expect(closed, 'a partial restore is not vouched for').toEqual([]);
     expect(fatal).toEqual([]);
   });
 });

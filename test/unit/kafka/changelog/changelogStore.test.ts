@@ -310,3 +310,49 @@ describe('ChangelogStore', () => {
     expect(local.get(effect(p0, 'e1'))).toBe(1);
   });
 });
+
+describe('ChangelogStore: a restore abandoned by a stop', () => {
+  /** A changelog of `n` effect records on p0, read one per poll; `abort` is called as the second poll is applied. */
+  async function abandoned(n: number, from: 'full' | 'checkpoint') {
+    const changelog = new MemoryChangelog();
+    const local = await openMemoryStore();
+    const a = await worker(changelog, local);
+    await a.store.openPartition(p0);
+    await a.store.batch([{ type: 'put', key: effect(p0, 'e0'), value: 0 }]);
+    await a.store.closePartition(p0);
+    if (from === 'full') await local.batch([checkpoints.del(p0)]);
+    const before = checkpoints.read(local, p0);
+    const b = await worker(changelog);
+    for (let i = 1; i < n; i++) await b.store.batch([{ type: 'put', key: effect(p0, `e${i}`), value: i }]);
+    changelog.pollSize = 1;
+    const stop = new AbortController();
+    const read = changelog.read.bind(changelog);
+    let polls = 0;
+    changelog.read = (ranges, apply) =>
+      read(ranges, async (messages) => {
+        if (++polls === 2) stop.abort(new Error('the engine stops'));
+        await apply(messages);
+      });
+    const reported = a.reports.length;
+    const opened = a.store.openPartition(p0, undefined, stop.signal);
+    return { opened, local, store: a.store, reports: a.reports, reported, before, polls: () => polls };
+  }
+
+  it('a full restore ends at the next poll, rejects naming the partition and why, and leaves no checkpoint', async () => {
+    const { opened, local, reports, reported, polls } = await abandoned(5, 'full');
+    await expect(opened).rejects.toThrow(/^restore of in\/0 abandoned after 1 changelog records: the engine stops; the partition is not run$/);
+    expect(polls(), 'read no further than the poll that saw the abort').toBe(2);
+    expect(reports, 'no restore reported').toHaveLength(reported);
+    expect(checkpoints.read(local, p0)).toBeUndefined();
+  });
+
+  it('a restore from a checkpoint puts the checkpoint back: the next restore reads from it again and ends complete', async () => {
+    const { opened, local, store, reports, before } = await abandoned(5, 'checkpoint');
+    await expect(opened).rejects.toThrow(/abandoned after 1 changelog records/);
+    expect(checkpoints.read(local, p0)).toEqual(before);
+    // The next take-over here: from the same checkpoint, to the state of a restore never abandoned.
+    await store.openPartition(p0);
+    expect(reports.at(-1)).toMatchObject({ mode: 'checkpoint', records: 4 });
+    for (let i = 0; i < 5; i++) expect(store.get(effect(p0, `e${i}`))).toBe(i);
+  });
+});
