@@ -213,7 +213,7 @@ export class ChangelogStore implements Store {
     let reason: string | undefined;
     if (!usable) {
       reason = !checkpoint
-        ? 'no checkpoint: this worker stopped uncleanly while it owned the partition, or never owned it'
+        ? 'no checkpoint: this worker stopped uncleanly while it owned the partition, or stopped while it restored it in full, or never owned it'
         : !inside
           ? 'its checkpoint lies outside the changelog (was the changelog topic recreated?)'
           : `its checkpoint is ${Math.round(ageMs / 1_000)} s old, past ${Math.round(maxAgeMs! / 1_000)} s (half the changelogs' delete.retention.ms): a read from it might miss a delete`;
@@ -267,7 +267,8 @@ export class ChangelogStore implements Store {
         // write whole and in order: the checkpoint still vouches for it, and a read from it again
         // applies that prefix again to the same end.
         if (usable && landed) await local.batch([checkpoints.put(tp, checkpoint)]).catch(() => undefined);
-        this.logger.info({ partition: partitionId(tp), records: applied, mode: usable ? 'checkpoint' : 'full' }, 'restore abandoned: the worker stops');
+        const abandoned = { ...tp, mode: usable ? 'checkpoint' : 'full', records: applied, tookMs: Date.now() - startedAt };
+        this.logger.info(abandoned, `abandoned the restore of ${partitionId(tp)} (${abandoned.mode}): the worker stops`);
       }
       throw error;
     }

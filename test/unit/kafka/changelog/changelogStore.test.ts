@@ -20,7 +20,13 @@ const stores: StateStore[] = [
 const p0 = { topic: 'in', partition: 0 };
 const p1 = { topic: 'in', partition: 1 };
 
-async function worker(changelog: MemoryChangelog, local?: LocalStore, handedBackCleanly?: (tp: TopicPartition) => boolean, checkpointMaxAgeMs?: number) {
+async function worker(
+  changelog: MemoryChangelog,
+  local?: LocalStore,
+  handedBackCleanly?: (tp: TopicPartition) => boolean,
+  checkpointMaxAgeMs?: number,
+  logger = pino({ level: 'silent' }),
+) {
   const reports: RestoreReport[] = [];
   const store = new ChangelogStore({
     local: local ?? (await openMemoryStore()),
@@ -28,7 +34,7 @@ async function worker(changelog: MemoryChangelog, local?: LocalStore, handedBack
     stores,
     produce: changelog.produce,
     source: changelog,
-    logger: pino({ level: 'silent' }),
+    logger,
     onRestored: (r) => reports.push(r),
     ...(handedBackCleanly ? { handedBackCleanly } : {}),
     ...(checkpointMaxAgeMs !== undefined ? { checkpointMaxAgeMs } : {}),
@@ -316,7 +322,9 @@ describe('ChangelogStore: a restore abandoned by a stop', () => {
   async function abandoned(n: number, from: 'full' | 'checkpoint') {
     const changelog = new MemoryChangelog();
     const local = await openMemoryStore();
-    const a = await worker(changelog, local);
+    const logged: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) });
+    const a = await worker(changelog, local, undefined, undefined, logger);
     await a.store.openPartition(p0);
     await a.store.batch([{ type: 'put', key: effect(p0, 'e0'), value: 0 }]);
     await a.store.closePartition(p0);
@@ -335,12 +343,15 @@ describe('ChangelogStore: a restore abandoned by a stop', () => {
       });
     const reported = a.reports.length;
     const opened = a.store.openPartition(p0, undefined, stop.signal);
-    return { opened, local, store: a.store, reports: a.reports, reported, before, polls: () => polls };
+    return { opened, local, store: a.store, reports: a.reports, reported, before, polls: () => polls, logged };
   }
 
   it('a full restore ends at the next poll, rejects naming the partition and why, and leaves no checkpoint', async () => {
-    const { opened, local, reports, reported, polls } = await abandoned(5, 'full');
+    const { opened, local, reports, reported, polls, logged } = await abandoned(5, 'full');
     await expect(opened).rejects.toThrow(/^restore of in\/0 abandoned after 1 changelog records: the engine stops; the partition is not run$/);
+    // The fields of a restore's own line, so that one query finds both.
+    expect(logged.at(-1)).toMatchObject({ msg: 'abandoned the restore of in/0 (full): the worker stops', topic: 'in', partition: 0, mode: 'full', records: 1 });
+    expect(logged.at(-1)!.tookMs).toEqual(expect.any(Number));
     expect(polls(), 'read no further than the poll that saw the abort').toBe(2);
     expect(reports, 'no restore reported').toHaveLength(reported);
     expect(checkpoints.read(local, p0)).toBeUndefined();
