@@ -267,8 +267,8 @@ export class Engine {
       await this.options.store.openPartition?.(tp, committed?.offset, restores);
     } catch (error) {
       // Abandoned by the stop (or failure) that aborted it: the partition is not run, and its
-      // partial state is not handed back as complete.
-      if (restores.aborted) return;
+      // partial state is not handed back as complete. Any other failure is the restore's own.
+      if (restores.aborted && (error as Error | undefined)?.cause === restores.reason) return;
       throw error;
     }
     // A stop (or a failure) came while the state was restored: the partition is not run (its task

@@ -51,8 +51,9 @@ export interface Store {
    * (restored from wherever it is kept), before any of its state is read or written. `committed`
    * is the group's committed offset of the partition (undefined: none): no event below it is
    * delivered again. When `signal` aborts (the engine stops or failed), a restore still under way
-   * may end early and reject: the partition is then not run, and its state is left for the next
-   * restore to read in full.
+   * may end early, rejecting with an error whose `cause` is `signal.reason`: the partition is then
+   * neither run nor handed back ({@link Store.closePartition}), and the store keeps what its next
+   * restore needs to complete the state.
    */
   openPartition?(tp: TopicPartition, committed?: number, signal?: AbortSignal): Promise<void>;
   /**

@@ -115,9 +115,11 @@ export class ChangelogReader {
    * may not be in this client's metadata yet, and a broker may be down while its partitions move
    * to other replicas: those are waited out, within the reader's timeout.
    */
-  async ends(tp: TopicPartition): Promise<ChangelogEnds> {
+  async ends(tp: TopicPartition, signal?: AbortSignal): Promise<ChangelogEnds> {
     const deadline = Date.now() + this.timeoutMs;
     for (;;) {
+      // A broker that does not answer does not hold a stop for the whole timeout: checked before each try.
+      if (signal?.aborted) throw new Error(`changelog ${partitionId(tp)}: reading its offsets abandoned`, { cause: signal.reason });
       try {
         return await this.watermarks(tp);
       } catch (error) {
@@ -151,28 +153,41 @@ export class ChangelogReader {
    * Reads every range to its `to` (taken once, before the read: what is written after it is not
    * waited for) and hands each polled batch of them to `apply`, in offset order per partition.
    * Returns the number of records read. Several reads may run at once, of different partitions.
+   * When `signal` aborts, the read ends at once (its partitions leave the assignment, a poll under
+   * way is not waited for) and rejects with an error whose `cause` is the signal's reason.
    */
-  read(ranges: readonly ChangelogRange[], apply: (messages: readonly ChangelogMessage[]) => Promise<void>): Promise<number> {
+  read(ranges: readonly ChangelogRange[], apply: (messages: readonly ChangelogMessage[]) => Promise<void>, signal?: AbortSignal): Promise<number> {
     const wanted = ranges.filter((r) => r.from < r.to);
+    const abandoned = (): Error => new Error(`changelog read of ${wanted.map(partitionId).join(', ')} abandoned`, { cause: signal?.reason });
+    if (signal?.aborted) return Promise.reject(abandoned());
     if (wanted.length === 0) return Promise.resolve(0);
     const busy = wanted.find((r) => this.owners.has(partitionId(r)));
     if (busy) return Promise.reject(new Error(`changelog ${partitionId(busy)} is being read already: a partition is restored by one read at a time`));
     return new Promise<number>((resolve, reject) => {
+      const onAbort = (): void => {
+        if (job.pending.size > 0) this.finish(job, abandoned());
+      };
       const job: ReadJob = {
         pending: new Map(wanted.map((r) => [partitionId(r), r])),
         apply,
         read: 0,
         lastProgressMs: Date.now(),
         resolve: (read) => {
+          signal?.removeEventListener('abort', onAbort);
           this.logger.debug({ ranges: wanted.map((r) => `${partitionId(r)}@${r.from}..${r.to}`), read }, 'read changelog');
           resolve(read);
         },
-        reject,
+        reject: (error) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(error);
+        },
       };
+      signal?.addEventListener('abort', onAbort, { once: true });
       try {
         this.consumer.incrementalAssign(wanted.map(({ topic, partition, from }) => ({ topic, partition, offset: from })));
       } catch (error) {
-        reject(new Error(`changelog read of ${wanted.map(partitionId).join(', ')} could not start: ${(error as Error).message}`, { cause: error }));
+        job.pending.clear();
+        job.reject(new Error(`changelog read of ${wanted.map(partitionId).join(', ')} could not start: ${(error as Error).message}`, { cause: error }));
         return;
       }
       for (const id of job.pending.keys()) this.owners.set(id, job);
@@ -196,6 +211,8 @@ export class ChangelogReader {
         return;
       }
       const byJob = new Map<ReadJob, ChangelogMessage[]>();
+      /** The read each partition's records were polled for: an abandoned read's partition may be read anew before its batch is applied. */
+      const polledFor = new Map<string, ReadJob | undefined>();
       // A poll's records come in runs of one partition: looked up once per run.
       let runOf: Message | undefined;
       let job: ReadJob | undefined;
@@ -206,6 +223,7 @@ export class ChangelogReader {
           runOf = message;
           const id = partitionId(message);
           job = this.owners.get(id);
+          polledFor.set(id, job);
           range = job?.pending.get(id);
           messages = job && byJob.get(job);
           if (job && !messages) byJob.set(job, (messages = []));
@@ -231,7 +249,7 @@ export class ChangelogReader {
           }
         }),
       );
-      this.endReachedPartitions(batch);
+      this.endReachedPartitions(batch, polledFor);
     }
   }
 
@@ -240,13 +258,15 @@ export class ChangelogReader {
    * position (past any commit marker) or an end event reached `to`. Settles the reads that are done,
    * and fails those that made no progress for the reader's timeout.
    */
-  private endReachedPartitions(batch: readonly Message[]): void {
+  private endReachedPartitions(batch: readonly Message[], polledFor: ReadonlyMap<string, ReadJob | undefined>): void {
     const last = new Map<string, number>();
     for (let i = 0; i < batch.length; i++) {
       const message = batch[i]!;
       const next = batch[i + 1];
-      // The last record of each run of one partition.
-      if (next === undefined || next.partition !== message.partition || next.topic !== message.topic) last.set(partitionId(message), message.offset);
+      // The last record of each run of one partition, if polled for the read that reads it now.
+      if (next !== undefined && next.partition === message.partition && next.topic === message.topic) continue;
+      const id = partitionId(message);
+      if (polledFor.get(id) === this.owners.get(id)) last.set(id, message.offset);
     }
     const tps = [...new Set(this.owners.values())].flatMap((job) => [...job.pending.values()]);
     const positions = new Map<string, number>();

@@ -12,8 +12,10 @@ import { checkpoints, type Checkpoint } from './checkpoints.js';
 
 /** Where a restore reads changelogs from (Kafka's {@link ChangelogReader}). */
 export interface ChangelogSource {
-  ends(tp: TopicPartition): Promise<ChangelogEnds>;
-  read(ranges: readonly ChangelogRange[], apply: (messages: readonly ChangelogMessage[]) => Promise<void>): Promise<number>;
+  /** The partition's low and end offsets; when `signal` aborts, rejects with an error whose `cause` is its reason. */
+  ends(tp: TopicPartition, signal?: AbortSignal): Promise<ChangelogEnds>;
+  /** Reads the ranges to their ends, handing each polled batch to `apply`; when `signal` aborts, ends at once and rejects with an error whose `cause` is its reason. */
+  read(ranges: readonly ChangelogRange[], apply: (messages: readonly ChangelogMessage[]) => Promise<void>, signal?: AbortSignal): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -188,12 +190,14 @@ export class ChangelogStore implements Store {
   }
 
   /**
-   * Restores the partition (see the class). `signal` aborting ends a restore still under way at
-   * its next polled batch, and it rejects: a restore from a checkpoint puts that checkpoint back
-   * (the next one here reads from it again), a full restore leaves none (the next one is full).
+   * Restores the partition (see the class). When `signal` aborts, a restore still under way ends
+   * at once (the changelog read, the wait for its offsets and the wipe end; a local write under
+   * way lands first) and rejects with an error whose `cause` is `signal.reason`. A restore from a
+   * checkpoint then puts that checkpoint back (the next one here reads from it again); a full
+   * restore leaves none (the next one is full).
    */
   async openPartition(tp: TopicPartition, committed?: number, signal?: AbortSignal): Promise<void> {
-    const { local, stores, source } = this.options;
+    const { local, stores } = this.options;
     // What this worker knew of the partition's carried records is replaced by what the restore reads.
     this.carried.dropPartition(tp);
     if (committed !== undefined) this.carried.committed(tp, committed);
@@ -203,8 +207,43 @@ export class ChangelogStore implements Store {
     // Gone before anything is written: from here on the local state may move past it.
     if (checkpoint) await local.batch([checkpoints.del(tp)]);
     this.diverged.delete(partitionId(tp));
+    const progress: RestoreProgress = { wiping: false, read: 0, writing: Promise.resolve() };
+    let report: RestoreReport;
+    try {
+      report = await this.restore(tp, committed, checkpoint, startedAt, progress, signal);
+    } catch (error) {
+      // The local write under way lands (or fails) before the store may close.
+      const landed = await progress.writing.then(
+        () => true,
+        () => false,
+      );
+      this.carried.dropPartition(tp);
+      if (!signal?.aborted || (error as Error | undefined)?.cause !== signal.reason) throw error;
+      // Abandoned. Unless a wipe began, the local state is the checkpoint's plus a prefix of what
+      // follows it, each gathered write whole and in order: the checkpoint still vouches for it,
+      // and a read from it again applies that prefix again to the same end.
+      const mode = checkpoint && !progress.wiping ? 'checkpoint' : 'full';
+      if (mode === 'checkpoint' && landed) await local.batch([checkpoints.put(tp, checkpoint!)]).catch(() => undefined);
+      const abandoned = { ...tp, mode, records: progress.read, tookMs: Date.now() - startedAt };
+      this.logger.info(abandoned, `abandoned the restore of ${partitionId(tp)} (${mode}): the worker stops`);
+      throw abandonment(signal, tp, progress.read);
+    }
+    this.logger.info(report, `restored the state of ${partitionId(tp)} from its changelog (${report.mode})`);
+    this.options.onRestored?.(report);
+  }
+
+  /** {@link openPartition}'s restore, once the checkpoint is read and deleted; `progress` says how far it went. */
+  private async restore(
+    tp: TopicPartition,
+    committed: number | undefined,
+    checkpoint: Checkpoint | undefined,
+    startedAt: number,
+    progress: RestoreProgress,
+    signal: AbortSignal | undefined,
+  ): Promise<RestoreReport> {
+    const { local, stores, source } = this.options;
     const changelogs = stores.map((store) => ({ store: store.name, topic: changelogTopic(this.options.group, store.name), partition: tp.partition }));
-    const ends = await Promise.all(changelogs.map((c) => source.ends(c)));
+    const ends = await Promise.all(changelogs.map((c) => source.ends(c, signal)));
     const inside = checkpoint && changelogs.every((c, i) => within(checkpoint.offsets[c.store], ends[i]!));
     const ageMs = checkpoint ? startedAt - checkpoint.writtenAtMs : 0;
     const maxAgeMs = this.options.checkpointMaxAgeMs;
@@ -218,7 +257,8 @@ export class ChangelogStore implements Store {
           ? 'its checkpoint lies outside the changelog (was the changelog topic recreated?)'
           : `its checkpoint is ${Math.round(ageMs / 1_000)} s old, past ${Math.round(maxAgeMs! / 1_000)} s (half the changelogs' delete.retention.ms): a read from it might miss a delete`;
       abandonIf(signal, tp, 0);
-      wiped = await this.wipe(tp);
+      progress.wiping = true;
+      wiped = await this.wipe(tp, signal);
     } else if (checkpoint.carried) {
       this.seedCarried(checkpoint.carried, committed);
     }
@@ -237,56 +277,35 @@ export class ChangelogStore implements Store {
       committed,
     });
     const limit = this.options.restoreBatchBytes ?? RESTORE_BATCH_BYTES;
-    let writing: Promise<void> = Promise.resolve();
     const write = async (): Promise<void> => {
-      await writing;
-      writing = local.batch(gathered.take() as StoreOp[]);
+      await progress.writing;
+      // No write starts once abandoned: the one under way is the last.
+      abandonIf(signal, tp, progress.read);
+      progress.writing = local.batch(gathered.take() as StoreOp[]);
       // Awaited by the next write or at the end; a failure fails the read there.
-      writing.catch(() => undefined);
+      progress.writing.catch(() => undefined);
     };
-    let applied = 0;
-    let records: number;
-    try {
-      abandonIf(signal, tp, 0);
-      records = await source.read(ranges, async (messages) => {
-        // A stop need not wait for the rest of a long restore: the read ends here.
-        abandonIf(signal, tp, applied);
-        applied += messages.length;
+    abandonIf(signal, tp, 0);
+    const records = await source.read(
+      ranges,
+      async (messages) => {
+        abandonIf(signal, tp, progress.read);
+        progress.read += messages.length;
         gathered.add(messages);
         if (gathered.addedBytes >= limit) await write();
-      });
-    } catch (error) {
-      // The local write under way lands (or fails) before the store may close.
-      const landed = await writing.then(
-        () => true,
-        () => false,
-      );
-      this.carried.dropPartition(tp);
-      if (signal?.aborted) {
-        // The local state is the checkpoint's plus a prefix of what follows it, each gathered
-        // write whole and in order: the checkpoint still vouches for it, and a read from it again
-        // applies that prefix again to the same end.
-        if (usable && landed) await local.batch([checkpoints.put(tp, checkpoint)]).catch(() => undefined);
-        const abandoned = { ...tp, mode: usable ? 'checkpoint' : 'full', records: applied, tookMs: Date.now() - startedAt };
-        this.logger.info(abandoned, `abandoned the restore of ${partitionId(tp)} (${abandoned.mode}): the worker stops`);
-      }
-      throw error;
-    }
+      },
+      signal,
+    );
     if (gathered.size > 0) await write();
-    await writing;
-    const report: RestoreReport = {
-      ...tp,
-      mode: usable ? 'checkpoint' : 'full',
-      ...(reason ? { reason } : {}),
-      wiped,
-      records,
-      tookMs: Date.now() - startedAt,
-    };
-    this.logger.info(report, `restored the state of ${partitionId(tp)} from its changelog (${report.mode})`);
-    this.options.onRestored?.(report);
+    await progress.writing;
+    return { ...tp, mode: usable ? 'checkpoint' : 'full', ...(reason ? { reason } : {}), wiped, records, tookMs: Date.now() - startedAt };
   }
 
-  /** What the rows' last records carried when the partition was handed back, from its checkpoint (the values from the local store, which the checkpoint vouches for). */
+  /**
+   * What the rows' last records carried when the partition was handed back, from its checkpoint, the
+   * values from the local store (a restore from the same checkpoint abandoned before may have put a
+   * later event's record at a ring position: this restore reads that write again, which supersedes it).
+   */
   private seedCarried(carried: NonNullable<Checkpoint['carried']>, committed: number | undefined): void {
     const byRow = new Map<string, CarriedEffect[]>();
     for (const [row, ringKey, offset] of carried) {
@@ -337,11 +356,14 @@ export class ChangelogStore implements Store {
     }
   }
 
-  /** Deletes every local key of the partition; returns how many. */
-  private async wipe(tp: TopicPartition): Promise<number> {
+  /** Deletes every local key of the partition; returns how many. Ends between stores' prefixes once `signal` aborts. */
+  private async wipe(tp: TopicPartition, signal: AbortSignal | undefined): Promise<number> {
     const { local, stores } = this.options;
     let wiped = 0;
-    for (const prefix of stateKeys.partitionPrefixes(stores, tp)) wiped += await local.deletePrefix(prefix, this.options.wipeBatch);
+    for (const prefix of stateKeys.partitionPrefixes(stores, tp)) {
+      abandonIf(signal, tp, 0);
+      wiped += await local.deletePrefix(prefix, this.options.wipeBatch);
+    }
     return wiped;
   }
 }
@@ -351,13 +373,27 @@ const RESTORE_BATCH_BYTES = 2 ** 20;
 /** Keys a full restore remembers writing, to leave out the deletes of the others (about 100 bytes each). */
 const RESTORE_REMEMBERED_KEYS = 50_000;
 
-/** Throws if `signal` aborted: the restore of `tp` is abandoned, `applied` records in. */
-function abandonIf(signal: AbortSignal | undefined, tp: TopicPartition, applied: number): void {
-  if (!signal?.aborted) return;
+/** How far an {@link ChangelogStore.openPartition} restore went, for an abandoned one. */
+interface RestoreProgress {
+  /** The partition's local keys began to be wiped: the checkpoint no longer vouches for them. */
+  wiping: boolean;
+  /** Changelog records read. */
+  read: number;
+  /** The local write last started. */
+  writing: Promise<void>;
+}
+
+/** The error of a restore of `tp` abandoned when `signal` aborted, `read` changelog records in: its `cause` is the signal's reason. */
+function abandonment(signal: AbortSignal, tp: TopicPartition, read: number): Error {
   const reason = signal.reason instanceof Error ? signal.reason.message : String(signal.reason);
-  throw new Error(`restore of ${partitionId(tp)} abandoned after ${applied} changelog records: ${reason}; the partition is not run`, {
+  return new Error(`restore of ${partitionId(tp)} abandoned after reading ${read} changelog records: ${reason}; the partition is not run`, {
     cause: signal.reason,
   });
+}
+
+/** Throws {@link abandonment} if `signal` aborted. */
+function abandonIf(signal: AbortSignal | undefined, tp: TopicPartition, read: number): void {
+  if (signal?.aborted) throw abandonment(signal, tp, read);
 }
 
 function within(offset: number | undefined, ends: ChangelogEnds): boolean {

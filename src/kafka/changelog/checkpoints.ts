@@ -2,10 +2,12 @@ import type { TopicPartition } from '../../ports/log.js';
 import type { Store, StoreOp } from '../../ports/store.js';
 
 /**
- * A partition's local checkpoint: the local state of the partition is exactly its changelogs up
- * to these offsets (the next offset to read, per store). Written when the partition is handed
- * back cleanly, deleted as soon as it is taken over again: a checkpoint that is there at take-over
- * proves that nothing was written to the partition's local state since.
+ * A partition's local checkpoint: the local state of the partition is its changelogs up to these
+ * offsets (the next offset to read, per store), plus at most a prefix of what follows them, applied
+ * in order by a restore from it that a stop abandoned (a read from the checkpoint applies that
+ * prefix again, to the same end). Written when the partition is handed back cleanly, deleted as
+ * soon as it is taken over again, and put back only by such an abandoned restore: a checkpoint that
+ * is there at take-over proves that no event wrote the partition's local state since.
  */
 export interface Checkpoint {
   readonly offsets: Readonly<Record<string, number>>;

@@ -166,11 +166,11 @@ describe('a stop while the store restores a partition', () => {
 });
 
 describe('a stop while the store restores a partition, with a store that honours the abort', () => {
-  it('does not wait for the restore: the stop aborts it, the partition is neither run nor handed back', async () => {
+  /** A changelog store stand-in whose restore never ends by itself: when its signal aborts, it rejects with `failure(reason)`. */
+  async function abortableStore(failure: (reason: unknown) => Error) {
     const memory = await openMemoryStore();
     const closed: string[] = [];
     const reasons: unknown[] = [];
-    // A changelog store stand-in: its restore never ends by itself, only when its signal aborts.
     const store = new Proxy(memory, {
       get(target, name, receiver) {
         if (name === 'openPartition')
@@ -178,7 +178,7 @@ describe('a stop while the store restores a partition, with a store that honours
             new Promise<void>((_resolve, reject) =>
               signal?.addEventListener('abort', () => {
                 reasons.push(signal.reason);
-                reject(new Error('restore abandoned'));
+                reject(failure(signal.reason));
               }),
             );
         if (name === 'closePartition') return async (p: { topic: string; partition: number }) => void closed.push(`${p.topic}/${p.partition}`);
@@ -186,10 +186,33 @@ describe('a stop while the store restores a partition, with a store that honours
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
+    return { store, closed, reasons };
+  }
+
+  it('does not wait for the restore: the stop aborts it, the partition is neither run nor handed back', async () => {
+    const { store, closed, reasons } = await abortableStore((reason) => new Error('restore abandoned', { cause: reason }));
     const { engine, fatal } = await stopWhileRestoring(store, { openGates: false });
     expect(reasons.map((r) => (r as Error).message)).toEqual(['the engine stops']);
     expect(engine.status().partitions).toEqual([]);
     expect(closed, 'a partial restore is not vouched for').toEqual([]);
     expect(fatal).toEqual([]);
+  });
+
+  it("does not hide a restore's own failure that comes as it stops: it reaches the log that assigned the partition", async () => {
+    const { store, closed } = await abortableStore(() => new Error('LevelDB: disk full'));
+    const { log } = handDrivenLog(tp);
+    const engine = new Engine({
+      topology: decisionTopology(async () => ({ action: 'refund' })),
+      log,
+      clock: new VirtualClock().view('engine'),
+      store,
+      random: new SeededRandom(1),
+    });
+    const started = engine.start();
+    await flush();
+    const stopped = engine.stop();
+    await expect(started).rejects.toThrow('LevelDB: disk full');
+    await expect(stopped).resolves.toBeUndefined();
+    expect(closed).toEqual([]);
   });
 });

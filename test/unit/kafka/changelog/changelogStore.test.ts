@@ -318,52 +318,92 @@ describe('ChangelogStore', () => {
 });
 
 describe('ChangelogStore: a restore abandoned by a stop', () => {
-  /** A changelog of `n` effect records on p0, read one per poll; `abort` is called as the second poll is applied. */
-  async function abandoned(n: number, from: 'full' | 'checkpoint') {
+  /**
+   * Worker A hands p0 back with e0 in its checkpoint; worker B then writes e1..e5 and deletes e0.
+   * A takes p0 back (from its checkpoint, or in full once the checkpoint is gone), reading one
+   * record per poll and writing each poll locally, and is stopped as the `abortAt`th poll comes.
+   */
+  async function abandoned(from: 'full' | 'checkpoint', abortAt: number) {
     const changelog = new MemoryChangelog();
     const local = await openMemoryStore();
     const logged: Array<Record<string, unknown>> = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) });
-    const a = await worker(changelog, local, undefined, undefined, logger);
-    await a.store.openPartition(p0);
-    await a.store.batch([{ type: 'put', key: effect(p0, 'e0'), value: 0 }]);
-    await a.store.closePartition(p0);
+    const store = new ChangelogStore({ local, group: 'g', stores, produce: changelog.produce, source: changelog, logger, restoreBatchBytes: 1 });
+    await store.openPartition(p0);
+    await store.batch([{ type: 'put', key: effect(p0, 'e0'), value: 0 }]);
+    await store.closePartition(p0);
     if (from === 'full') await local.batch([checkpoints.del(p0)]);
     const before = checkpoints.read(local, p0);
     const b = await worker(changelog);
-    for (let i = 1; i < n; i++) await b.store.batch([{ type: 'put', key: effect(p0, `e${i}`), value: i }]);
+    for (let i = 1; i <= 5; i++) await b.store.batch([{ type: 'put', key: effect(p0, `e${i}`), value: i }]);
+    await b.store.batch([{ type: 'del', key: effect(p0, 'e0') }]);
     changelog.pollSize = 1;
     const stop = new AbortController();
     const read = changelog.read.bind(changelog);
     let polls = 0;
     changelog.read = (ranges, apply) =>
       read(ranges, async (messages) => {
-        if (++polls === 2) stop.abort(new Error('the engine stops'));
+        if (++polls === abortAt) stop.abort(new Error('the engine stops'));
         await apply(messages);
       });
-    const reported = a.reports.length;
-    const opened = a.store.openPartition(p0, undefined, stop.signal);
-    return { opened, local, store: a.store, reports: a.reports, reported, before, polls: () => polls, logged };
+    const opened = store.openPartition(p0, undefined, stop.signal);
+    const abandonment = await opened.then(
+      () => undefined,
+      (error: unknown) => error as Error,
+    );
+    changelog.read = read;
+    return { abandonment, reason: stop.signal.reason as unknown, local, store, before, polls, logged };
   }
 
-  it('a full restore ends at the next poll, rejects naming the partition and why, and leaves no checkpoint', async () => {
-    const { opened, local, reports, reported, polls, logged } = await abandoned(5, 'full');
-    await expect(opened).rejects.toThrow(/^restore of in\/0 abandoned after 1 changelog records: the engine stops; the partition is not run$/);
+  const complete = (store: ChangelogStore) => [0, 1, 2, 3, 4, 5].map((i) => store.get(effect(p0, `e${i}`)));
+
+  it('a restore from a checkpoint ends at the poll that saw the abort, keeps what landed, puts the checkpoint back, and the next restore from it ends complete', async () => {
+    const { abandonment, reason, local, store, before, polls, logged } = await abandoned('checkpoint', 4);
+    expect(abandonment?.message).toBe('restore of in/0 abandoned after reading 3 changelog records: the engine stops; the partition is not run');
+    expect(abandonment?.cause, 'the engine tells its abort by the cause').toBe(reason);
+    expect(polls, 'no poll read after the abort').toBe(4);
+    // The prefix read landed: e1..e3 are there, e0 (deleted after them) still is.
+    expect(complete(store)).toEqual([0, 1, 2, 3, undefined, undefined]);
+    expect(checkpoints.read(local, p0)).toEqual(before);
     // The fields of a restore's own line, so that one query finds both.
-    expect(logged.at(-1)).toMatchObject({ msg: 'abandoned the restore of in/0 (full): the worker stops', topic: 'in', partition: 0, mode: 'full', records: 1 });
+    expect(logged.at(-1)).toMatchObject({
+      msg: 'abandoned the restore of in/0 (checkpoint): the worker stops',
+      topic: 'in',
+      partition: 0,
+      mode: 'checkpoint',
+      records: 3,
+    });
     expect(logged.at(-1)!.tookMs).toEqual(expect.any(Number));
-    expect(polls(), 'read no further than the poll that saw the abort').toBe(2);
-    expect(reports, 'no restore reported').toHaveLength(reported);
-    expect(checkpoints.read(local, p0)).toBeUndefined();
+    await store.openPartition(p0);
+    expect(logged.at(-1)).toMatchObject({ mode: 'checkpoint', records: 6 });
+    expect(complete(store)).toEqual([undefined, 1, 2, 3, 4, 5]);
   });
 
-  it('a restore from a checkpoint puts the checkpoint back: the next restore reads from it again and ends complete', async () => {
-    const { opened, local, store, reports, before } = await abandoned(5, 'checkpoint');
-    await expect(opened).rejects.toThrow(/abandoned after 1 changelog records/);
-    expect(checkpoints.read(local, p0)).toEqual(before);
-    // The next take-over here: from the same checkpoint, to the state of a restore never abandoned.
+  it('a full restore ends the same way and leaves no checkpoint: the next restore is full and ends complete', async () => {
+    const { abandonment, store, local, logged } = await abandoned('full', 3);
+    expect(abandonment?.message).toMatch(/^restore of in\/0 abandoned after reading 2 changelog records/);
+    expect(logged.at(-1)).toMatchObject({ msg: 'abandoned the restore of in/0 (full): the worker stops', mode: 'full', records: 2 });
+    expect(checkpoints.read(local, p0)).toBeUndefined();
     await store.openPartition(p0);
-    expect(reports.at(-1)).toMatchObject({ mode: 'checkpoint', records: 4 });
-    for (let i = 0; i < 5; i++) expect(store.get(effect(p0, `e${i}`))).toBe(i);
+    expect(logged.at(-1)).toMatchObject({ mode: 'full', reason: expect.stringMatching(/stopped while it restored it in full/) });
+    expect(complete(store)).toEqual([undefined, 1, 2, 3, 4, 5]);
+  });
+
+  it("a restore's own failure that comes as it stops is not taken for an abandonment: no checkpoint is put back", async () => {
+    const changelog = new MemoryChangelog();
+    const local = await openMemoryStore();
+    const a = await worker(changelog, local);
+    await a.store.openPartition(p0);
+    await a.store.batch([{ type: 'put', key: effect(p0, 'e0'), value: 0 }]);
+    await a.store.closePartition(p0);
+    const b = await worker(changelog);
+    await b.store.batch([{ type: 'put', key: effect(p0, 'e1'), value: 1 }]);
+    const stop = new AbortController();
+    changelog.read = async () => {
+      stop.abort(new Error('the engine stops'));
+      throw new Error('broker gone');
+    };
+    await expect(a.store.openPartition(p0, undefined, stop.signal)).rejects.toThrow('broker gone');
+    expect(checkpoints.read(local, p0)).toBeUndefined();
   });
 });
