@@ -223,9 +223,16 @@ export class ChangelogStore implements Store {
       // follows it, each gathered write whole and in order: the checkpoint still vouches for it,
       // and a read from it again applies that prefix again to the same end.
       const mode = checkpoint && !progress.wiping ? 'checkpoint' : 'full';
-      if (mode === 'checkpoint' && landed) await local.batch([checkpoints.put(tp, checkpoint!)]).catch(() => undefined);
+      const kept =
+        mode === 'checkpoint' &&
+        landed &&
+        (await local.batch([checkpoints.put(tp, checkpoint!)]).then(
+          () => true,
+          () => false,
+        ));
       const abandoned = { ...tp, mode, records: progress.read, tookMs: Date.now() - startedAt };
-      this.logger.info(abandoned, `abandoned the restore of ${partitionId(tp)} (${mode}): the worker stops`);
+      const next = kept ? 'its checkpoint is kept: the next restore here reads from it' : 'the next restore here is full';
+      this.logger.info(abandoned, `abandoned the restore of ${partitionId(tp)} (${mode}): the worker stops; ${next}`);
       throw abandonment(signal, tp, progress.read);
     }
     this.logger.info(report, `restored the state of ${partitionId(tp)} from its changelog (${report.mode})`);
@@ -252,7 +259,7 @@ export class ChangelogStore implements Store {
     let reason: string | undefined;
     if (!usable) {
       reason = !checkpoint
-        ? 'no checkpoint: this worker stopped uncleanly while it owned the partition, or stopped while it restored it in full, or never owned it'
+        ? 'no checkpoint: this worker never owned the partition, or stopped uncleanly while it owned it, or stopped while it restored it in full'
         : !inside
           ? 'its checkpoint lies outside the changelog (was the changelog topic recreated?)'
           : `its checkpoint is ${Math.round(ageMs / 1_000)} s old, past ${Math.round(maxAgeMs! / 1_000)} s (half the changelogs' delete.retention.ms): a read from it might miss a delete`;

@@ -371,7 +371,7 @@ describe('ChangelogStore: a restore abandoned by a stop', () => {
     expect(checkpoints.read(local, p0)).toEqual(before);
     // The fields of a restore's own line, so that one query finds both.
     expect(logged.at(-1)).toMatchObject({
-      msg: 'abandoned the restore of in/0 (checkpoint): the worker stops',
+      msg: 'abandoned the restore of in/0 (checkpoint): the worker stops; its checkpoint is kept: the next restore here reads from it',
       topic: 'in',
       partition: 0,
       mode: 'checkpoint',
@@ -386,10 +386,17 @@ describe('ChangelogStore: a restore abandoned by a stop', () => {
   it('a full restore ends the same way and leaves no checkpoint: the next restore is full and ends complete', async () => {
     const { abandonment, store, local, logged } = await abandoned('full', 3);
     expect(abandonment?.message).toMatch(/^restore of in\/0 abandoned after reading 2 changelog records/);
-    expect(logged.at(-1)).toMatchObject({ msg: 'abandoned the restore of in/0 (full): the worker stops', mode: 'full', records: 2 });
+    expect(logged.at(-1)).toMatchObject({
+      msg: 'abandoned the restore of in/0 (full): the worker stops; the next restore here is full',
+      mode: 'full',
+      records: 2,
+    });
     expect(checkpoints.read(local, p0)).toBeUndefined();
     await store.openPartition(p0);
-    expect(logged.at(-1)).toMatchObject({ mode: 'full', reason: expect.stringMatching(/stopped while it restored it in full/) });
+    expect(logged.at(-1)).toMatchObject({
+      mode: 'full',
+      reason: expect.stringMatching(/^no checkpoint: this worker never owned the partition, .* or stopped while it restored it in full$/),
+    });
     expect(complete(store)).toEqual([undefined, 1, 2, 3, 4, 5]);
   });
 
