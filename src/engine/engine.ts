@@ -117,6 +117,8 @@ export class Engine {
   private stopping = false;
   /** Aborted by a stop or a failure: restores still under way end then, instead of holding the stop for their whole length. */
   private readonly restores = new AbortController();
+  /** The store's restores under way: a stop lets them end (what an abandoned one keeps lands) before the log closes. */
+  private readonly restoring = new Set<Promise<void>>();
 
   constructor(private readonly options: EngineOptions) {
     const { topology, clock, observer = {} } = options;
@@ -245,6 +247,8 @@ export class Engine {
     grace?.cancel();
     await this.commit();
     await this.closePartitions([...this.tasks.values()].map((t) => t.tp));
+    // Aborted above, they end at once; after a failure, an assignment's step may have stopped waiting for them.
+    await Promise.allSettled(this.restoring);
     disposeProcessors(this.ctx);
     await this.options.log.close();
   }
@@ -263,8 +267,14 @@ export class Engine {
     if (this.stopping || this.failed) return;
     // The partition's state first (a changelog store restores it here), then its task reads it.
     const restores = this.restores.signal;
+    const restore = this.options.store.openPartition?.(tp, committed?.offset, restores);
+    if (restore) {
+      this.restoring.add(restore);
+      const ended = (): boolean => this.restoring.delete(restore);
+      restore.then(ended, ended);
+    }
     try {
-      await this.options.store.openPartition?.(tp, committed?.offset, restores);
+      await restore;
     } catch (error) {
       // Abandoned by the stop (or failure) that aborted it: the partition is not run, and its
       // partial state is not handed back as complete. Any other failure is the restore's own.

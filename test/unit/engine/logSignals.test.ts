@@ -105,9 +105,10 @@ async function stopWhileRestoring(store: Store, options = { openGates: true }): 
   return { engine, fatal };
 }
 
-/** Starts an engine over `store` (its one partition assigned at once), then stops it as soon as the start is under way. */
-async function startThenStop(store: Store) {
+/** Starts an engine over `store` (its one partition assigned at once), then stops it as soon as the start is under way; `seen` hears the log close. */
+async function startThenStop(store: Store, seen: string[] = []) {
   const { log } = handDrivenLog(tp);
+  log.close = async () => void seen.push('log closed');
   const fatal: Error[] = [];
   const engine = new Engine({
     topology: decisionTopology(async () => ({ action: 'refund' })),
@@ -173,8 +174,11 @@ describe('a stop while the store restores a partition', () => {
 });
 
 describe('a stop while the store restores a partition, with a store that honours the abort', () => {
-  /** A changelog store stand-in whose restore never ends by itself: when its signal aborts, it rejects with `failure(reason)`. */
-  async function abortableStore(failure: (reason: unknown) => Error) {
+  /**
+   * A changelog store stand-in whose restore never ends by itself: when its signal aborts, it
+   * rejects with `failure(reason)`, a turn of the event loop later (what it keeps lands first).
+   */
+  async function abortableStore(failure: (reason: unknown) => Error, seen: string[] = []) {
     const memory = await openMemoryStore();
     const closed: string[] = [];
     const reasons: unknown[] = [];
@@ -185,7 +189,10 @@ describe('a stop while the store restores a partition, with a store that honours
             new Promise<void>((_resolve, reject) =>
               signal?.addEventListener('abort', () => {
                 reasons.push(signal.reason);
-                reject(failure(signal.reason));
+                setImmediate(() => {
+                  seen.push('restore ended');
+                  reject(failure(signal.reason));
+                });
               }),
             );
         if (name === 'closePartition') return async (p: { topic: string; partition: number }) => void closed.push(`${p.topic}/${p.partition}`);
@@ -203,6 +210,15 @@ describe('a stop while the store restores a partition, with a store that honours
     expect(engine.status().partitions).toEqual([]);
     expect(closed, 'a partial restore is not vouched for').toEqual([]);
     expect(fatal).toEqual([]);
+  });
+
+  it('lets the aborted restore end before it closes the log', async () => {
+    const seen: string[] = [];
+    const { store } = await abortableStore((reason) => new Error('restore abandoned', { cause: reason }), seen);
+    const { started, stopped } = await startThenStop(store, seen);
+    await expect(stopped).resolves.toBeUndefined();
+    await expect(started).resolves.toBeUndefined();
+    expect(seen).toEqual(['restore ended', 'log closed']);
   });
 
   it("does not hide a restore's own failure that comes as it stops: it reaches the log that assigned the partition", async () => {
