@@ -11,7 +11,7 @@ import {
   type TopicPartition,
 } from '../ports/log.js';
 import type { Random } from '../ports/random.js';
-import type { Store, StoreOp } from '../ports/store.js';
+import { isAbandonment, type Store, type StoreOp } from '../ports/store.js';
 import { AttemptsIndexedStore } from './attemptsIndex.js';
 import { AttemptsRecords } from './attemptsRecords.js';
 import type { EngineContext } from './engineContext.js';
@@ -278,7 +278,7 @@ export class Engine {
     } catch (error) {
       // Abandoned by the stop (or failure) that aborted it: the partition is not run, and its
       // partial state is not handed back as complete. Any other failure is the restore's own.
-      if (restores.aborted && (error as Error | undefined)?.cause === restores.reason) return;
+      if (isAbandonment(error, restores)) return;
       throw error;
     }
     // A stop (or a failure) came while the state was restored: the partition is not run (its task

@@ -69,3 +69,11 @@ export interface Store {
   closePartition?(tp: TopicPartition): Promise<void>;
   close(): Promise<void>;
 }
+
+/**
+ * Whether `error` is a restore's abandonment by `signal` ({@link Store.openPartition}'s contract:
+ * its `cause` is the signal's reason), rather than a failure of the restore's own.
+ */
+export function isAbandonment(error: unknown, signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true && (error as Error | undefined)?.cause === signal.reason;
+}

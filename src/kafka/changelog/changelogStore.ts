@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { StateStore } from '../../graph/stores.js';
 import { partitionId, type OutRecord, type TopicPartition } from '../../ports/log.js';
-import type { EntriesOptions, StagedBatch, Store, StoreOp } from '../../ports/store.js';
+import { isAbandonment, type EntriesOptions, type StagedBatch, type Store, type StoreOp } from '../../ports/store.js';
 import type { LocalStore } from '../../state/levelStore.js';
 import { stateKeys } from '../../state/stateKeys.js';
 import type { ChangelogEnds, ChangelogMessage, ChangelogRange } from './changelogReader.js';
@@ -218,7 +218,8 @@ export class ChangelogStore implements Store {
         () => false,
       );
       this.carried.dropPartition(tp);
-      if (!signal?.aborted || (error as Error | undefined)?.cause !== signal.reason) throw error;
+      // An abandonment has an aborted signal: `signal` is there below.
+      if (!isAbandonment(error, signal)) throw error;
       // Abandoned. Unless a wipe began, the local state is the checkpoint's plus a prefix of what
       // follows it, each gathered write whole and in order: the checkpoint still vouches for it,
       // and a read from it again applies that prefix again to the same end.
@@ -233,7 +234,7 @@ export class ChangelogStore implements Store {
       const abandoned = { ...tp, mode, records: progress.read, tookMs: Date.now() - startedAt };
       const next = kept ? 'its checkpoint is kept: the next restore here reads from it' : 'the next restore here is full';
       this.logger.info(abandoned, `abandoned the restore of ${partitionId(tp)} (${mode}): the worker stops; ${next}`);
-      throw abandonment(signal, tp, progress.read);
+      throw abandonment(signal!, tp, progress.read);
     }
     this.logger.info(report, `restored the state of ${partitionId(tp)} from its changelog (${report.mode})`);
     this.options.onRestored?.(report);
