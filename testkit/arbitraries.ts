@@ -27,7 +27,7 @@ export function scenarioEventsArbitrary(partitions: number, bounds: CrashScenari
 
 /** Which faults {@link crashArbitrary} draws. */
 export interface CrashChoice {
-  /** @defaultValue every kind: 'at', 'point', 'revoke', 'refused', 'fenced' */
+  /** @defaultValue every kind: 'at', 'point', 'revoke', 'refused', 'fenced', 'stop' */
   readonly kinds?: readonly ScenarioCrash['kind'][];
   /** The named points a 'point' crash picks from. @defaultValue every crash point */
   readonly points?: readonly CrashPoint[];
@@ -36,11 +36,12 @@ export interface CrashChoice {
 /**
  * A crash at a random virtual time or at a random named point, and a restart after a random delay;
  * or a rebalance at a random virtual time that revokes or loses random partitions and assigns them
- * back; a changelog write refused for good; or a worker fenced out of its group that races its successor.
+ * back; a changelog write refused for good; a worker fenced out of its group that races its
+ * successor; or a stop as on SIGTERM, with or without a grace period, and a restart.
  */
 export function crashArbitrary(choice: CrashChoice = {}): fc.Arbitrary<ScenarioCrash> {
   const restartAfterMs = fc.integer({ min: 0, max: 20_000 });
-  const kinds = new Set(choice.kinds ?? ['at', 'point', 'revoke', 'refused', 'fenced']);
+  const kinds = new Set(choice.kinds ?? ['at', 'point', 'revoke', 'refused', 'fenced', 'stop']);
   const points = choice.points ?? crashPoints;
   if (kinds.size === 0 || (kinds.has('point') && points.length === 0))
     throw new RangeError('crashArbitrary: choose at least one kind of fault, and at least one point for point crashes');
@@ -58,6 +59,15 @@ export function crashArbitrary(choice: CrashChoice = {}): fc.Arbitrary<ScenarioC
       }),
     );
   if (kinds.has('refused')) each.push(fc.record({ kind: fc.constant('refused' as const), nth: fc.integer({ min: 1, max: 6 }), restartAfterMs }));
+  if (kinds.has('stop'))
+    each.push(
+      fc.record({
+        kind: fc.constant('stop' as const),
+        delayMs: fc.integer({ min: 0, max: 40_000 }),
+        graceMs: fc.constantFrom(0, 0, 1_000, 10_000),
+        restartAfterMs,
+      }),
+    );
   if (kinds.has('fenced')) {
     each.push(
       fc.record({
@@ -104,6 +114,8 @@ export function crashScenarioArbitrary(bounds: CrashScenarioBounds = {}): fc.Arb
         runSteps: fc.constantFrom(0 as const, 0 as const, 0 as const, 1 as const, 2 as const, 3 as const),
         // Half the schedules wrap their effect rings within a few events (2 to 6 positions).
         effectRingSize: fc.option(fc.integer({ min: 2, max: 6 }), { nil: undefined, freq: 2 }),
+        // Half the schedules restore each partition for a while whenever an engine is given it.
+        restoreMs: fc.option(fc.array(fc.integer({ min: 0, max: 10_000 }), { minLength: 1, maxLength: 3 }), { nil: undefined, freq: 2 }),
         seed: fc.integer(),
       }),
     )

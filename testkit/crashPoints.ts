@@ -1,4 +1,4 @@
-import type { CommitOffset, OutRecord } from '../src/ports/log.js';
+import type { CommitOffset, OutRecord, TopicPartition } from '../src/ports/log.js';
 import type { StoreOp } from '../src/ports/store.js';
 
 /** An asynchronous port operation as the driver sees it, before it runs it. */
@@ -10,7 +10,9 @@ export type IoRequest =
   | { readonly kind: 'scan'; readonly prefix: string }
   | { readonly kind: 'produce'; readonly records: readonly OutRecord[] }
   /** A commit of offsets; on a transactional log, with the open transaction's records and state writes. */
-  | { readonly kind: 'commit'; readonly offsets: readonly CommitOffset[]; readonly transaction?: { readonly holdsWrites: boolean } };
+  | { readonly kind: 'commit'; readonly offsets: readonly CommitOffset[]; readonly transaction?: { readonly holdsWrites: boolean } }
+  /** The end of a partition's restore, which the engine awaits before it runs the partition (see DriverOptions.restoreMs). */
+  | { readonly kind: 'restore'; readonly partition: TopicPartition };
 
 /**
  * Named moments to crash at, each the window between two durable steps:
@@ -22,10 +24,19 @@ export type IoRequest =
  *   acknowledgement has not come (the crash comes instead);
  * - `transaction-open` (exactly-once): a commit is about to commit a transaction that holds
  *   records or state writes (the crash aborts it);
- * - `transaction-committed` (exactly-once): a transaction is committed, the engine has not heard so.
+ * - `transaction-committed` (exactly-once): a transaction is committed, the engine has not heard so;
+ * - `restoring` (with DriverOptions.restoreMs): a partition's state is being restored, the engine
+ *   has not run it yet (while others it owns may run).
  */
 export type CrashPoint =
-  'effect-applied-not-recorded' | 'recorded-not-committed' | 'parking' | 'replaying' | 'landed-not-durable' | 'transaction-open' | 'transaction-committed';
+  | 'effect-applied-not-recorded'
+  | 'recorded-not-committed'
+  | 'parking'
+  | 'replaying'
+  | 'landed-not-durable'
+  | 'transaction-open'
+  | 'transaction-committed'
+  | 'restoring';
 export const crashPoints: readonly CrashPoint[] = [
   'effect-applied-not-recorded',
   'recorded-not-committed',
@@ -34,6 +45,7 @@ export const crashPoints: readonly CrashPoint[] = [
   'landed-not-durable',
   'transaction-open',
   'transaction-committed',
+  'restoring',
 ];
 
 /** Whether the driver crashes before running the request, or just after it (its caller never hears back). */
@@ -67,5 +79,7 @@ export function crashPhase(point: CrashPoint, request: IoRequest): CrashPhase | 
       return request.kind === 'commit' && request.transaction?.holdsWrites ? 'before' : undefined;
     case 'transaction-committed':
       return request.kind === 'commit' && request.transaction ? 'after' : undefined;
+    case 'restoring':
+      return request.kind === 'restore' ? 'before' : undefined;
   }
 }

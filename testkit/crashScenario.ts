@@ -14,6 +14,7 @@ import { checkStateMatchesEffects, type AppliedRow } from './effectStateCheck.js
 import { fakeModel, type FakeModel } from './fakeModel.js';
 import { asObject, checkedSchema } from './scenarios/checkedSchema.js';
 import type { InvariantViolation } from './violations.js';
+import { restoreMsOf } from './topologyRun.js';
 
 export type { ScenarioCrash } from './faultSchedule.js';
 
@@ -55,6 +56,8 @@ export interface CrashScenario {
   readonly mode?: DriverMode;
   /** Positions in each partition's ring of effect records (see DriverOptions.effectRingSize): a few make it wrap. @defaultValue 16384 */
   readonly effectRingSize?: number;
+  /** How long each partition's restore takes: partition `p` takes `restoreMs[p % restoreMs.length]` virtual ms (see DriverOptions.restoreMs). @defaultValue no restores */
+  readonly restoreMs?: readonly number[];
   readonly seed: number;
 }
 
@@ -171,6 +174,7 @@ export async function runCrashScenario(scenario: CrashScenario, options: { state
     commit: scenario.commit,
     mode: scenario.mode ?? 'plain',
     ...(scenario.effectRingSize ? { effectRingSize: scenario.effectRingSize } : {}),
+    ...(scenario.restoreMs && scenario.restoreMs.length > 0 ? { restoreMs: restoreMsOf(scenario.restoreMs) } : {}),
     ...(options.stateDir ? { stateDir: options.stateDir } : {}),
     ...(Object.keys(faults).length > 0 ? { faults } : {}),
   });

@@ -59,6 +59,15 @@ export interface DriverOptions {
   /** The engine's `effectRing`: false records every effect under its effect id, as orderly before rings did. @defaultValue true */
   effectRing?: boolean;
   /**
+   * How long each partition's restore takes, in virtual ms, as the changelog store restores a
+   * partition's state before the engine runs it. With it, every partition an engine instance is
+   * given (at its start, after a rebalance, after an exactly-once reset) is restored on its own,
+   * the others running meanwhile; a crash, a stop or a rebalance can come while it restores (the
+   * crash point `restoring` is its end), and rebalance steps wait for the restores under way, as
+   * Kafka's log's do. A function gives each partition its own. @defaultValue no restores
+   */
+  restoreMs?: number | ((partition: number) => number);
+  /**
    * Which capabilities the ports have, as on Kafka: `plain` (a store batch is durable once
    * written), `staged` (the store stages its batches: a batch lands at once, and becomes durable
    * through its acknowledgement later, as the changelog store's at-least-once path) or
@@ -203,6 +212,10 @@ export class TopologyTestDriver {
     this.mode = options.mode ?? 'plain';
     if (!driverModes.includes(this.mode))
       throw new RangeError(`TopologyTestDriver: mode must be one of ${driverModes.join(', ')}, got ${JSON.stringify(options.mode)}`);
+    const restoreMs = options.restoreMs;
+    if (typeof restoreMs === 'number') validRestoreMs(restoreMs);
+    else if (restoreMs !== undefined && typeof restoreMs !== 'function')
+      throw new TypeError(`TopologyTestDriver: restoreMs is a number of ms or a function of the partition, got ${JSON.stringify(restoreMs)}`);
     // Plain, every operation runs in request order; staged, acknowledgements interleave with them.
     this.io = new DriverIo(this.mode === 'plain' ? undefined : this.random.derive('io'));
     this.observations = new DriverObservations(topology);
@@ -364,7 +377,12 @@ export class TopologyTestDriver {
    */
   async stop(options: { graceMs?: number } = {}): Promise<void> {
     const instance = this.requireLive('stop');
-    await this.runUntilSettled('stop', instance.engine.stop(options));
+    // Already stopping on a fatal error (a refused write): that stop ends it; none starts twice.
+    if (!instance.stopping) {
+      this.observations.stopped();
+      instance.stopping = instance.engine.stop(options);
+    }
+    await this.runUntilSettled('stop', instance.stopping);
     this.crashNow();
   }
 
@@ -630,6 +648,7 @@ export class TopologyTestDriver {
     const id = `engine-${++this.generation}`;
     const generation = this.generation;
     const faults = this.options.faults ?? {};
+    const restoreMs = this.options.restoreMs;
     const state = () => this.state!;
     const madeDurable = (ops: readonly StoreOp[]) => this.observations.written(ops, generation, this.clock.now());
     // A new instance has nothing landed and no transaction open: what the crashed one had is gone.
@@ -671,6 +690,15 @@ export class TopologyTestDriver {
       acknowledged: (ops) => this.observations.acknowledged(ops),
       madeDurable,
       faults,
+      ...(restoreMs === undefined
+        ? {}
+        : {
+            restore: {
+              clock,
+              ms: typeof restoreMs === 'number' ? () => restoreMs : (p: number) => validRestoreMs(restoreMs(p), p),
+              observe: (what: 'begun' | 'abandoned') => this.observations.restore(what),
+            },
+          }),
     });
     const engine = new Engine({
       topology: this.topology,
@@ -792,4 +820,11 @@ export class TopologyTestDriver {
     if (!this.instance?.alive) throw new Error(`TopologyTestDriver.${what}: the engine is crashed; restart() it first`);
     return this.instance;
   }
+}
+
+/** A restore's length, checked: a RangeError naming the option (and the partition, from a function). */
+function validRestoreMs(ms: number, partition?: number): number {
+  if (typeof ms === 'number' && Number.isFinite(ms) && ms >= 0) return ms;
+  const from = partition === undefined ? '' : ` for partition ${partition}`;
+  throw new RangeError(`TopologyTestDriver: restoreMs must be 0 or more ms${from}, got ${JSON.stringify(ms)}`);
 }

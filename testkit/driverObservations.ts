@@ -105,6 +105,11 @@ export interface DriverMetrics {
   /** Effect ids recorded twice. */
   readonly doubleEffects: number;
   readonly crashes: number;
+  /** Stops as on SIGTERM ({@link TopologyTestDriver.stop}). */
+  readonly stops: number;
+  /** Partition restores begun (with DriverOptions.restoreMs), and of those, ended by a stop or a failure before their end. */
+  readonly restores: number;
+  readonly restoresAbandoned: number;
   /** Exactly-once: resets after an aborted transaction (partitions lost, or a write the transaction failed under). */
   readonly partitionResets: number;
   /** Exactly-once: partitions those resets restored (the owned ones whose work the aborted transaction held), summed over resets. */
@@ -173,6 +178,9 @@ export class DriverObservations {
     orderViolations: 0,
     doubleEffects: 0,
     crashes: 0,
+    stops: 0,
+    restores: 0,
+    restoresAbandoned: 0,
     partitionResets: 0,
     partitionsReset: 0,
     partitionsOwnedAtResets: 0,
@@ -453,6 +461,16 @@ export class DriverObservations {
 
   crashed(): void {
     this.counts.crashes += 1;
+  }
+
+  stopped(): void {
+    this.counts.stops += 1;
+  }
+
+  /** A partition's restore began, or was abandoned by a stop or a failure. */
+  restore(what: 'begun' | 'abandoned'): void {
+    if (what === 'begun') this.counts.restores += 1;
+    else this.counts.restoresAbandoned += 1;
   }
 
   reset({ partitions, owned }: { readonly partitions: number; readonly owned: number }): void {

@@ -40,6 +40,16 @@ export interface GatedStoreOptions {
   /** Hears each batch once it is durable (exactly-once: the transaction holding it committed). */
   readonly madeDurable: (ops: readonly StoreOp[]) => void;
   readonly faults?: StoreFaults;
+  /**
+   * Present when partitions are restored (see DriverOptions.restoreMs): how long each one's
+   * restore takes on the instance's clock.
+   */
+  readonly restore?: {
+    readonly clock: Clock;
+    readonly ms: (partition: number) => number;
+    /** Hears each restore begin, and each one abandoned. */
+    readonly observe: (what: 'begun' | 'abandoned') => void;
+  };
 }
 
 /**
@@ -52,6 +62,7 @@ export interface GatedStoreOptions {
  */
 export class GatedStore implements Store {
   readonly stage?: (ops: readonly StoreOp[]) => StagedBatch;
+  readonly openPartition?: (tp: TopicPartition, committed: number | undefined, signal?: AbortSignal) => Promise<void>;
 
   constructor(
     private readonly owner: string,
@@ -59,6 +70,7 @@ export class GatedStore implements Store {
     private readonly options: GatedStoreOptions,
   ) {
     if (options.overlay) this.stage = (ops) => this.stageSplit(ops);
+    if (options.restore) this.openPartition = (tp, _committed, signal) => this.restore(tp, options.restore!, signal);
   }
 
   get location(): string {
@@ -84,6 +96,38 @@ export class GatedStore implements Store {
 
   async close(): Promise<void> {
     // The driver owns the state and closes it; an engine instance only lets go of it.
+  }
+
+  /**
+   * A partition's restore, as the changelog store's takes time: it ends `ms` later on the
+   * instance's clock, through a `restore` request (a crash point), unless the engine's stop or
+   * failure aborts it first; then it rejects at once with the signal's reason as its cause, as
+   * {@link Store.openPartition} says. The state itself needs no restoring here: a new instance
+   * reads the durable state, without what the crashed one had landed.
+   */
+  private restore(tp: TopicPartition, restore: NonNullable<GatedStoreOptions['restore']>, signal: AbortSignal | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      let timer: Timer | undefined;
+      const abandon = () => {
+        restore.observe('abandoned');
+        timer?.cancel();
+        reject(new Error(`the restore of ${partitionId(tp)} was abandoned`, { cause: signal!.reason }));
+      };
+      restore.observe('begun');
+      if (signal?.aborted) return abandon();
+      signal?.addEventListener('abort', abandon, { once: true });
+      timer = restore.clock.setTimer(restore.ms(tp.partition), () => {
+        this.io
+          .enqueue(this.owner, { kind: 'restore', partition: tp }, async () => undefined)
+          .then(
+            () => {
+              signal?.removeEventListener('abort', abandon);
+              resolve();
+            },
+            (error: unknown) => reject(error as Error),
+          );
+      });
+    });
   }
 
   /** The batch's ops without the dropped ones, in one part or, split on purpose, two. */
@@ -212,6 +256,8 @@ interface Position {
   offset: number;
   paused: boolean;
   ready: boolean;
+  /** Taken away, the engine not told yet (its step waits for the rebalance steps before it): it must not become ready. */
+  revoked?: boolean;
 }
 
 /**
@@ -226,6 +272,8 @@ export class DriverConsumer implements Log {
   private fencedOut = false;
   /** Exactly-once: commits run one at a time, in the order asked. */
   private committing: Promise<void> = Promise.resolve();
+  /** The rebalance steps under way and queued, in turn (see serialize). */
+  private rebalances: Promise<void> = Promise.resolve();
   private staleTimer: Timer | undefined;
   /** Exactly-once: resets after an aborted transaction, queued or under way, in turn. */
   private resetting: Promise<void> | undefined;
@@ -251,7 +299,18 @@ export class DriverConsumer implements Log {
     this.listener = listener;
     const tps = topics.flatMap((topic) => this.log.partitions(topic).map((_, partition) => ({ topic, partition })));
     for (const tp of tps) this.positions.set(partitionId(tp), { tp, offset: this.log.committed(tp), paused: false, ready: false });
-    await this.assignEach(tps);
+    await this.serialize(() => this.assignEach(tps));
+  }
+
+  /**
+   * Runs rebalance steps (assignments with their restores, revocations, losses, resets) one after
+   * another, in the order they came, as KafkaLog's `serialize` does: a partition revoked while
+   * another still restores is let go once that restore has ended.
+   */
+  private serialize(step: () => Promise<void>): Promise<void> {
+    const run = this.rebalances.then(step);
+    this.rebalances = run.catch(() => undefined);
+    return run;
   }
 
   /**
@@ -267,7 +326,7 @@ export class DriverConsumer implements Log {
         const position = this.positions.get(partitionId(tp));
         await listener.assigned([this.withCommitted(tp)]);
         // Still the same assignment (no reset or revocation replaced it meanwhile).
-        if (position && this.positions.get(partitionId(tp)) === position) position.ready = true;
+        if (position && this.positions.get(partitionId(tp)) === position && !position.revoked) position.ready = true;
       }),
     );
   }
@@ -375,12 +434,14 @@ export class DriverConsumer implements Log {
    * engine is told (revoked: it may still commit them; lost: it may not), then they are forgotten.
    */
   async revoke(tps: readonly TopicPartition[], lost: boolean): Promise<void> {
-    for (const tp of tps) this.position(tp).ready = false;
+    for (const tp of tps) Object.assign(this.position(tp), { ready: false, revoked: true });
     // Exactly-once, as Kafka's log does: the open transaction holds writes of the lost partitions,
     // so it is aborted, and the partitions still owned whose work it held are reset with it.
     if (lost && this.options.transaction) return this.resetAfterAbort(tps);
-    if (this.listener) await (lost ? this.listener.lost(tps) : this.listener.revoked(tps));
-    for (const tp of tps) this.positions.delete(partitionId(tp));
+    await this.serialize(async () => {
+      if (this.listener) await (lost ? this.listener.lost(tps) : this.listener.revoked(tps));
+      for (const tp of tps) this.positions.delete(partitionId(tp));
+    });
   }
 
   /**
@@ -401,12 +462,10 @@ export class DriverConsumer implements Log {
       if (discarding) this.discarding -= 1;
       discarding = false;
     };
-    const reset: Promise<void> = (this.resetting ?? Promise.resolve())
-      .then(() => this.reset(lost, aborted))
-      .finally(() => {
-        aborted();
-        if (this.resetting === reset) this.resetting = undefined;
-      });
+    const reset: Promise<void> = this.serialize(() => this.reset(lost, aborted)).finally(() => {
+      aborted();
+      if (this.resetting === reset) this.resetting = undefined;
+    });
     this.resetting = reset;
     return reset;
   }
@@ -476,7 +535,7 @@ export class DriverConsumer implements Log {
       if (this.positions.has(partitionId(tp))) throw new Error(`${partitionId(tp)} is assigned to this consumer already`);
       this.positions.set(partitionId(tp), { tp, offset: this.log.committed(tp), paused: false, ready: false });
     }
-    await this.assignEach(tps);
+    await this.serialize(() => this.assignEach(tps));
   }
 
   produce(records: readonly OutRecord[]): Promise<void> {

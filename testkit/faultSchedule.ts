@@ -6,7 +6,7 @@ import type { TopologyTestDriver } from './driver.js';
 /**
  * A fault: a crash at a virtual time after the previous step, or at the nth time a named point is
  * reached; or, at a virtual time, a rebalance that takes partitions away (`lost`: without a chance
- * to commit, as after a missed session timeout) and gives them back.
+ * to commit, as after a missed session timeout) and gives them back, or a stop as on SIGTERM.
  */
 export type ScenarioCrash =
   | { readonly kind: 'at'; readonly delayMs: number; readonly restartAfterMs: number }
@@ -26,7 +26,13 @@ export type ScenarioCrash =
    * after `restartAfterMs` (the topic fixed); exactly-once, the transaction fails under it and the
    * partitions whose work it held are reset instead. Not on a plain store (see TopologyTestDriver.refuseWrite).
    */
-  | { readonly kind: 'refused'; readonly nth: number; readonly restartAfterMs: number };
+  | { readonly kind: 'refused'; readonly nth: number; readonly restartAfterMs: number }
+  /**
+   * The worker is stopped as on SIGTERM (a deploy, a scale-in) at a virtual time: its work in
+   * flight runs for `graceMs` and what is left is given up, restores under way are abandoned, the
+   * finished prefix is committed; it restarts after `restartAfterMs`.
+   */
+  | { readonly kind: 'stop'; readonly delayMs: number; readonly graceMs: number; readonly restartAfterMs: number };
 
 /** A crash in the middle of the replays of resolved keys, at the nth replayed event. */
 export interface ReplayCrash {
@@ -52,6 +58,15 @@ export async function applyFault(driver: TopologyTestDriver, partitions: number,
     await driver.advanceWallClockTime(crash.delayMs);
     if (!driver.running) return;
     driver.fence({ lostAfterMs: crash.lostAfterMs });
+    driver.restart({ after: crash.restartAfterMs });
+    await driver.runUntilIdle();
+    return;
+  }
+  if (crash.kind === 'stop') {
+    await driver.advanceWallClockTime(crash.delayMs);
+    if (!driver.running) return;
+    await driver.stop({ graceMs: crash.graceMs });
+    await afterCrash();
     driver.restart({ after: crash.restartAfterMs });
     await driver.runUntilIdle();
     return;

@@ -56,6 +56,12 @@ export interface TopologyPropertyOptions<T> {
    * staged and exactly-once paths only (a plain store has no changelog). `false`: no faults. @defaultValue `{ max: 3 }`
    */
   readonly crashes?: false | (CrashChoice & { readonly max?: number });
+  /**
+   * Restores that take time (see DriverOptions.restoreMs): half the runs restore each partition
+   * for up to this many virtual ms whenever it is given to an engine, so that faults fall while
+   * partitions restore. `false`: no restores. @defaultValue `{ maxMs: 10000 }`
+   */
+  readonly restores?: false | { readonly maxMs: number };
   /** Resolve parked keys at the end (`false`: leave them parked). @defaultValue `{}`: discards, with a crash mid-replay */
   readonly resolutions?: false | ResolutionOptions<T>;
   /** The built-in invariants to check. @defaultValue every one, {@link topologyInvariants} */
@@ -180,11 +186,13 @@ function runInputArbitrary<T>(options: TopologyPropertyOptions<T>): fc.Arbitrary
       resolutions,
       replayCrash,
       model: fc.record({ latencyMs, failureShare: fc.constant(options.model.failureShare ?? 0) }),
+      restoreMs: restoreMsArbitrary(options.restores ?? { maxMs: 10_000 }),
       seed: fc.integer(),
     })
-    .map(({ replayCrash: crash, ...input }) => ({
+    .map(({ replayCrash: crash, restoreMs, ...input }) => ({
       ...input,
       ...(crash ? { replayCrash: crash } : {}),
+      ...(restoreMs ? { restoreMs } : {}),
       // A fenced worker that still writes is drawn under exactly-once only (see crashes), a refused changelog write where there is a changelog.
       crashes: input.crashes.filter((c) => drawnIn(input.mode, c)),
     }));
@@ -220,9 +228,18 @@ function describeFailure<T>(
     ...placed.slice(0, 40).map((e) => `  partition ${e.partition} offset ${e.offset}: key ${JSON.stringify(e.key)}, value ${short(e.value)}`),
     ...(placed.length > 40 ? [`  ... and ${placed.length - 40} more`] : []),
     `faults: ${input.crashes.length === 0 ? 'none' : input.crashes.map(describeCrash).join('; ')}`,
+    `restores: ${input.restoreMs ? `partition p takes [${input.restoreMs.join(', ')}][p % ${input.restoreMs.length}] ms` : 'none'}`,
     `resolutions: ${input.resolutions.length === 0 ? 'none (parked keys stay parked)' : input.resolutions.join(', ')}${input.replayCrash ? `, with a crash at replayed event ${input.replayCrash.nth} and a restart ${input.replayCrash.restartAfterMs} ms later` : ''}`,
   ];
   return lines.join('\n');
+}
+
+/** Half the time none, else 1 to 4 lengths that the partitions take in turn. */
+function restoreMsArbitrary(restores: false | { readonly maxMs: number }): fc.Arbitrary<readonly number[] | undefined> {
+  if (restores === false) return fc.constant(undefined);
+  if (!Number.isFinite(restores.maxMs) || restores.maxMs < 0)
+    throw new RangeError(`topologyProperty: restores.maxMs must be 0 or more, got ${JSON.stringify(restores.maxMs)}; or restores: false for none`);
+  return fc.option(fc.array(fc.integer({ min: 0, max: Math.floor(restores.maxMs) }), { minLength: 1, maxLength: 4 }), { nil: undefined, freq: 2 });
 }
 
 function describeCrash(crash: ScenarioCrash): string {
@@ -237,5 +254,7 @@ function describeCrash(crash: ScenarioCrash): string {
       return `fence the engine out ${crash.delayMs} ms on, its successor ${crash.restartAfterMs} ms later, the old one told ${crash.lostAfterMs} ms after the fence`;
     case 'refused':
       return `Kafka refuses the changelog records of staged write ${crash.nth} for good, restart ${crash.restartAfterMs} ms later`;
+    case 'stop':
+      return `stop as on SIGTERM ${crash.delayMs} ms on, ${crash.graceMs > 0 ? `with ${crash.graceMs} ms of grace` : 'without grace'}, restart ${crash.restartAfterMs} ms later`;
   }
 }

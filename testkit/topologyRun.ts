@@ -68,6 +68,11 @@ export interface TopologyRunInput<T> {
   readonly resolutions: readonly ResolutionKind[];
   readonly replayCrash?: ReplayCrash;
   readonly model: { readonly latencyMs: number; readonly failureShare: number };
+  /**
+   * How long each partition's restore takes, in virtual ms: partition `p` takes
+   * `restoreMs[p % restoreMs.length]` (see DriverOptions.restoreMs). Absent: no restores.
+   */
+  readonly restoreMs?: readonly number[];
   readonly seed: number;
 }
 
@@ -142,6 +147,7 @@ export async function runTopology<T>(input: TopologyRunInput<T>, settings: RunSe
     seed: input.seed,
     commit: input.commit,
     mode: input.mode,
+    ...(input.restoreMs && input.restoreMs.length > 0 ? { restoreMs: restoreMsOf(input.restoreMs) } : {}),
     ...(settings.stateDir ? { stateDir: settings.stateDir } : {}),
     ...(settings.faults ? { faults: settings.faults } : {}),
   });
@@ -211,4 +217,9 @@ function hash(text: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
   return h | 0;
+}
+
+/** Each partition's restore, from a drawn list cycled over the partitions. */
+export function restoreMsOf(list: readonly number[]): (partition: number) => number {
+  return (partition) => list[partition % list.length]!;
 }

@@ -145,7 +145,9 @@ test(
     const scenario = result.counterexample![0];
     expect(scenario.mode).toBe('exactlyOnce');
     expect(scenario.crashes.some((c) => (c.kind === 'revoke' && c.lost) || c.kind === 'fenced' || c.kind === 'refused')).toBe(true);
-    expect(String(result.errorInstance)).toMatch(/lost-event|state-mismatch/);
+    // A kept write of the aborted transaction shows as a state that disagrees with the effects, an
+    // event that seems done, or an attempts record of the aborted try that outlives its event.
+    expect(String(result.errorInstance)).toMatch(/lost-event|state-mismatch|state-left-behind/);
   },
   timeout,
 );

@@ -32,6 +32,11 @@ const twoStepsByMode: Record<DriverMode, number> = { plain: 0, staged: 0, exactl
 // Schedules whose 'decide' ran durable steps (ctx.step) per production path, and of those with 2 or 3 steps.
 const runsByMode: Record<DriverMode, number> = { plain: 0, staged: 0, exactlyOnce: 0 };
 let multiStepRuns = 0;
+// Schedules that stopped the engine as SIGTERM does; that restored partitions over virtual time; and
+// in which a stop (or a failure) came while a partition restored, abandoning its restore.
+let withStops = 0;
+let withRestores = 0;
+let withAbandonedRestores = 0;
 
 async function runAndCheck(scenario: CrashScenario, stateDir?: string): Promise<void> {
   const run = await runCrashScenario(scenario, stateDir ? { stateDir } : {});
@@ -46,6 +51,9 @@ async function runAndCheck(scenario: CrashScenario, stateDir?: string): Promise<
     if (scenario.steps === 2) twoStepsByMode[scenario.mode ?? 'plain'] += 1;
     if ((scenario.runSteps ?? 0) > 0) runsByMode[scenario.mode ?? 'plain'] += 1;
     if ((scenario.runSteps ?? 0) > 1) multiStepRuns += 1;
+    if (metrics.stops > 0) withStops += 1;
+    if (metrics.restores > 0) withRestores += 1;
+    if (metrics.restoresAbandoned > 0) withAbandonedRestores += 1;
   } finally {
     await run.driver.close();
   }
@@ -89,6 +97,12 @@ test('every production path ran: schedules checked per mode', () => {
     `of which a restart or an assignment skipped finished offsets listed in the commit metadata: plain ${withSkipsByMode.plain}, staged ${withSkipsByMode.staged}, exactly-once ${withSkipsByMode.exactlyOnce}`,
   );
   for (const mode of driverModes) expect(withSkipsByMode[mode], `skipped finished offsets, ${mode}`).toBeGreaterThan(0);
+  console.log(
+    `of which stopped as on SIGTERM: ${withStops}; restored partitions over virtual time: ${withRestores}; abandoned a restore at a stop: ${withAbandonedRestores}`,
+  );
+  expect(withStops, 'schedules with a stop').toBeGreaterThan(0);
+  expect(withRestores, 'schedules with restores').toBeGreaterThan(0);
+  expect(withAbandonedRestores, 'schedules whose stop came while a partition restored').toBeGreaterThan(0);
 });
 
 test('the same seed replays the same history', async () => {
