@@ -11,6 +11,7 @@ import type { Timer } from '../src/ports/clock.js';
 import { PartitionResetError, type CommitOffset, type TopicPartition } from '../src/ports/log.js';
 import type { StoreOp } from '../src/ports/store.js';
 import { openLevelStore, openMemoryStore } from '../src/state/levelStore.js';
+import { decodeRecord } from '../src/engine/stages/decode.js';
 import { crashPhase, type CrashPoint, type IoRequest } from './crashPoints.js';
 import { DriverIo, type PendingIo } from './driverIo.js';
 import { DriverConsumer, GatedStore, type StoreFaults } from './driverPorts.js';
@@ -218,7 +219,7 @@ export class TopologyTestDriver {
       throw new TypeError(`TopologyTestDriver: restoreMs is a number of ms or a function of the partition, got ${JSON.stringify(restoreMs)}`);
     // Plain, every operation runs in request order; staged, acknowledgements interleave with them.
     this.io = new DriverIo(this.mode === 'plain' ? undefined : this.random.derive('io'));
-    this.observations = new DriverObservations(topology);
+    this.observations = new DriverObservations(topology, (partition, offset) => this.declaredEffectIdAt(partition, offset));
     this.refusals = new RefusedWrites(this.mode !== 'exactlyOnce' && options.faults?.changelogGaps !== true);
   }
 
@@ -814,6 +815,15 @@ export class TopologyTestDriver {
       this.state = await this.openState();
     }
     this.startInstance();
+  }
+
+  /** The effect id a declared `effectId` gives the source record at this offset (none without one, or if it fails). */
+  private declaredEffectIdAt(partition: number, offset: number): string | undefined {
+    const source = this.topology.source;
+    if (!source.effectId) return undefined;
+    const [record] = this.log.read({ topic: source.topic, partition }, offset, 1);
+    const decoded = record && decodeRecord(source, record);
+    return decoded?.ok ? decoded.event.effectId : undefined;
   }
 
   private requireLive(what: string): Instance {

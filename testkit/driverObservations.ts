@@ -209,7 +209,15 @@ export class DriverObservations {
   private readonly pruned = new Map<string, EffectRecord>();
   private readonly tablePrefix: string | undefined;
 
-  constructor(topology: Topology) {
+  /**
+   * `declaredIdAt`: the declared effect id of the source record at a partition's offset (none
+   * without a declared `effectId`), to tell a copy of an event (the same id at a later offset,
+   * ended by its twin's effect) from an event left behind.
+   */
+  constructor(
+    topology: Topology,
+    private readonly declaredIdAt: (partition: number, offset: number) => string | undefined = () => undefined,
+  ) {
     this.effectPrefix = topology.applyOnce && stateKeys.effectPrefix(topology.applyOnce.name);
     this.ringPrefix = topology.applyOnce && stateKeys.ringPrefix(topology.applyOnce.name);
     this.tablePrefix = topology.applyOnce && stateKeys.tablePrefix(topology.applyOnce.name);
@@ -238,8 +246,9 @@ export class DriverObservations {
       modelCall: (call) => {
         this.counts.modelCalls += 1;
         this.modelCalls.push({ instance, step: call.step, effectId: call.effectId, atMs: call.atMs, attempt: call.attempt });
-        // Offset-derived effect ids are `topic/partition/offset`, as the attempts are noted, by the step's store.
-        const recorded = call.attempt > 1 ? (this.attemptsRecorded.get(`${attemptsStoreOf(call.step)}|${call.effectId}`) ?? 0) : 0;
+        // Attempts are stored by the event's offset (whatever its effect id), under the step's store.
+        const recorded =
+          call.attempt > 1 ? (this.attemptsRecorded.get(`${attemptsStoreOf(call.step)}|${call.topic}/${call.partition}/${call.offset}`) ?? 0) : 0;
         if (call.attempt > 1 && recorded < call.attempt - 1) {
           this.counts.unrecordedAttempts += 1;
           note(
@@ -499,7 +508,13 @@ export class DriverObservations {
     this.effectIds.add(effect.effectId);
     this.effects.push(effect);
     const lane = this.lane(effect);
-    const first = lane.firstUnsettled();
+    let first = lane.firstUnsettled();
+    // A copy whose twin's effect is recorded has ended by it, even before its DUPLICATE is reported
+    // (staged, that waits for its twin's outputs to be acknowledged).
+    while (first < effect.offset && this.twinRecorded(effect.partition, first)) {
+      lane.settle(first);
+      first = lane.firstUnsettled();
+    }
     if (first < effect.offset) {
       this.counts.orderViolations += 1;
       note(
@@ -508,6 +523,11 @@ export class DriverObservations {
       );
     }
     lane.settle(effect.offset);
+  }
+
+  private twinRecorded(partition: number, offset: number): boolean {
+    const id = this.declaredIdAt(partition, offset);
+    return id !== undefined && this.effectIds.has(id);
   }
 
   private lane(at: TopicPartition & { key: string | null; offset: number }): LaneOrder {
@@ -570,7 +590,15 @@ class PartitionObservations {
 }
 
 // Outcomes that end an event for good without an effect: later events of its key may go on.
-const endsWithoutEffect: ReadonlySet<Outcome> = new Set<Outcome>([Outcome.FILTERED, Outcome.DEAD_LETTERED, Outcome.SKIPPED, Outcome.FORWARDED]);
+// DUPLICATE too: a copy with a declared effect id ends without an effect of its own (a redelivery's
+// offset is settled by its effect already).
+const endsWithoutEffect: ReadonlySet<Outcome> = new Set<Outcome>([
+  Outcome.FILTERED,
+  Outcome.DEAD_LETTERED,
+  Outcome.SKIPPED,
+  Outcome.FORWARDED,
+  Outcome.DUPLICATE,
+]);
 
 /** The offsets of one key in the order they arrived, and which of them are settled. */
 class LaneOrder {

@@ -65,7 +65,7 @@ function callOnce(
   const { event, signal } = unit;
   const atMs = ctx.clock.now();
   ctx.metrics.modelCall();
-  ctx.observer.modelCall?.({ step: step.name, effectId: event.effectId, atMs, attempt });
+  ctx.observer.modelCall?.({ step: step.name, effectId: event.effectId, topic: event.topic, partition: event.partition, offset: event.offset, atMs, attempt });
   const timed = timedCall(ctx.clock, signal, step.timeoutMs, `agentStep '${step.name}'`);
   const call: Call = { ctx, step, gate, event, attempt, admission, signal, timed, steps: undefined, startedAtMs: atMs };
   let answer: unknown;

@@ -80,6 +80,8 @@ interface BatchOutputs {
   readonly outputs: OutRecord[];
   /** Settles once the batch is durable and its outputs acknowledged. */
   readonly sent: Promise<void>;
+  /** The batch is durable and its outputs handed to the log: none can join them now. */
+  sending: boolean;
 }
 
 class StagedEnd extends PlainEnd {
@@ -101,15 +103,36 @@ class StagedEnd extends PlainEnd {
       await staged.landed;
       return { durable };
     }
-    if (outputs.length > 0) return { durable: this.log.produce(outputs) };
+    if (outputs.length > 0) return { durable: this.sendBehind(outputs) };
     return undefined;
+  }
+
+  /**
+   * The outputs of an end that writes no state (a DUPLICATE's stored outputs): the effect record
+   * it found may have landed in a batch that is not durable yet, whose own outputs wait for it.
+   * They join the last batch's outputs while it is unsent, so that they neither go out for an
+   * effect a crash could still lose nor overtake the outputs of their key's earlier events.
+   */
+  private sendBehind(outputs: readonly OutRecord[]): Promise<void> {
+    const batch = this.batch;
+    if (!batch || batch.sending) return this.log.produce(outputs);
+    for (const record of outputs) batch.outputs.push(record);
+    return batch.sent;
   }
 
   /** Adds `outputs` to those sent once the batch whose `durable` this is has become durable. */
   private sendAfter(durable: Promise<void>, outputs: readonly OutRecord[]): Promise<void> {
     // Called as the state is staged, before its batch can be durable: the batch's send has not run yet.
     if (this.batch?.durable !== durable) {
-      const batch: BatchOutputs = { durable, outputs: [], sent: durable.then(() => this.log.produce(batch.outputs)) };
+      const batch: BatchOutputs = {
+        durable,
+        outputs: [],
+        sending: false,
+        sent: durable.then(() => {
+          batch.sending = true;
+          return this.log.produce(batch.outputs);
+        }),
+      };
       // A batch that fails to land leaves its events nothing to wait on here (the failure reaches
       // them through `landed`): its send's rejection must not count as unhandled.
       batch.sent.catch(() => undefined);

@@ -8,7 +8,11 @@ import type { CircuitState } from './circuitBreaker.js';
 export const Outcome = {
   /** Its effect was applied and recorded. Finished. */
   APPLIED: 'APPLIED',
-  /** Its effect was already recorded (a redelivery): no model call, no second effect. Finished. */
+  /**
+   * Its effect was already recorded (a redelivery, or a copy with the same declared effect id), or
+   * a copy of it at another offset is parked or held (applied once when the key is resolved): no
+   * model call, no second effect. Finished.
+   */
   DUPLICATE: 'DUPLICATE',
   /** A filter dropped it. Finished. */
   FILTERED: 'FILTERED',
@@ -82,7 +86,7 @@ export interface EngineObserver {
   /** A record arrived from the log (a redelivered one too); called once per record. */
   received?(record: { readonly topic: string; readonly partition: number; readonly offset: number }): void;
   /** The engine is about to call the agent step for an event. */
-  modelCall?(call: { step: string; effectId: string; atMs: number; attempt: number }): void;
+  modelCall?(call: { step: string; effectId: string; topic: string; partition: number; offset: number; atMs: number; attempt: number }): void;
   /** A call of the agent step ended, `durationMs` after it started (clock port time). */
   modelCallEnded?(call: { step: string; effectId: string; atMs: number; durationMs: number; result: ModelCallResult }): void;
   /**

@@ -142,6 +142,81 @@ describe('effects are applied once', () => {
   });
 });
 
+describe('a declared effectId, and copies of an event the producer wrote twice', () => {
+  const declared = { effectId: ({ value }: { value: Ev }) => `dispute-${value.id}` };
+  /** No breach of any kind: what a correct topology with declared ids must show. */
+  const noBreaches = (d: TopologyTestDriver) => expect(Object.values(d.observedBreaches()).flat()).toEqual([]);
+
+  it('a copy of a parked event ends as a DUPLICATE at its own offset; the resolution applies its twin once', async () => {
+    const model = fakeModel<Ev, unknown>({ decide: (e) => (e.bad ? { action: 'garbled' } : { action: 'refund' }) });
+    driver = new TopologyTestDriver(decisionTopology(model.decide, { ...declared, attempts: 2, retryDelayMs: 500 }), { commit: 'each' });
+    const input = driver.createInputTopic<Ev>('events');
+    input.pipeInput('k', { id: 'd1', bad: true });
+    input.pipeInput('k', { id: 'd1', bad: true }); // the producer's retry
+    input.pipeInput('k', { id: 'd2' });
+    await driver.runUntilIdle();
+
+    expect(outcomesAt(driver, 0, 0)).toEqual(['RETRY', 'PARKED']);
+    expect(outcomesAt(driver, 0, 1)).toEqual(['DUPLICATE']);
+    expect(outcomesAt(driver, 0, 2)).toEqual(['HELD']);
+    // One parked event and one held: the copy is neither.
+    expect((await driver.storedEntries('held/')).map(([, v]) => (v as { event: { offset: number } }).event.offset)).toEqual([0, 2]);
+
+    await driver.resolve(0, 'k', { decision: { action: 'reject' } });
+    await driver.runUntilIdle();
+    expect(driver.effects().map((e) => [e.effectId, e.offset])).toEqual([
+      ['dispute-d1', 0],
+      ['dispute-d2', 2],
+    ]);
+    expect(driver.committed()[0]!.offset).toBe(3);
+    noBreaches(driver);
+  });
+
+  it('a retried attempt of an event with a declared id is found recorded (no attempt-unrecorded breach)', async () => {
+    let calls = 0;
+    const decide = () => {
+      calls += 1;
+      if (calls === 1) throw new Error('the model failed once');
+      return { action: 'refund' };
+    };
+    driver = new TopologyTestDriver(decisionTopology(decide, { ...declared, retryDelayMs: 500 }), { commit: 'each' });
+    driver.createInputTopic<Ev>('events').pipeInput('k', { id: 'd1' });
+    await driver.runUntilIdle();
+    expect(outcomesAt(driver, 0, 0)).toEqual(['RETRY', 'APPLIED']);
+    expect(driver.metrics().unrecordedAttempts).toBe(0);
+    noBreaches(driver);
+  });
+
+  // Exactly-once, the twin's output went out in a committed transaction: the copy sends nothing.
+  it.each([
+    ['staged', ['dispute-d0', 'dispute-d1', 'dispute-d1', 'dispute-d2']],
+    ['exactlyOnce', ['dispute-d0', 'dispute-d1', 'dispute-d2']],
+  ] as const)("%s: a copy right behind its twin sends no output before its twin's, nor before the twin is durable", async (mode, outputs) => {
+    const model = fakeModel<Ev, unknown>({ decide: () => ({ action: 'refund' }) });
+    driver = new TopologyTestDriver(decisionTopology(model.decide, { ...declared, maxInFlight: 3 }), { mode, commit: 'each' });
+    const input = driver.createInputTopic<Ev>('events');
+    input.pipeInput('k', { id: 'd0' });
+    input.pipeInput('k', { id: 'd1' });
+    input.pipeInput('k', { id: 'd1' }); // the copy: its twin's effect has landed, not yet durable
+    input.pipeInput('k', { id: 'd2' });
+    await driver.runUntilIdle();
+    expect(
+      driver
+        .createOutputTopic<Out>('out')
+        .readRecordsToList()
+        .map((r) => r.headers['orderly-effect-id']),
+    ).toEqual(outputs);
+    expect(driver.history().map((h) => [h.offset, h.outcome])).toEqual([
+      [0, 'APPLIED'],
+      [1, 'APPLIED'],
+      [2, 'DUPLICATE'],
+      [3, 'APPLIED'],
+    ]);
+    expect(model.stats().calls).toHaveLength(3);
+    noBreaches(driver);
+  });
+});
+
 describe("an effect's state table", () => {
   it('is visible to later events of the same key, and kept per row', async () => {
     interface Txn {

@@ -1,6 +1,7 @@
 // topologyProperty on topologies of different shapes, each at least 1,000 runs in every driver
 // mode: the disputes example; a topology with a filter and mapValues before its step, a declared
-// limit and an output topic; a chain of two agent steps, the second reading the first's decision.
+// limit and an output topic; the same with a declared effect id and returns written twice; a chain
+// of two agent steps, the second reading the first's decision.
 // ORDERLY_TOPOLOGY_RUNS asks for more runs per mode (or, while
 // developing, fewer).
 import fc from 'fast-check';
@@ -11,7 +12,7 @@ import { topologyProperty, TopologyPropertyError, type TopologyProperty, type To
 import type { Dispute } from '../../testkit/scenarios/disputes.js';
 import { disputeEvents, disputeModelStandIn } from './topologies/disputes.js';
 import { claimEvents, claimsStandIn, claimsTopology, type Claim, type Classified, type PayoutRow } from './topologies/claims.js';
-import { inspectStandIn, returnEvents, returnsTopology, type PricedReturn, type Return } from './topologies/returns.js';
+import { inspectStandIn, returnEvents, returnEventsWithCopies, returnsTopology, type PricedReturn, type Return } from './topologies/returns.js';
 
 const runs = Number(process.env.ORDERLY_TOPOLOGY_RUNS ?? 1_000);
 const timeout = 15 * 60_000;
@@ -36,6 +37,21 @@ const returns = topologyProperty<Return>({
   events: returnEvents,
   model: { decide: (r: PricedReturn) => inspectStandIn(r), latencyMs: { min: 0, max: 4_000 }, failureShare: 0.1 },
   resolutions: { decision: () => ({ refund: false, reason: 'a person refused it' }), retry: true },
+});
+
+/** A user-level invariant: each returnId is applied at most once, however often the producer wrote it. */
+function returnAppliedOnce(run: TopologyRun<Return>): string[] {
+  const applied = new Map<string, number>();
+  for (const e of run.driver.effects()) applied.set(e.effectId, (applied.get(e.effectId) ?? 0) + 1);
+  return [...applied].filter(([, n]) => n > 1).map(([id, n]) => `return ${id} was applied ${n} times`);
+}
+
+const returnsDeclared = topologyProperty<Return>({
+  topology: (decide) => returnsTopology(decide<PricedReturn, unknown>('inspect'), { declaredIds: true }),
+  events: returnEventsWithCopies,
+  model: { decide: (r: PricedReturn) => inspectStandIn(r), latencyMs: { min: 0, max: 4_000 }, failureShare: 0.1 },
+  resolutions: { decision: () => ({ refund: false, reason: 'a person refused it' }), retry: true },
+  userInvariants: { 'a return is applied once': returnAppliedOnce },
 });
 
 /** A user-level invariant: every payout names the category its claim was classified in (assess read classify's decision). */
@@ -67,6 +83,8 @@ interface Tally {
   resolved: number;
   refused: number;
   filtered: number;
+  /** Runs in which a copy with the same declared effect id ended as a DUPLICATE at its own offset. */
+  duplicated: number;
 }
 
 /** The property's predicate, counting what each run met. */
@@ -83,13 +101,14 @@ function counted<T>(property: TopologyProperty<T>, tally: Tally) {
       if (run.driver.resolutions().length > 0) tally.resolved += 1;
       if ([...run.models.values()].some((m) => m.stats().refused > 0)) tally.refused += 1;
       if (history.some((h) => h.outcome === 'FILTERED')) tally.filtered += 1;
+      if (history.some((h) => h.outcome === 'DUPLICATE' && h.effectId !== `${h.topic}/${h.partition}/${h.offset}`)) tally.duplicated += 1;
     } finally {
       await run.driver.close();
     }
   };
 }
 
-const fresh = (): Tally => ({ runs: 0, restarted: 0, parked: 0, resolved: 0, refused: 0, filtered: 0 });
+const fresh = (): Tally => ({ runs: 0, restarted: 0, parked: 0, resolved: 0, refused: 0, filtered: 0, duplicated: 0 });
 
 /** Runs a property in one mode, then checks that its runs met each of `mustMeet` at least once. */
 async function holdsInMode<T>(
@@ -116,6 +135,12 @@ describe.each(driverModes)('in mode %s', (mode) => {
   test(
     `a filter and mapValues before the step, a declared limit and an output topic (${runs} runs)`,
     () => holdsInMode('returns', returns, mode, ['restarted', 'parked', 'resolved', 'refused', 'filtered']),
+    timeout,
+  );
+
+  test(
+    `a declared effect id, with returns the producer wrote twice (${runs} runs)`,
+    () => holdsInMode('returns with declared ids', returnsDeclared, mode, ['restarted', 'parked', 'resolved', 'duplicated']),
     timeout,
   );
 

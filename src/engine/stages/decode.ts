@@ -1,3 +1,4 @@
+import type { SourceNode } from '../../graph/nodes.js';
 import type { LogRecord } from '../../ports/log.js';
 import { deadLetterRecord } from '../deadLetters.js';
 import type { EngineContext } from '../engineContext.js';
@@ -10,7 +11,11 @@ export type Decoded =
 
 /** Stage 1, decode: the record's value through the source's serde, and its effect id. */
 export function decode(ctx: EngineContext, record: LogRecord): Decoded {
-  const source = ctx.topology.source;
+  return decodeRecord(ctx.topology.source, record);
+}
+
+/** A record of `source` decoded into an event with its value and effect id (declared, or its offset's). */
+export function decodeRecord(source: SourceNode, record: LogRecord): Decoded {
   const fallback = toEngineEvent(record, offsetEffectId(record));
   if (record.value === null) return { ok: false, event: fallback, error: `${source.name}: the record has no value (a tombstone)` };
   let value: unknown;

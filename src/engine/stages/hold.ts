@@ -11,6 +11,13 @@ import { parkedResponse, reportParked } from './exhausted.js';
  */
 export async function hold(ctx: EngineContext, parked: ParkedKeys, event: EngineEvent): Promise<void> {
   const stored = parked.findHeld(event.effectId);
+  if (stored && stored.event.offset !== event.offset) {
+    // A copy of a parked or held event at another offset (the same declared effect id: a producer
+    // wrote it twice), not a redelivery: it ends here, reported at its own offset, and its twin is
+    // applied once (or discarded) when the key is resolved.
+    ctx.report(Outcome.DUPLICATE, event);
+    return;
+  }
   if (stored) {
     // A redelivery of an event already parked or held: hold nothing twice, and send its park
     // record again (a crash may have come between the parking's write and its record), except

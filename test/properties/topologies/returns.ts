@@ -28,8 +28,12 @@ export const recordVerdict = effect('return-verdicts', ({ event, decision }: Dec
   return { returnId: event.returnId, customer: event.customer, refundCents: decision.refund ? event.totalCents : 0 };
 });
 
-export function returnsTopology(inspect: DecideFn<PricedReturn, unknown>) {
-  return stream<Return>('returns')
+/**
+ * `declaredIds`: each return's effect id is its `returnId` (the stream's `effectId`), so that a
+ * return the producer wrote twice is applied once.
+ */
+export function returnsTopology(inspect: DecideFn<PricedReturn, unknown>, options: { readonly declaredIds?: boolean } = {}) {
+  return stream<Return>('returns', options.declaredIds ? { effectId: ({ value }) => value.returnId } : {})
     .filter((r) => r.quantity > 0, { name: 'non-empty' })
     .mapValues((r): PricedReturn => ({ ...r, totalCents: r.quantity * r.unitCents }), { name: 'priced' })
     .keyedSerial({ maxInFlight: 3 })
@@ -58,3 +62,20 @@ export const returnEvents: fc.Arbitrary<TopologyEvent<Return>[]> = fc
     { maxLength: 16 },
   )
   .map((list) => list.map((r, i) => ({ key: r.customer, value: { ...r, returnId: `r-${i}` } })));
+
+/**
+ * The same returns, some written twice by the producer (a retry after a lost acknowledgement): the
+ * copy, with the same `returnId` and key, comes right after its original or a few events later.
+ */
+export const returnEventsWithCopies: fc.Arbitrary<TopologyEvent<Return>[]> = returnEvents.chain((list) =>
+  fc.array(fc.record({ of: fc.nat(), after: fc.integer({ min: 0, max: 3 }) }), { maxLength: 4 }).map((copies) => {
+    const out = [...list];
+    if (list.length === 0) return out;
+    for (const { of, after } of copies) {
+      const original = list[of % list.length]!;
+      const at = Math.min(out.indexOf(original) + 1 + after, out.length);
+      out.splice(at, 0, { ...original });
+    }
+    return out;
+  }),
+);

@@ -28,7 +28,7 @@ describe('PrometheusExporter over an observer stream', () => {
     observer.outcome!(outcome(Outcome.APPLIED, 1));
     observer.outcome!(outcome(Outcome.DUPLICATE, 1));
     observer.outcome!(outcome(Outcome.PARKED, 2));
-    for (let i = 0; i < 4; i++) observer.modelCall!({ step: 'decide', effectId: 'e', atMs: 0, attempt: 1 });
+    for (let i = 0; i < 4; i++) observer.modelCall!({ step: 'decide', effectId: 'e', topic: 'in', partition: 0, offset: i, atMs: 0, attempt: 1 });
     observer.modelCallEnded!({ step: 'decide', effectId: 'e', atMs: 100, durationMs: 100, result: 'rate_limited' });
     observer.modelCallEnded!({ step: 'decide', effectId: 'e', atMs: 4_000, durationMs: 3_000, result: 'answered' });
     observer.modelCallEnded!({ step: 'decide', effectId: 'e', atMs: 4_000, durationMs: 3_000, result: 'answered' });
