@@ -57,3 +57,12 @@ export function toStoredFormat(value: string): 2 | 4 {
   if (value !== '2' && value !== '4') throw new InvalidArgumentError(`a stored format this orderly writes is 2 or 4, got '${value}'`);
   return Number(value) as 2 | 4;
 }
+
+/** pino's levels, from the quietest that logs to the most verbose, and `silent`. */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** A pino log level. */
+export function toLogLevel(value: string): string {
+  if (!(LOG_LEVELS as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${LOG_LEVELS.join(', ')}, got '${value}'`);
+  return value;
+}

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { collect, toMilliseconds, toPort, toPositive, toStoredFormat, toWholeNumber } from './optionValues.js';
+import type { InvalidArgumentError } from 'commander';
+import { collect, toLogLevel, toMilliseconds, toPort, toPositive, toStoredFormat, toWholeNumber } from './optionValues.js';
 import type { RunOptions } from './runWorker.js';
 
 /**
@@ -61,8 +62,16 @@ export function registerRunCommand(program: Command): void {
     .option('--producer-config <key=value>', 'a librdkafka property of the producer only, e.g. linger.ms=20 (repeatable)', collect, [])
     .option('--metrics-port <port>', 'serve Prometheus metrics at http://HOST:PORT/metrics (0: any free port, logged at start)', toPort)
     .option('--metrics-host <host>', 'the address the metrics are served on', '127.0.0.1')
-    .option('--log-level <level>', 'pino level: trace, debug, info, warn, error', process.env.ORDERLY_LOG_LEVEL ?? 'info')
+    .option('--log-level <level>', 'pino level: fatal, error, warn, info, debug, trace or silent (default: ORDERLY_LOG_LEVEL, else info)', toLogLevel)
     .action(async (module: string, options: RunOptions) => {
+      // The default is read here, not by commander, so that ORDERLY_LOG_LEVEL is checked as the flag is.
+      if (options.logLevel === undefined) {
+        try {
+          options.logLevel = toLogLevel(process.env.ORDERLY_LOG_LEVEL ?? 'info');
+        } catch (error) {
+          program.error(`orderly run: ORDERLY_LOG_LEVEL: ${(error as InvalidArgumentError).message}`);
+        }
+      }
       if (!options.exactlyOnce && (options.transactionalId || options.transactionTimeoutMs)) {
         program.error('orderly run: --transactional-id and --transaction-timeout-ms need --exactly-once');
       }

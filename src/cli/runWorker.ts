@@ -32,14 +32,15 @@ export interface RunOptions {
   kafkaConfig: string[];
   consumerConfig: string[];
   producerConfig: string[];
-  logLevel: string;
+  /** Set by the command: the flag, else ORDERLY_LOG_LEVEL, else info. */
+  logLevel?: string;
   metricsPort?: number;
   metricsHost: string;
 }
 
 /** Runs the topology that MODULE exports on Kafka until SIGINT or SIGTERM; a second signal exits at once. */
 export async function runWorker(module: string, options: RunOptions, program: Command): Promise<void> {
-  const logger = pino({ level: options.logLevel }, pino.destination({ dest: 1, sync: true }));
+  const logger = pino({ level: options.logLevel ?? 'info' }, pino.destination({ dest: 1, sync: true }));
   // Heard from before the start: the worker consumes before its start has ended.
   const signals = new StopSignals(options.stopGraceMs ?? 0, logger);
   let worker: RunningTopology;

@@ -25,7 +25,12 @@ export interface KafkaSettings {
   readonly isolationLevel?: 'read_committed' | 'read_uncommitted';
   /** Where a group with no committed offset starts. @defaultValue `earliest` */
   readonly autoOffsetReset?: 'earliest' | 'latest';
-  /** Any other librdkafka property (security, SASL...), given to every client; wins over orderly's. */
+  /**
+   * Any other librdkafka property (security, SASL...), given to every client; wins over orderly's
+   * settings (read-ahead, linger...), except the properties orderly owns for its guarantees or
+   * options (auto commit, idempotence, acks, group and transactional ids...), which `runTopology`
+   * refuses, naming each.
+   */
   readonly librdkafka?: LibrdkafkaConfig;
   /** librdkafka properties of the consumer only (max.poll.interval.ms, fetch sizes...). */
   readonly consumerConfig?: LibrdkafkaConfig;
@@ -147,4 +152,42 @@ export function producerConfig(settings: KafkaSettings, transactions?: Transacti
 /** The admin client that checks and creates topics. */
 export function adminConfig(settings: KafkaSettings): GlobalConfig {
   return { ...common(settings, 'admin'), ...settings.librdkafka } as GlobalConfig;
+}
+
+/**
+ * librdkafka properties that orderly sets for its guarantees or from its own options: set in
+ * `librdkafka`, `consumerConfig` or `producerConfig` they would silently undo what orderly
+ * promises (a consumer that commits on its own commits events not yet finished), so they are
+ * refused, each with why and what to use instead.
+ */
+const OWN_PROPERTIES: Readonly<Record<string, string>> = {
+  'bootstrap.servers': 'set by --bootstrap (runTopology: bootstrap)',
+  'metadata.broker.list': 'set by --bootstrap (runTopology: bootstrap)',
+  'group.id': 'set by --group (runTopology: group)',
+  'group.instance.id': 'set by --instance-id (kafka.groupInstanceId)',
+  'transactional.id': 'set by --transactional-id (exactlyOnce.transactionalId)',
+  'enable.auto.commit': 'orderly commits each partition itself, only up to the events it has finished',
+  'enable.auto.offset.store': 'orderly commits each partition itself, only up to the events it has finished',
+  'enable.idempotence': "orderly's producer must be idempotent: a retried record must not be written twice, nor out of order",
+  acks: "orderly's records must be acknowledged by every in-sync replica before an event counts as finished",
+  'request.required.acks': "orderly's records must be acknowledged by every in-sync replica before an event counts as finished",
+  dr_cb: "orderly's producer learns of failed records from its delivery reports",
+  'delivery.report.only.error': "orderly's producer learns of failed records from its delivery reports",
+};
+
+/** Throws a RangeError naming each property of `settings` that orderly owns (see OWN_PROPERTIES), and why. */
+export function checkUserProperties(settings: Pick<KafkaSettings, 'librdkafka' | 'consumerConfig' | 'producerConfig'>): void {
+  const refused: string[] = [];
+  for (const [where, properties] of [
+    ['librdkafka (-X)', settings.librdkafka],
+    ['consumerConfig (--consumer-config)', settings.consumerConfig],
+    ['producerConfig (--producer-config)', settings.producerConfig],
+  ] as const) {
+    for (const key of Object.keys(properties ?? {})) {
+      const why = OWN_PROPERTIES[key];
+      if (why) refused.push(`'${key}' in ${where}: ${why}`);
+    }
+  }
+  if (refused.length > 0)
+    throw new RangeError(`orderly sets these librdkafka properties itself; remove them: ${refused.join('; ')} (README, "Run it on Kafka")`);
 }

@@ -10,7 +10,7 @@ import { topologyStores, type StateStore } from '../graph/stores.js';
 import { checkBootstrap } from './bootstrapCheck.js';
 import { checkedChangelogTopic } from './changelog/changelogRecords.js';
 import type { RestoreReport } from './changelog/changelogStore.js';
-import { KAFKA_MAX_BUFFERED_PER_PARTITION, type KafkaSettings, type TransactionSettings } from './kafkaConfig.js';
+import { checkUserProperties, KAFKA_MAX_BUFFERED_PER_PARTITION, type KafkaSettings, type TransactionSettings } from './kafkaConfig.js';
 import type { KafkaLogOptions } from './log/kafkaLog.js';
 import type { RateLimitWarningOptions } from './rateLimitWarnings.js';
 import type { TopicPlan } from './topics.js';
@@ -118,6 +118,7 @@ export async function checkRunOptions(options: RunTopologyOptions): Promise<Chec
   const logger = options.logger ?? pino({ level: process.env.ORDERLY_LOG_LEVEL ?? 'info' });
   const { topology } = options;
   const settings: KafkaSettings = { ...options.kafka, bootstrap: options.bootstrap, group: options.group };
+  checkUserProperties(settings);
   const exactlyOnce = options.exactlyOnce ? transactionSettings(options, options.exactlyOnce === true ? {} : options.exactlyOnce) : undefined;
   if ((options.storedFormat as number | undefined) === 3) throw new RangeError(`runTopology: storedFormat: ${FORMAT_3_NOT_WRITTEN}`);
   if (options.storedFormat !== undefined && options.storedFormat !== 2 && options.storedFormat !== 4) {

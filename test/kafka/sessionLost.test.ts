@@ -59,3 +59,16 @@ describe('orderly run: partitions lost after a session timeout, on Kafka', () =>
     );
   });
 });
+
+describe('orderly run: a session timeout the broker refuses', () => {
+  it('stops the worker at once, naming --session-timeout-ms and the broker bounds, instead of polling on', async () => {
+    const { prefix, group, stateDir } = await prefilledScenario(bootstrap, 'badsession', { count: 1, accounts: 1, partitions: 1 });
+    // Below the broker's group.min.session.timeout.ms (6000 by default): the coordinator refuses the join.
+    const worker = new Worker({ bootstrap, group, stateDir, topicPrefix: prefix, args: ['--session-timeout-ms', '10'] });
+    workers.push(worker);
+    expect(await worker.exit(30_000)).toBe(1);
+    expect(worker.errors).toContain(
+      "orderly run: stopped by a fatal error: Kafka refused this worker's session timeout (session.timeout.ms = 10 ms): the broker takes only values within its group.min.session.timeout.ms and group.max.session.timeout.ms (6000 and 1800000 ms by default); set --session-timeout-ms within them",
+    );
+  });
+});

@@ -33,6 +33,8 @@ const ERR_ASSIGN_PARTITIONS = -175;
 const OFFSET_BEGINNING = -2;
 const OFFSET_END = -1;
 const ERR_REVOKE_PARTITIONS = -174;
+/** The group coordinator refused the consumer's session.timeout.ms: no retry heals it. */
+const ERR_INVALID_SESSION_TIMEOUT = 26;
 /** How long reading the committed offsets back at assignment may take. */
 const COMMITTED_TIMEOUT_MS = 10_000;
 
@@ -530,6 +532,10 @@ export class KafkaLog implements Log {
           this.fail(new Error(`Kafka consumer failed: ${e.message} (code ${e.code})`));
           break;
         }
+        if (e.code === ERR_INVALID_SESSION_TIMEOUT) {
+          this.fail(sessionTimeoutRefused(this.options.settings, e));
+          break;
+        }
         this.logger.warn({ code: e.code }, `poll: ${e.message}`);
         await sleep(200);
         continue;
@@ -786,4 +792,15 @@ function handOver(state: PartitionState, message: Message) {
 /** The partitions the engine has restored are owned now, unless a rebalance revoked or lost them meanwhile. */
 function ownRestored(states: readonly PartitionState[], cause: string): void {
   for (const state of states) if (state.ownership === 'assigning') moveTo(state, 'owned', cause);
+}
+
+/** The worker's session timeout, refused by the broker when the consumer joined its group: what to change. */
+function sessionTimeoutRefused(settings: KafkaSettings, error: LibrdKafkaError): Error {
+  const configured = consumerConfig(settings)['session.timeout.ms'] ?? 45_000;
+  return new Error(
+    `Kafka refused this worker's session timeout (session.timeout.ms = ${String(configured)} ms): the broker takes only values within its ` +
+      'group.min.session.timeout.ms and group.max.session.timeout.ms (6000 and 1800000 ms by default); set --session-timeout-ms within them ' +
+      `(${error.message}, code ${error.code})`,
+    { cause: error },
+  );
 }

@@ -87,6 +87,23 @@ test('orderly run writes stored format 2 or 4, and refuses 3 (read, no longer wr
   expect(orderly(...args, '5').stderr).toContain("a stored format this orderly writes is 2 or 4, got '5'");
 });
 
+test('orderly run refuses a log level pino does not have, from the flag or from ORDERLY_LOG_LEVEL, naming the levels', () => {
+  const args = ['run', 'x.js', '--bootstrap', '127.0.0.1:9', '--group', 'g', '--state-dir', 'd'];
+  const flag = orderly(...args, '--log-level', 'loud');
+  expect(flag.status).not.toBe(0);
+  expect(flag.stderr).toContain(
+    "option '--log-level <level>' argument 'loud' is invalid. expected one of fatal, error, warn, info, debug, trace, silent, got 'loud'",
+  );
+  const run = spawnSync(process.execPath, [join(root, 'bin/orderly'), ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, ORDERLY_LOG_LEVEL: 'verbose' },
+  });
+  expect(run.status).not.toBe(0);
+  expect(run.stderr).toContain("orderly run: ORDERLY_LOG_LEVEL: expected one of fatal, error, warn, info, debug, trace, silent, got 'verbose'");
+  expect(run.stderr).not.toContain('at ');
+});
+
 test('an error ends with its own line and a hint, not the whole help', () => {
   const run = orderly('scenario', 'no-such-scenario');
   expect(run.status).toBe(1);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { consumerConfig, KAFKA_MAX_BUFFERED_PER_PARTITION, producerConfig } from '../../../src/kafka/kafkaConfig.js';
+import { checkUserProperties, consumerConfig, KAFKA_MAX_BUFFERED_PER_PARTITION, producerConfig } from '../../../src/kafka/kafkaConfig.js';
 
 const settings = { bootstrap: '127.0.0.1:9092', group: 'g' };
 
@@ -46,5 +46,29 @@ describe('producerConfig', () => {
     expect(config['transactional.id']).toBe('t');
     expect(config['enable.gapless.guarantee']).toBeUndefined();
     expect(config['message.timeout.ms']).toBeUndefined();
+  });
+});
+
+describe('checkUserProperties', () => {
+  it('refuses the properties orderly owns, naming each, where it was set and why; lets every other through', () => {
+    expect(() =>
+      checkUserProperties({
+        librdkafka: { 'enable.auto.commit': 'true', 'security.protocol': 'SSL' },
+        consumerConfig: { 'group.id': 'other', 'max.poll.interval.ms': '600000' },
+        producerConfig: { acks: '0', 'linger.ms': '20' },
+      }),
+    ).toThrow(
+      "orderly sets these librdkafka properties itself; remove them: 'enable.auto.commit' in librdkafka (-X): orderly commits each partition itself, only up to the events it has finished; " +
+        "'group.id' in consumerConfig (--consumer-config): set by --group (runTopology: group); " +
+        "'acks' in producerConfig (--producer-config): orderly's records must be acknowledged by every in-sync replica before an event counts as finished",
+    );
+    expect(() =>
+      checkUserProperties({
+        librdkafka: { 'security.protocol': 'SSL' },
+        consumerConfig: { 'max.poll.interval.ms': '600000' },
+        producerConfig: { 'linger.ms': '20' },
+      }),
+    ).not.toThrow();
+    expect(() => checkUserProperties({})).not.toThrow();
   });
 });
