@@ -252,8 +252,8 @@ export class TopologyTestDriver {
     if (this.instance?.alive && this.instance.engine.inFlight > 0) {
       throw new Error(
         `TopologyTestDriver: ${this.instance.engine.inFlight} events are in flight and nothing is scheduled${this.unansweredCalls()}: ` +
-          'a decide or effect function awaits something other than ctx.clock (use sleep(ctx.clock, ms) to wait). ' +
-          "On Kafka such a call would hold its key until the step's timeoutMs (agentStep options) fails it",
+          'a decide or effect function awaits something other than ctx.clock (wait with sleep(ctx.clock, ms, ctx.signal): ' +
+          "DecideContext and EffectContext both have the clock). On Kafka such a call would hold its key until its timeoutMs (the agentStep's or the effect's options) fails it",
       );
     }
   }
@@ -269,9 +269,15 @@ export class TopologyTestDriver {
       const call = outcome.instance === generation ? lastCall.get(outcome.effectId) : undefined;
       if (call && outcome.atMs >= call.atMs) lastCall.delete(outcome.effectId);
     }
-    const named = [...lastCall].slice(0, 3).map(([effectId, call]) => `step '${call.step}' for effect id ${effectId}`);
+    const effect = this.topology.applyOnce ? `the effect '${this.topology.applyOnce.name}'` : 'the operators';
+    const named = [...lastCall].slice(0, 3).map(([effectId, call]) => {
+      const endedAt = this.observations.callsEnded.get(`${generation}|${call.step}|${effectId}`);
+      return endedAt !== undefined && endedAt >= call.atMs
+        ? `effect id ${effectId}: step '${call.step}' answered, and what follows it (${effect}, or a later step) has not ended`
+        : `step '${call.step}' for effect id ${effectId} has not answered`;
+    });
     if (named.length === 0) return '';
-    return `; calls with no answer: ${named.join(', ')}${lastCall.size > named.length ? `, and ${lastCall.size - named.length} more` : ''}`;
+    return `; unended: ${named.join('; ')}${lastCall.size > named.length ? `; and ${lastCall.size - named.length} more` : ''}`;
   }
 
   /** Moves virtual time forward by `ms`, doing everything that falls due on the way. */

@@ -140,6 +140,8 @@ export class DriverObservations {
   readonly effects: AppliedEffect[] = [];
   /** Every call of the agent step, in the order the engines issued them. */
   readonly modelCalls: ObservedModelCall[] = [];
+  /** When each instance's last call of a step for an effect id ended (`<instance>|<step>|<effect id>`): to tell a call that never answered from what follows one that did. */
+  readonly callsEnded = new Map<string, number>();
   /** Effect ids of the parked events a person discarded, as the store received them. */
   readonly discarded = new Set<string>();
   readonly discards: DiscardObserved[] = [];
@@ -264,6 +266,9 @@ export class DriverObservations {
             `engine ${instance} called step '${call.step}' for ${call.effectId} at ${call.atMs} ms, after its effect was ${this.discarded.has(call.effectId) ? 'discarded' : 'recorded'}`,
           );
         }
+      },
+      modelCallEnded: (call) => {
+        this.callsEnded.set(`${instance}|${call.step}|${call.effectId}`, call.atMs);
       },
       resumed: (resume) => {
         this.counts.finishedOffsetsResumed += resume.finishedAbove;

@@ -62,6 +62,8 @@ export interface ModelCall {
   readonly seq: number;
   /** Answered synchronously (see {@link FakeModelOptions.syncShare}). */
   readonly sync: boolean;
+  /** Answered with `poisonDecision`: the event was declared poison. */
+  readonly poison?: boolean;
 }
 
 /**
@@ -162,6 +164,7 @@ export function fakeModel<T, D>(options: FakeModelOptions<T, D>): FakeModel<T, D
         throw new Error(`the fake model failed the call for ${ctx.effectId} (failureShare ${options.failureShare})`);
       }
       ended('answered');
+      if (options.poison?.(event)) call.poison = true;
       return answer(event, ctx);
     };
     const refuse = () => {

@@ -121,7 +121,15 @@ export async function resolveAllParked(
     }
     await driver.runUntilIdle();
   }
+  const left = driver.parked().filter((p) => p.status === 'parked');
+  const named = left.slice(0, 3).map((p) => {
+    const head = driver.parkedHead(p.partition, p.lane);
+    const last = head.errors[head.errors.length - 1];
+    return `key '${p.lane}' of partition ${p.partition}, parked at step '${head.step}' after ${head.attempts} attempts${last ? `, last error: ${last.error}` : ''}`;
+  });
   throw new Error(
-    `${options.caller}: parked keys were still left after 100 rounds of resolutions (does a resolution park its key again every time? give a decision or a discard)`,
+    `${options.caller}: ${left.length} parked key${left.length === 1 ? ' was' : 's were'} still left after 100 rounds of resolutions: ${named.join('; ')}${left.length > 3 ? `; and ${left.length - 3} more` : ''}. ` +
+      'Each round parked them again: a retry whose step fails again, or a decision that what follows the step (the effect, a later step) refuses or throws on. ' +
+      'Fix what the last error names, or resolve such keys with a discard',
   );
 }

@@ -34,9 +34,15 @@ export type TopologyInvariant =
   /** A model call for an event whose effect was already recorded (or discarded). */
   | 'wasted-model-call'
   /** A step's next attempt was called before the last failed one was recorded. */
-  | 'attempt-unrecorded';
+  | 'attempt-unrecorded'
+  /**
+   * A step's schema refused the stand-in's answer for an event the stand-in did not declare
+   * poison. Not among the defaults: a stand-in may answer poison from its `decide` itself; with
+   * every poison event declared in `poison`, add it to catch a schema that refuses good decisions.
+   */
+  | 'decision-refused';
 
-/** Every invariant, the default of topologyProperty's `invariants`. */
+/** Every invariant but the opt-in `decision-refused`: the default of topologyProperty's `invariants`. */
 export const topologyInvariants: readonly TopologyInvariant[] = [
   'order-violation',
   'output-out-of-order',
@@ -85,6 +91,7 @@ export function checkTopologyRun<T>(run: TopologyRun<T>, names: readonly Topolog
   add('attempt-unrecorded', breaches.unrecordedAttempt);
   add('output-out-of-order', outputOrder(run, broken.lanes));
   add('lost-event', lostEvents(run));
+  add('decision-refused', refusedDecisions(run));
   add('applied-while-parked', appliedWhileParked(run));
   add('replay-out-of-order', replayOrder(run));
   add('rate-limit-exceeded', declaredLimitRefusals(run));
@@ -183,6 +190,34 @@ const endsWithoutEffect: ReadonlySet<string> = new Set([
  * or an end without effect (filtered, dead-lettered, skipped, forwarded, a duplicate); or, with
  * parked keys left parked, parked or held.
  */
+/**
+ * Answers of the stand-in that a step's schema refused, for events it did not declare poison: the
+ * stand-in answers what a well-behaved model would, so the schema refuses a good decision (or the
+ * stand-in is wrong). Told once per step and event.
+ */
+function refusedDecisions<T>(run: TopologyRun<T>): string[] {
+  const found: string[] = [];
+  const told = new Set<string>();
+  for (const h of run.driver.history()) {
+    const refused = h.error === undefined ? null : SCHEMA_REFUSAL.exec(h.error);
+    if (!refused) continue;
+    const step = refused[1]!;
+    const model = run.models.get(step);
+    if (!model || told.has(`${step}\u0000${h.effectId}`)) continue;
+    const answers = model.stats().calls.filter((c) => c.effectId === h.effectId && c.result === 'answered');
+    if (answers.length === 0 || answers.some((c) => c.poison)) continue;
+    told.add(`${step}\u0000${h.effectId}`);
+    found.push(
+      `${describe(h)}: step '${step}' refused the stand-in's answer, and the stand-in did not declare the event poison (${refused[2]}). ` +
+        "The stand-in answers what a well-behaved model would: the step's schema refuses a good decision, or the stand-in is wrong; an event meant to be refused belongs in the stand-in's poison",
+    );
+  }
+  return found;
+}
+
+/** The engine's error for a decision its step's schema refused: the step, then the issues. */
+const SCHEMA_REFUSAL = /^agentStep '([^']+)': decision failed its schema: (.*)$/s;
+
 function lostEvents<T>(run: TopologyRun<T>): string[] {
   const driver = run.driver;
   const source = run.topology.source.topic;

@@ -92,7 +92,8 @@ export class TopologyPropertyError<T> extends Error {
     readonly input: TopologyRunInput<T>,
     readonly violations: readonly InvariantViolation[],
     readonly notes: readonly string[],
-    placed: TopologyRun<T>['placed'],
+    /** Where the events landed; undefined when the run failed before the checks (they are printed as drawn). */
+    placed: TopologyRun<T>['placed'] | undefined,
   ) {
     super(describeFailure(input, violations, notes, placed));
     this.name = 'TopologyPropertyError';
@@ -131,7 +132,13 @@ export function topologyProperty<T>(options: TopologyPropertyOptions<T>): Topolo
     return { violations: [...builtIn.violations, ...user], notes: builtIn.notes };
   };
   const predicate = async (input: TopologyRunInput<T>): Promise<void> => {
-    const done = await run(input);
+    let done: TopologyRun<T>;
+    try {
+      done = await run(input);
+    } catch (error) {
+      // Printed with the input, as a violation is, so that the shrunk run can be read and replayed.
+      throw new TopologyPropertyError(input, [{ invariant: 'run-failed', detail: error instanceof Error ? error.message : String(error) }], [], undefined);
+    }
     try {
       const { violations, notes } = await check(done);
       if (violations.length > 0) throw new TopologyPropertyError(input, violations, notes, done.placed);
@@ -217,16 +224,20 @@ function describeFailure<T>(
   input: TopologyRunInput<T>,
   violations: readonly InvariantViolation[],
   notes: readonly string[],
-  placed: TopologyRun<T>['placed'],
+  placed: TopologyRun<T>['placed'] | undefined,
 ): string {
   const commit = input.commit === 'each' ? 'after each event' : `every ${input.commit.everyMs} ms`;
   const lines = [
     `topologyProperty: ${violations.length} violation${violations.length === 1 ? '' : 's'} (mode '${input.mode}', ${input.partitions} partition${input.partitions === 1 ? '' : 's'}, commit ${commit}, model latency ${input.model.latencyMs} ms, seed ${input.seed})`,
     ...violations.map((v) => `  ${v.name ? `${v.invariant} '${v.name}'` : v.invariant}: ${v.detail}`),
     ...(notes.length > 0 ? ['notes (not failures):', ...notes.map((n) => `  ${n}`)] : []),
-    `events (${placed.length}), as placed:`,
-    ...placed.slice(0, 40).map((e) => `  partition ${e.partition} offset ${e.offset}: key ${JSON.stringify(e.key)}, value ${short(e.value)}`),
-    ...(placed.length > 40 ? [`  ... and ${placed.length - 40} more`] : []),
+    ...(placed
+      ? [
+          `events (${placed.length}), as placed:`,
+          ...placed.slice(0, 40).map((e) => `  partition ${e.partition} offset ${e.offset}: key ${JSON.stringify(e.key)}, value ${short(e.value)}`),
+        ]
+      : [`events (${input.events.length}), as drawn:`, ...input.events.slice(0, 40).map((e) => `  key ${JSON.stringify(e.key)}, value ${short(e.value)}`)]),
+    ...(input.events.length > 40 ? [`  ... and ${input.events.length - 40} more`] : []),
     `faults: ${input.crashes.length === 0 ? 'none' : input.crashes.map(describeCrash).join('; ')}`,
     `restores: ${input.restoreMs ? `partition p takes [${input.restoreMs.join(', ')}][p % ${input.restoreMs.length}] ms` : 'none'}`,
     `resolutions: ${input.resolutions.length === 0 ? 'none (parked keys stay parked)' : input.resolutions.join(', ')}${input.replayCrash ? `, with a crash at replayed event ${input.replayCrash.nth} and a restart ${input.replayCrash.restartAfterMs} ms later` : ''}`,

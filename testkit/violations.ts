@@ -12,6 +12,7 @@ export interface InvariantViolation {
     | 'commit-stuck'
     | 'retry-after-ignored'
     | 'attempt-unrecorded'
+    | 'decision-refused'
     | 'step-run-again'
     | 'state-mismatch'
     | 'state-left-behind'
@@ -20,7 +21,9 @@ export interface InvariantViolation {
     | 'applied-while-parked'
     | 'replay-out-of-order'
     | 'rate-limit-exceeded'
-    | 'user-invariant';
+    | 'user-invariant'
+    /** The run itself failed (a decide or effect that never ends, keys that could not be resolved): its error, in `detail`. */
+    | 'run-failed';
   /** What happened, in words: which key, which offsets, in which order. */
   readonly detail: string;
   /** For a user-level invariant: the name its author gave it. */

@@ -1,3 +1,4 @@
+import type { Clock } from '../ports/clock.js';
 import type { DecidedBy } from './decidedBy.js';
 import type { RecordMeta } from './recordMeta.js';
 
@@ -37,6 +38,12 @@ export interface EffectContext {
    * effect's `timeoutMs`. Pass it to outside calls; a result that comes after it is dropped.
    */
   readonly signal: AbortSignal;
+  /**
+   * The engine's clock: the system's on Kafka, the test driver's virtual one in tests. A stand-in
+   * for an outside call waits on it (`sleep(ctx.clock, ms, ctx.signal)`), so that a test can give
+   * it latency without real time passing.
+   */
+  readonly clock: Clock;
 }
 
 /**

@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { effect } from '../../src/dsl/effect.js';
 import { stream } from '../../src/dsl/stream.js';
+import { sleep, type Clock } from '../../src/ports/clock.js';
 import { TopologyTestDriver } from '../../testkit/driver.js';
 import { Decision, outcomesAt, readParked, type Ev, type Out } from './helpers.js';
 
@@ -188,8 +189,36 @@ describe('a decide that never answers', () => {
       (e: unknown) => e as Error,
     );
     expect(error?.message).toContain(
-      "1 events are in flight and nothing is scheduled; calls with no answer: step 'decide' for effect id events/0/0: a decide or effect function awaits something other than ctx.clock",
+      "1 events are in flight and nothing is scheduled; unended: step 'decide' for effect id events/0/0 has not answered: a decide or effect function awaits something other than ctx.clock",
     );
-    expect(error?.message).toContain("until the step's timeoutMs (agentStep options) fails it");
+    expect(error?.message).toContain("until its timeoutMs (the agentStep's or the effect's options) fails it");
+  });
+
+  it('an effect that never ends is named as what follows the step that answered, and the effect can wait on ctx.clock instead', async () => {
+    const build = (wait: (ctx: { clock: Clock; signal: AbortSignal }) => Promise<unknown>) =>
+      stream<Ev>('events')
+        .keyedSerial()
+        .agentStep('decide', () => ({ action: 'refund' as const }), { schema: Decision })
+        .park({ attempts: 3 })
+        .applyOnce(
+          effect('ledger', async ({ event }: { event: Ev; decision: Decision }, ctx) => {
+            await wait(ctx);
+            return { id: event.id };
+          }),
+        )
+        .to('out')
+        .build();
+    driver = new TopologyTestDriver(build(() => new Promise(() => undefined)));
+    driver.createInputTopic<Ev>('events').pipeInput('a', { id: 'a1' });
+    await expect(driver.runUntilIdle()).rejects.toThrow(
+      "unended: effect id events/0/0: step 'decide' answered, and what follows it (the effect 'ledger', or a later step) has not ended",
+    );
+    await driver.close();
+
+    // The same outside call as a stand-in with 2 s of latency on the virtual clock.
+    driver = new TopologyTestDriver(build(({ clock, signal }) => sleep(clock, 2_000, signal)));
+    driver.createInputTopic<Ev>('events').pipeInput('a', { id: 'a1' });
+    await driver.runUntilIdle();
+    expect(driver.effects().map((e) => [e.effectId, e.recordedAtMs])).toEqual([['events/0/0', 2_000]]);
   });
 });

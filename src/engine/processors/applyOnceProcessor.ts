@@ -68,7 +68,16 @@ function callEffect(ctx: EngineContext, node: ApplyOnceNode, unit: EventInFlight
   const { event, signal, decisions, decidedBy } = unit;
   const timeoutMs = node.effect.timeoutMs;
   if (timeoutMs === undefined)
-    return node.effect.apply(unit.value, { key: event.key, effectId: event.effectId, record: metaOf(event), state: table, decisions, decidedBy, signal });
+    return node.effect.apply(unit.value, {
+      key: event.key,
+      effectId: event.effectId,
+      record: metaOf(event),
+      state: table,
+      decisions,
+      decidedBy,
+      signal,
+      clock: ctx.clock,
+    });
   const call = timedCall(ctx.clock, signal, timeoutMs, `applyOnce '${node.name}'`);
   let applied: unknown;
   try {
@@ -80,6 +89,7 @@ function callEffect(ctx: EngineContext, node: ApplyOnceNode, unit: EventInFlight
       decisions,
       decidedBy,
       signal: call.signal,
+      clock: ctx.clock,
     });
   } catch (error) {
     call.end();

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { z } from 'zod';
 import { describe, expect, test } from 'vitest';
 import { effect, stream, type DecideFn, type Decided } from '../../../src/index.js';
-import { fakeModel, keyedEvents, topologyProperty, TopologyTestDriver, type TopologyRunInput } from '../../../testkit/index.js';
+import { fakeModel, keyedEvents, topologyInvariants, topologyProperty, TopologyTestDriver, type TopologyRunInput } from '../../../testkit/index.js';
 import { inspectStandIn, returnEvents, returnsTopology, type PricedReturn, type Return } from '../../properties/topologies/returns.js';
 
 const returnsProperty = (extra: Partial<Parameters<typeof topologyProperty<Return>>[0]> = {}) =>
@@ -70,6 +70,69 @@ describe('a broken guarantee is caught, and told in words', () => {
     expect(message).toMatch(/user-invariant 'nothing is refunded': return r-0 was refunded/);
     // Shrunk: one event is enough.
     expect(message).toContain('events (1), as placed:');
+  });
+});
+
+describe('a run that fails is told as a violation, with its input', () => {
+  test('keys that every resolution parks again (an effect that throws on the decision given): run-failed, naming the key and its last error', async () => {
+    const ledger = effect('ledger', ({ event, decision }: Decided<PricedReturn, { refund: boolean; reason: string }>) => {
+      if (!decision.refund && event.note === 'scratched') throw new Error(`the ledger refuses a refusal of ${event.returnId}`);
+      return { returnId: event.returnId };
+    });
+    const prop = topologyProperty<Return>({
+      topology: (decide) =>
+        stream<Return>('returns')
+          .mapValues((r): PricedReturn => ({ ...r, totalCents: r.quantity * r.unitCents }))
+          .keyedSerial()
+          .agentStep('inspect', decide<PricedReturn, unknown>('inspect'), { schema: z.object({ refund: z.boolean(), reason: z.string() }) })
+          .park({ attempts: 1 })
+          .applyOnce(ledger)
+          .to('refunds')
+          .build(),
+      events: returnEvents,
+      model: { decide: () => ({ refund: false, reason: 'no' }) },
+      crashes: false,
+      resolutions: { decision: () => ({ refund: false, reason: 'a person refused it' }) },
+    });
+    const message = await failureOf(prop.property as fc.IAsyncProperty<[unknown]>, { numRuns: 200, seed: 5 });
+    expect(message).toContain('topologyProperty: 1 violation (mode');
+    expect(message).toMatch(
+      /run-failed: topologyProperty: 1 parked key was still left after 100 rounds of resolutions: key 'c\d' of partition 0, parked at step 'inspect' after 1 attempts, last error: applyOnce 'ledger' threw: the ledger refuses a refusal of r-0\. Each round parked them again/,
+    );
+    // Shrunk to the one event, printed as drawn (the run ended before its checks).
+    expect(message).toMatch(/events \(1\), as drawn:\n {2}key "c\d", value \{"customer":"c\d"/);
+  });
+});
+
+describe("the opt-in 'decision-refused'", () => {
+  test('catches a schema that refuses what the stand-in answers for events it did not declare poison; declared ones pass', async () => {
+    // The schema allows reasons of at most 10 characters; the stand-in answers longer ones for returns over 50.
+    const strict = z.object({ refund: z.boolean(), reason: z.string().max(10) });
+    const property = (poison?: (r: PricedReturn) => boolean) =>
+      topologyProperty<Return>({
+        topology: (decide) =>
+          stream<Return>('returns')
+            .mapValues((r): PricedReturn => ({ ...r, totalCents: r.quantity * r.unitCents }))
+            .keyedSerial()
+            .agentStep('inspect', decide<PricedReturn, unknown>('inspect'), { schema: strict })
+            .park({ attempts: 2 })
+            .applyOnce(effect('verdicts', ({ event }: Decided<PricedReturn, z.infer<typeof strict>>) => ({ returnId: event.returnId })))
+            .to('refunds')
+            .build(),
+        events: returnEvents,
+        model: {
+          decide: (r: PricedReturn) => ({ refund: r.totalCents <= 5_000, reason: r.totalCents <= 5_000 ? 'small' : 'a large one, needs a look' }),
+          ...(poison ? { poison: (value: unknown) => poison(value as PricedReturn), poisonDecision: { refund: 'maybe' } } : {}),
+        },
+        invariants: [...topologyInvariants, 'decision-refused'],
+        crashes: false,
+      });
+    const message = await failureOf(property().property as fc.IAsyncProperty<[unknown]>, { numRuns: 200, seed: 11 });
+    expect(message).toMatch(
+      /decision-refused: offset 0 of partition 0 \(key "c\d"\): step 'inspect' refused the stand-in's answer, and the stand-in did not declare the event poison \(reason: /,
+    );
+    // Declared poison, the same answers are expected refusals: the property holds.
+    await fc.assert(property((r) => r.totalCents > 5_000).property, { numRuns: 100, seed: 11 });
   });
 });
 
