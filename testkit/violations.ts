@@ -13,6 +13,7 @@ export interface InvariantViolation {
     | 'retry-after-ignored'
     | 'attempt-unrecorded'
     | 'decision-refused'
+    | 'row-shared-by-keys'
     | 'step-run-again'
     | 'state-mismatch'
     | 'state-left-behind'

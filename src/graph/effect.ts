@@ -9,8 +9,11 @@ import type { RecordMeta } from './recordMeta.js';
 export const madeByEffect: unique symbol = Symbol.for('orderly.effect');
 
 /**
- * Rows of an effect's own state table. Writes are staged and recorded in the same atomic batch as
- * the effect id, so they happen once or not at all.
+ * Rows of an effect's own state table, per partition. Writes are staged and recorded in the same
+ * atomic batch as the effect id, so they happen once or not at all. Key rows by something of the
+ * event's key (the key, an id of the event): events of one key run one after another, but those of
+ * different keys run side by side (up to keyedSerial's `maxInFlight`), each effect reading its rows
+ * as it starts and writing them as it ends, so a row written by two keys can lose an update.
  */
 export interface StateTable {
   get<V>(row: string): V | undefined;

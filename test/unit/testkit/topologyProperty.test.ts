@@ -136,6 +136,39 @@ describe("the opt-in 'decision-refused'", () => {
   });
 });
 
+describe("the opt-in 'row-shared-by-keys'", () => {
+  test('catches rows written by the effects of two keys while keys run side by side; rows of one key pass', async () => {
+    const property = (row: (r: PricedReturn) => string) =>
+      topologyProperty<Return>({
+        topology: (decide) =>
+          stream<Return>('returns')
+            .mapValues((r): PricedReturn => ({ ...r, totalCents: r.quantity * r.unitCents }))
+            .keyedSerial({ maxInFlight: 4 })
+            .agentStep('inspect', decide<PricedReturn, unknown>('inspect'), { schema: z.object({ refund: z.boolean(), reason: z.string() }) })
+            .park({ attempts: 2 })
+            .applyOnce(
+              effect('refund-totals', ({ event }: Decided<PricedReturn, { refund: boolean }>, { state }) => {
+                state.put(row(event), (state.get<number>(row(event)) ?? 0) + event.totalCents);
+                return { returnId: event.returnId };
+              }),
+            )
+            .to('refunds')
+            .build(),
+        events: returnEvents,
+        model: { decide: () => ({ refund: true, reason: 'fine' }) },
+        invariants: [...topologyInvariants, 'row-shared-by-keys'],
+        crashes: false,
+      });
+    // One total for all customers: every customer's refund adds to the same row.
+    const message = await failureOf(property(() => 'all').property as fc.IAsyncProperty<[unknown]>, { numRuns: 200, seed: 13 });
+    expect(message).toMatch(
+      /row-shared-by-keys: row "all" of partition 0 was written by the effects of keys "c\d", "c\d": keys run side by side \(maxInFlight 4\), so one can lose the other's update/,
+    );
+    // One total per customer (the key): the property holds.
+    await fc.assert(property((r) => r.customer).property, { numRuns: 100, seed: 13 });
+  });
+});
+
 describe('what the driver observed, not what the engine said', () => {
   test('a held event that its replay filtered, the engine crashing before it said so, has ended: neither lost nor out of order', async () => {
     const prop = returnsProperty();
