@@ -11,7 +11,7 @@ export async function loadTopology(module: string): Promise<Topology> {
   const path = resolve(module);
   if (!existsSync(path)) {
     throw new Error(
-      `orderly run: the module '${module}' does not exist (${path}): give the path of the module whose default export is the Topology, relative to the current directory (${process.cwd()})`,
+      `the module '${module}' does not exist (${path}): give the path of the module whose default export is the Topology, relative to the current directory (${process.cwd()})`,
     );
   }
   const url = pathToFileURL(path).href;
@@ -21,10 +21,9 @@ export async function loadTopology(module: string): Promise<Topology> {
     exported = ((await import(url)) as { default?: unknown }).default;
   } catch (error) {
     if ((error as { code?: string }).code === 'ERR_UNKNOWN_FILE_EXTENSION') {
-      throw new Error(
-        `orderly run: cannot import '${module}': give a JavaScript (.js, .mjs) or TypeScript (.ts, .mts) module whose default export is a Topology`,
-        { cause: error },
-      );
+      throw new Error(`cannot import '${module}': give a JavaScript (.js, .mjs) or TypeScript (.ts, .mts) module whose default export is a Topology`, {
+        cause: error,
+      });
     }
     throw error;
   }
@@ -32,7 +31,7 @@ export async function loadTopology(module: string): Promise<Topology> {
   if (!isTopology(exported) && typeof exported === 'object' && exported !== null && 'default' in exported) exported = exported.default;
   const topology = typeof exported === 'function' ? await (exported as () => unknown)() : exported;
   if (!isTopology(topology)) {
-    throw new Error(`orderly run: '${module}' must export a Topology by default (export default stream(...)...build()), or a function that returns one`);
+    throw new Error(`'${module}' must export a Topology by default (export default stream(...)...build()), or a function that returns one`);
   }
   return topology;
 }
@@ -58,7 +57,7 @@ async function registerTypeScript(module: string): Promise<void> {
     esm.register();
   } catch (error) {
     throw new Error(
-      `orderly run: cannot load tsx to import the TypeScript module '${module}': ${(error as Error).message}; reinstall orderly (tsx is one of its dependencies), or compile the module to .js (tsc) and give that`,
+      `cannot load tsx to import the TypeScript module '${module}': ${(error as Error).message}; reinstall orderly (tsx is one of its dependencies), or compile the module to .js (tsc) and give that`,
       { cause: error },
     );
   }

@@ -72,8 +72,12 @@ function describeResult(result: ResolveResult): string {
   const t = result.request.target;
   const what = `key '${t.lane}' of ${t.topic}/${t.partition} (${describeResolution(result.request.resolution)} for ${t.effectId})`;
   switch (result.kind) {
-    case 'released':
-      return `released: ${what}; ${result.replayed} event${result.replayed === 1 ? '' : 's'} replayed in order`;
+    case 'released': {
+      // `replayed` counts the parked event too: discarded, it is not replayed.
+      const head = 'discard' in result.request.resolution ? 'the parked event discarded' : 'the parked event applied';
+      const held = result.replayed - 1;
+      return `released: ${what}; ${head}, then ${held} held event${held === 1 ? '' : 's'} replayed in order`;
+    }
     case 'parked-again': {
       const head = result.view.head;
       const error = head?.errors.at(-1)?.error;

@@ -113,13 +113,13 @@ describe('orderly parked: list, show, resolve and replay against a running worke
     const decision = { action: 'escalate', rationale: 'decided by a person' };
     const resolved = await parkedCli(prefix, group, ['resolve', String(a.partition), poisonA.account, '--decision', JSON.stringify(decision)]);
     expect(resolved.stdout).toBe(
-      `released: key '${poisonA.account}' of ${prefix}disputes/${a.partition} (decision ${JSON.stringify(decision)} for ${a.head!.effectId}); ${1 + heldA.length} events replayed in order\n`,
+      `released: key '${poisonA.account}' of ${prefix}disputes/${a.partition} (decision ${JSON.stringify(decision)} for ${a.head!.effectId}); the parked event applied, then ${heldA.length} held event${heldA.length === 1 ? '' : 's'} replayed in order\n`,
     );
     expect(resolved.code).toBe(0);
 
     // Discard: the poison goes without an effect, the held events replay in order.
     const discarded = await parkedCli(prefix, group, ['resolve', String(b.partition), poisonB.account, '--discard']);
-    expect(discarded.stdout).toMatch(/^released: key 'acct-03'/);
+    expect(discarded.stdout).toMatch(/^released: key 'acct-03' .*; the parked event discarded, then \d+ held events? replayed in order\n$/);
     expect(discarded.code).toBe(0);
 
     const expected = inputs.filter((d) => d !== poisonB);

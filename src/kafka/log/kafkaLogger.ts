@@ -20,6 +20,9 @@ interface LoggingClient {
   on(event: 'event.error', listener: (error: LibrdkafkaError) => void): unknown;
 }
 
+/** The group errors that end an open transaction when a rebalance moves the group on. */
+const REBALANCE_ERRORS = /\((ILLEGAL_GENERATION|UNKNOWN_MEMBER_ID|REBALANCE_IN_PROGRESS|FENCED_INSTANCE_ID)\)\s*$/;
+
 /**
  * Sends a librdkafka client's log lines and errors to pino, at the level of their syslog severity
  * (0-3 error, 4 warn, 5-6 info, 7 debug). `onFatal` hears a fatal error (the client is unusable).
@@ -30,6 +33,10 @@ export function logClientTo(client: LoggingClient, logger: Logger, onFatal: (err
     // orderly sets the gap-less guarantee on purpose (see producerConfig): librdkafka's warning that
     // it is experimental says nothing the operator can act on, so it is not one.
     if (line.fac === 'CONFWARN' && line.message.includes('enable.gapless.guarantee is experimental')) logger.debug(fields, line.message);
+    // A transaction that a rebalance cut short is routine: orderly aborts it and resets the
+    // partitions it held (docs/delivery.md). At error, it would page someone for a normal event.
+    else if (line.fac === 'TXNERR' && REBALANCE_ERRORS.test(line.message))
+      logger.warn(fields, `${line.message}: a rebalance moved the group while the transaction was open; orderly aborts it and resets the partitions it held`);
     else if (line.severity <= 3) logger.error(fields, line.message);
     else if (line.severity === 4) logger.warn(fields, line.message);
     else if (line.severity <= 6) logger.info(fields, line.message);

@@ -103,6 +103,7 @@ export interface ResolveOptions {
  * longer parked at that event; `sent`: not waited for; `timeout`: no answer in time.
  */
 export type ResolveResult =
+  /** `replayed`: the events the resolution went through, the parked one (applied or discarded) and those held behind it. */
   | { readonly kind: 'released'; readonly request: ResolutionRequest; readonly replayed: number }
   | { readonly kind: 'parked-again'; readonly request: ResolutionRequest; readonly view: ParkedKeyView }
   | { readonly kind: 'refused' | 'stale'; readonly request: ResolutionRequest; readonly message: string }

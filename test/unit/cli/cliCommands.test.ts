@@ -104,6 +104,14 @@ test('orderly run refuses a log level pino does not have, from the flag or from 
   expect(run.stderr).not.toContain('at ');
 });
 
+test("a module that does not exist is told under the command's own name", () => {
+  const parked = orderly('parked', 'list', '--bootstrap', '127.0.0.1:9', '--group', 'g', '--topology', 'nosuch.ts');
+  expect(parked.status).not.toBe(0);
+  expect(parked.stderr).toMatch(/^orderly parked: the module 'nosuch\.ts' does not exist \(/);
+  const run = orderly('run', 'nosuch.ts', '--bootstrap', '127.0.0.1:9', '--group', 'g', '--state-dir', 'd');
+  expect(run.stderr).toMatch(/^orderly run: the module 'nosuch\.ts' does not exist \(/);
+});
+
 test('an error ends with its own line and a hint, not the whole help', () => {
   const run = orderly('scenario', 'no-such-scenario');
   expect(run.status).toBe(1);

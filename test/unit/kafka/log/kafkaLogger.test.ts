@@ -32,3 +32,15 @@ test('the warning that enable.gapless.guarantee is experimental, a setting order
   });
   expect(lines.map((l) => l.level)).toEqual([20]);
 });
+
+test("a transaction failed by a rebalance (librdkafka's TXNERR with ILLEGAL_GENERATION) is a warning, saying what orderly does; other TXNERR lines stay errors", () => {
+  const { client, lines } = capture();
+  const failed =
+    '[thrd:main]: Current transaction failed in state InTransaction: Failed to commit offsets to transaction on broker 127.0.0.1:9092/1: in[0](Broker: Specified group generation id is not valid) (after 4ms)';
+  client.emit('event.log', { severity: 3, fac: 'TXNERR', message: `${failed} (ILLEGAL_GENERATION)` });
+  client.emit('event.log', { severity: 3, fac: 'TXNERR', message: `${failed} (TRANSACTION_COORDINATOR_FENCED)` });
+  expect(lines.map((l) => [l.level, l.msg])).toEqual([
+    [40, `${failed} (ILLEGAL_GENERATION): a rebalance moved the group while the transaction was open; orderly aborts it and resets the partitions it held`],
+    [50, `${failed} (TRANSACTION_COORDINATOR_FENCED)`],
+  ]);
+});
