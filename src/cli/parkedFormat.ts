@@ -56,8 +56,15 @@ export function formatShow(view: ParkedKeyView): string {
   const head = view.head;
   if (head) {
     lines.push('', `head (the event a resolution decides): ${describeEvent(head)}`);
+    const attempts = `${head.attempts} attempt${head.attempts === 1 ? '' : 's'}`;
+    // The step's own decision kept with it: the step had answered, and what follows it failed.
+    const decided = head.decisions !== undefined && head.step in head.decisions;
     lines.push(
-      `  step '${head.step}', ${head.reason === 'POISON' ? `parked after ${head.attempts} attempt${head.attempts === 1 ? '' : 's'}` : 'held, then reached the head of the key'}`,
+      head.reason !== 'POISON'
+        ? `  step '${head.step}', held, then reached the head of the key`
+        : decided
+          ? `  step '${head.step}' decided; what follows it (the effect, or an operator after the step) failed its ${attempts}: a replay runs that again with the decision kept`
+          : `  step '${head.step}', parked after ${attempts}: a replay calls the step again`,
     );
     for (const e of head.errors) lines.push(`  attempt ${e.attempt} at ${new Date(e.atMs).toISOString()}: ${e.error}`);
     lines.push(`  value: ${valueOf(head)}`);

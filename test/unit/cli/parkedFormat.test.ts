@@ -82,4 +82,13 @@ describe('orderly parked output', () => {
     expect(text).toContain('(2 bytes, base64) /wA=');
     expect(formatShow({ ...view, head: undefined, held: [], missing: 3 })).toMatch(/head: not in the changelog yet[\s\S]*\(3 more not in the changelog yet\)/);
   });
+
+  it('says when the step had decided and what follows it failed (an effect that threw): a replay keeps the decision', () => {
+    const step = view.head!.step;
+    expect(formatShow(view)).toContain(`step '${step}', parked after 2 attempts: a replay calls the step again`);
+    const effectFailed = { ...view, head: { ...view.head!, decisions: { [step]: { action: 'refund' } } } };
+    expect(formatShow(effectFailed)).toContain(
+      `step '${step}' decided; what follows it (the effect, or an operator after the step) failed its 2 attempts: a replay runs that again with the decision kept`,
+    );
+  });
 });
