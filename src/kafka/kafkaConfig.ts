@@ -154,28 +154,40 @@ export function adminConfig(settings: KafkaSettings): GlobalConfig {
   return { ...common(settings, 'admin'), ...settings.librdkafka } as GlobalConfig;
 }
 
+/** A property value as given (`-X key=value` gives strings; runTopology may give booleans or numbers). */
+const same =
+  (...values: readonly string[]) =>
+  (value: unknown) =>
+    values.includes(String(value).toLowerCase());
+
 /**
- * librdkafka properties that orderly sets for its guarantees or from its own options: set in
- * `librdkafka`, `consumerConfig` or `producerConfig` they would silently undo what orderly
- * promises (a consumer that commits on its own commits events not yet finished), so they are
- * refused, each with why and what to use instead.
+ * librdkafka properties that orderly sets for its guarantees or from its own options: set to
+ * anything else in `librdkafka`, `consumerConfig` or `producerConfig` they would silently undo what
+ * orderly promises (a consumer that commits on its own commits events not yet finished), so they
+ * are refused, each with why and what to use instead. The value orderly sets itself is accepted.
  */
-const OWN_PROPERTIES: Readonly<Record<string, string>> = {
-  'bootstrap.servers': 'set by --bootstrap (runTopology: bootstrap)',
-  'metadata.broker.list': 'set by --bootstrap (runTopology: bootstrap)',
-  'group.id': 'set by --group (runTopology: group)',
-  'group.instance.id': 'set by --instance-id (kafka.groupInstanceId)',
-  'transactional.id': 'set by --transactional-id (exactlyOnce.transactionalId)',
-  'enable.auto.commit': 'orderly commits each partition itself, only up to the events it has finished',
-  'enable.auto.offset.store': 'orderly commits each partition itself, only up to the events it has finished',
-  'enable.idempotence': "orderly's producer must be idempotent: a retried record must not be written twice, nor out of order",
-  acks: "orderly's records must be acknowledged by every in-sync replica before an event counts as finished",
-  'request.required.acks': "orderly's records must be acknowledged by every in-sync replica before an event counts as finished",
-  dr_cb: "orderly's producer learns of failed records from its delivery reports",
-  'delivery.report.only.error': "orderly's producer learns of failed records from its delivery reports",
+const OWN_PROPERTIES: Readonly<Record<string, { readonly why: string; readonly accepts?: (value: unknown) => boolean }>> = {
+  'bootstrap.servers': { why: 'set by --bootstrap (runTopology: bootstrap)' },
+  'metadata.broker.list': { why: 'set by --bootstrap (runTopology: bootstrap)' },
+  'group.id': { why: 'set by --group (runTopology: group)' },
+  'group.instance.id': { why: 'set by --instance-id (kafka.groupInstanceId)' },
+  'transactional.id': { why: 'set by --transactional-id (exactlyOnce.transactionalId)' },
+  'enable.auto.commit': { why: 'orderly commits each partition itself, only up to the events it has finished', accepts: same('false') },
+  'enable.auto.offset.store': { why: 'orderly commits each partition itself, only up to the events it has finished', accepts: same('false') },
+  'enable.idempotence': {
+    why: "orderly's producer must be idempotent: a retried record must not be written twice, nor out of order",
+    accepts: same('true'),
+  },
+  acks: { why: "orderly's records must be acknowledged by every in-sync replica before an event counts as finished", accepts: same('all', '-1') },
+  'request.required.acks': {
+    why: "orderly's records must be acknowledged by every in-sync replica before an event counts as finished",
+    accepts: same('all', '-1'),
+  },
+  dr_cb: { why: "orderly's producer learns of failed records from its delivery reports", accepts: same('true') },
+  'delivery.report.only.error': { why: "orderly's producer learns of failed records from its delivery reports", accepts: same('true') },
 };
 
-/** Throws a RangeError naming each property of `settings` that orderly owns (see OWN_PROPERTIES), and why. */
+/** Throws a RangeError naming each property of `settings` that orderly owns (see OWN_PROPERTIES) set to another value, and why. */
 export function checkUserProperties(settings: Pick<KafkaSettings, 'librdkafka' | 'consumerConfig' | 'producerConfig'>): void {
   const refused: string[] = [];
   for (const [where, properties] of [
@@ -183,9 +195,9 @@ export function checkUserProperties(settings: Pick<KafkaSettings, 'librdkafka' |
     ['consumerConfig (--consumer-config)', settings.consumerConfig],
     ['producerConfig (--producer-config)', settings.producerConfig],
   ] as const) {
-    for (const key of Object.keys(properties ?? {})) {
-      const why = OWN_PROPERTIES[key];
-      if (why) refused.push(`'${key}' in ${where}: ${why}`);
+    for (const [key, value] of Object.entries(properties ?? {})) {
+      const own = OWN_PROPERTIES[key];
+      if (own && !own.accepts?.(value)) refused.push(`'${key}=${String(value)}' in ${where}: ${own.why}`);
     }
   }
   if (refused.length > 0)

@@ -58,9 +58,9 @@ describe('checkUserProperties', () => {
         producerConfig: { acks: '0', 'linger.ms': '20' },
       }),
     ).toThrow(
-      "orderly sets these librdkafka properties itself; remove them: 'enable.auto.commit' in librdkafka (-X): orderly commits each partition itself, only up to the events it has finished; " +
-        "'group.id' in consumerConfig (--consumer-config): set by --group (runTopology: group); " +
-        "'acks' in producerConfig (--producer-config): orderly's records must be acknowledged by every in-sync replica before an event counts as finished",
+      "orderly sets these librdkafka properties itself; remove them: 'enable.auto.commit=true' in librdkafka (-X): orderly commits each partition itself, only up to the events it has finished; " +
+        "'group.id=other' in consumerConfig (--consumer-config): set by --group (runTopology: group); " +
+        "'acks=0' in producerConfig (--producer-config): orderly's records must be acknowledged by every in-sync replica before an event counts as finished",
     );
     expect(() =>
       checkUserProperties({
@@ -70,5 +70,9 @@ describe('checkUserProperties', () => {
       }),
     ).not.toThrow();
     expect(() => checkUserProperties({})).not.toThrow();
+    // The values orderly sets itself are accepted, as strings from the command line or as values.
+    expect(() =>
+      checkUserProperties({ librdkafka: { 'enable.idempotence': 'true', acks: 'all' }, producerConfig: { 'request.required.acks': -1, dr_cb: true } }),
+    ).not.toThrow();
   });
 });
