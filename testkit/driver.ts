@@ -390,7 +390,8 @@ export class TopologyTestDriver {
       instance.stopping = instance.engine.stop(options);
     }
     await this.runUntilSettled('stop', instance.stopping);
-    this.crashNow();
+    // Stopped, not crashed: metrics().stops counts it, crashes does not.
+    this.crashNow(false);
   }
 
   /**
@@ -804,13 +805,14 @@ export class TopologyTestDriver {
     return phase;
   }
 
-  private crashNow(): void {
+  /** Ends the running instance where it stands: nothing of it runs or lands after this. `crashed`: counted as a crash. */
+  private crashNow(crashed = true): void {
     const instance = this.instance;
     if (!instance?.alive) return;
     instance.alive = false;
     this.io.fence(instance.id);
     this.clock.fence(instance.id);
-    this.observations.crashed();
+    if (crashed) this.observations.crashed();
   }
 
   private async restartNow(): Promise<void> {

@@ -104,6 +104,7 @@ export interface DriverMetrics {
   readonly orderViolations: number;
   /** Effect ids recorded twice. */
   readonly doubleEffects: number;
+  /** Instances ended by a crash (at a time or a point, or after a fatal error); a stop counts in `stops` instead. */
   readonly crashes: number;
   /** Stops as on SIGTERM ({@link TopologyTestDriver.stop}). */
   readonly stops: number;
@@ -510,16 +511,17 @@ export class DriverObservations {
         `effect ${effect.effectId} of ${whereOf(effect)} was recorded again by engine ${effect.instance} at ${effect.recordedAtMs} ms`,
       );
     }
-    this.effectIds.add(effect.effectId);
-    this.effects.push(effect);
     const lane = this.lane(effect);
     let first = lane.firstUnsettled();
     // A copy whose twin's effect is recorded has ended by it, even before its DUPLICATE is reported
-    // (staged, that waits for its twin's outputs to be acknowledged).
+    // (staged, that waits for its twin's outputs to be acknowledged). Looked up before this effect
+    // is added: an effect recorded under an earlier event's id must not settle that event.
     while (first < effect.offset && this.twinRecorded(effect.partition, first)) {
       lane.settle(first);
       first = lane.firstUnsettled();
     }
+    this.effectIds.add(effect.effectId);
+    this.effects.push(effect);
     if (first < effect.offset) {
       this.counts.orderViolations += 1;
       note(

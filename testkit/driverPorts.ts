@@ -258,6 +258,8 @@ interface Position {
   ready: boolean;
   /** Taken away, the engine not told yet (its step waits for the rebalance steps before it): it must not become ready. */
   revoked?: boolean;
+  /** Taken away without a revocation (lost): from then on its commits are refused, as KafkaLog refuses them. */
+  lost?: boolean;
 }
 
 /**
@@ -398,7 +400,7 @@ export class DriverConsumer implements Log {
   private commitOffsets(offsets: readonly CommitOffset[]): void {
     if (this.fencedOut && offsets.length > 0) throw new CommitRefusedError('commit refused: this consumer was fenced out of its group (a fault of the driver)');
     // As Kafka would: a partition taken away (or a commit refused on purpose) fails the whole commit.
-    const gone = offsets.filter((o) => !this.positions.has(partitionId(o))).map((o) => partitionId(o));
+    const gone = offsets.filter((o) => !this.positions.has(partitionId(o)) || this.positions.get(partitionId(o))!.lost).map((o) => partitionId(o));
     if (gone.length > 0) throw new CommitRefusedError(`commit refused: ${gone.join(', ')} no longer assigned to this consumer`);
     if (this.refuseCommits > 0) {
       this.refuseCommits -= 1;
@@ -434,7 +436,7 @@ export class DriverConsumer implements Log {
    * engine is told (revoked: it may still commit them; lost: it may not), then they are forgotten.
    */
   async revoke(tps: readonly TopicPartition[], lost: boolean): Promise<void> {
-    for (const tp of tps) Object.assign(this.position(tp), { ready: false, revoked: true });
+    for (const tp of tps) Object.assign(this.position(tp), { ready: false, revoked: true, ...(lost ? { lost: true } : {}) });
     // Exactly-once, as Kafka's log does: the open transaction holds writes of the lost partitions,
     // so it is aborted, and the partitions still owned whose work it held are reset with it.
     if (lost && this.options.transaction) return this.resetAfterAbort(tps);

@@ -1,3 +1,4 @@
+import { laneOf } from '../src/engine/events.js';
 import { EFFECT_ID_HEADER } from '../src/engine/outputs.js';
 import { Outcome } from '../src/engine/outcomes.js';
 import type { ObservedOutcome } from './driverObservations.js';
@@ -194,11 +195,6 @@ const endsWithoutEffect: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Every placed event ended: an effect recorded, a discard recorded, its hold deleted by a replay,
- * or an end without effect (filtered, dead-lettered, skipped, forwarded, a duplicate); or, with
- * parked keys left parked, parked or held.
- */
-/**
  * Answers of the stand-in that a step's schema refused, for events it did not declare poison: the
  * stand-in answers what a well-behaved model would, so the schema refuses a good decision (or the
  * stand-in is wrong). Told once per step and event.
@@ -231,20 +227,21 @@ function refusedDecisions<T>(run: TopologyRun<T>): string[] {
  */
 function sharedRows<T>(run: TopologyRun<T>): string[] {
   if (run.topology.maxInFlight <= 1) return [];
-  const keysOf = new Map<string, { partition: number; row: string; keys: Set<string | null> }>();
+  // By lane, not key: events without a key are each a lane of their own, run side by side too.
+  const lanesOf = new Map<string, { partition: number; row: string; lanes: Map<string, string> }>();
   for (const e of run.driver.effects()) {
     for (const { row } of e.state) {
       const at = `${e.partition}\u0000${row}`;
-      const seen = keysOf.get(at) ?? { partition: e.partition, row, keys: new Set<string | null>() };
-      seen.keys.add(e.key);
-      keysOf.set(at, seen);
+      const seen = lanesOf.get(at) ?? { partition: e.partition, row, lanes: new Map<string, string>() };
+      seen.lanes.set(laneOf(e), e.key === null ? `the keyless event at offset ${e.offset}` : JSON.stringify(e.key));
+      lanesOf.set(at, seen);
     }
   }
-  return [...keysOf.values()]
-    .filter((r) => r.keys.size > 1)
+  return [...lanesOf.values()]
+    .filter((r) => r.lanes.size > 1)
     .map(
       (r) =>
-        `row ${JSON.stringify(r.row)} of partition ${r.partition} was written by the effects of keys ${[...r.keys].map((k) => JSON.stringify(k)).join(', ')}: ` +
+        `row ${JSON.stringify(r.row)} of partition ${r.partition} was written by the effects of keys ${[...r.lanes.values()].join(', ')}: ` +
         `keys run side by side (maxInFlight ${run.topology.maxInFlight}), so one can lose the other's update; key the rows by the event's key (or an id of the event), or run keyedSerial({ maxInFlight: 1 })`,
     );
 }
@@ -252,6 +249,11 @@ function sharedRows<T>(run: TopologyRun<T>): string[] {
 /** The engine's error for a decision its step's schema refused: the step, then the issues. */
 const SCHEMA_REFUSAL = /^agentStep '([^']+)': decision failed its schema: (.*)$/s;
 
+/**
+ * Every placed event ended: an effect recorded, a discard recorded, its hold deleted by a replay,
+ * or an end without effect (filtered, dead-lettered, skipped, forwarded, a duplicate); or, with
+ * parked keys left parked, parked or held.
+ */
 function lostEvents<T>(run: TopologyRun<T>): string[] {
   const driver = run.driver;
   const source = run.topology.source.topic;

@@ -94,8 +94,9 @@ export class TopologyPropertyError<T> extends Error {
     readonly notes: readonly string[],
     /** Where the events landed; undefined when the run failed before the checks (they are printed as drawn). */
     placed: TopologyRun<T>['placed'] | undefined,
+    options?: ErrorOptions,
   ) {
-    super(describeFailure(input, violations, notes, placed));
+    super(describeFailure(input, violations, notes, placed), options);
     this.name = 'TopologyPropertyError';
   }
 }
@@ -137,7 +138,9 @@ export function topologyProperty<T>(options: TopologyPropertyOptions<T>): Topolo
       done = await run(input);
     } catch (error) {
       // Printed with the input, as a violation is, so that the shrunk run can be read and replayed.
-      throw new TopologyPropertyError(input, [{ invariant: 'run-failed', detail: error instanceof Error ? error.message : String(error) }], [], undefined);
+      throw new TopologyPropertyError(input, [{ invariant: 'run-failed', detail: error instanceof Error ? error.message : String(error) }], [], undefined, {
+        cause: error,
+      });
     }
     try {
       const { violations, notes } = await check(done);

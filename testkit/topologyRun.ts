@@ -158,16 +158,22 @@ export async function runTopology<T>(input: TopologyRunInput<T>, settings: RunSe
     return { ...e, topic: source.topic, partition: at.partition, offset: at.offset };
   });
   const nothing = async () => undefined;
-  for (const crash of input.crashes) await applyFault(driver, input.partitions, crash, nothing);
-  await driver.runUntilIdle();
   const resolved = input.resolutions.length > 0;
-  if (resolved) {
-    await resolveAllParked(driver, {
-      resolutionFor: (parked, turn) => resolutionOf(input.resolutions[turn % input.resolutions.length]!, driver, parked.partition, parked.lane, settings),
-      ...(input.replayCrash ? { replayCrash: input.replayCrash } : {}),
-      afterCrash: nothing,
-      caller: 'topologyProperty',
-    });
+  try {
+    for (const crash of input.crashes) await applyFault(driver, input.partitions, crash, nothing);
+    await driver.runUntilIdle();
+    if (resolved) {
+      await resolveAllParked(driver, {
+        resolutionFor: (parked, turn) => resolutionOf(input.resolutions[turn % input.resolutions.length]!, driver, parked.partition, parked.lane, settings),
+        ...(input.replayCrash ? { replayCrash: input.replayCrash } : {}),
+        afterCrash: nothing,
+        caller: 'topologyProperty',
+      });
+    }
+  } catch (error) {
+    // A failed run hands no driver back: it is closed here (shrinking runs many).
+    await driver.close().catch(() => undefined);
+    throw error;
   }
   const outputs = new Map(topology.outputTopics.map((name) => [name, readAll(driver, name)]));
   return { input, topology, driver, placed, models, outputs, limits, resolved };

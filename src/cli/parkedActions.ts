@@ -73,8 +73,14 @@ function describeResult(result: ResolveResult): string {
   const what = `key '${t.lane}' of ${t.topic}/${t.partition} (${describeResolution(result.request.resolution)} for ${t.effectId})`;
   switch (result.kind) {
     case 'released': {
-      // `replayed` counts the parked event too: discarded, it is not replayed.
-      const head = 'discard' in result.request.resolution ? 'the parked event discarded' : 'the parked event applied';
+      // `replayed` counts the parked event too, whatever its resolution did with it.
+      const resolution = result.request.resolution;
+      const head =
+        'discard' in resolution
+          ? 'the parked event discarded'
+          : 'decision' in resolution
+            ? "the parked event given the person's decision"
+            : 'the parked event retried';
       const held = result.replayed - 1;
       return `released: ${what}; ${head}, then ${held} held event${held === 1 ? '' : 's'} replayed in order`;
     }

@@ -120,6 +120,14 @@ class StagedEnd extends PlainEnd {
     return batch.sent;
   }
 
+  /** A replayed event found done (its record found) sends its stored outputs behind the last batch's, as {@link StagedEnd.end} does. */
+  override async endReplay(tp: TopicPartition, ops: StoreOp[], outputs: readonly OutRecord[], after: () => readonly StoreOp[]): Promise<void> {
+    if (ops.length > 0 || outputs.length === 0) return super.endReplay(tp, ops, outputs, after);
+    await this.sendBehind(outputs);
+    const removal = after();
+    if (removal.length > 0) await this.writer.write(removal);
+  }
+
   /** Adds `outputs` to those sent once the batch whose `durable` this is has become durable. */
   private sendAfter(durable: Promise<void>, outputs: readonly OutRecord[]): Promise<void> {
     // Called as the state is staged, before its batch can be durable: the batch's send has not run yet.
@@ -128,10 +136,17 @@ class StagedEnd extends PlainEnd {
         durable,
         outputs: [],
         sending: false,
-        sent: durable.then(() => {
-          batch.sending = true;
-          return this.log.produce(batch.outputs);
-        }),
+        sent: durable.then(
+          () => {
+            batch.sending = true;
+            return this.log.produce(batch.outputs);
+          },
+          (error: unknown) => {
+            // Never durable: nothing may join it now (the worker fails on it anyway).
+            batch.sending = true;
+            throw error;
+          },
+        ),
       };
       // A batch that fails to land leaves its events nothing to wait on here (the failure reaches
       // them through `landed`): its send's rejection must not count as unhandled.

@@ -154,41 +154,65 @@ export function adminConfig(settings: KafkaSettings): GlobalConfig {
   return { ...common(settings, 'admin'), ...settings.librdkafka } as GlobalConfig;
 }
 
-/** A property value as given (`-X key=value` gives strings; runTopology may give booleans or numbers). */
-const same =
-  (...values: readonly string[]) =>
-  (value: unknown) =>
-    values.includes(String(value).toLowerCase());
+/** librdkafka's booleans, as `-X key=value` gives them (strings) or runTopology does (booleans). */
+const TRUE = new Set(['true', 't', '1', 'yes', 'on']);
+const FALSE = new Set(['false', 'f', '0', 'no', 'off']);
+const isTrue = (value: unknown) => TRUE.has(String(value).toLowerCase());
+const isFalse = (value: unknown) => FALSE.has(String(value).toLowerCase());
+const isAll = (value: unknown) => ['all', '-1'].includes(String(value).toLowerCase());
+
+/** How a property orderly owns is judged: why it is orderly's, and which value is orderly's own (accepted). */
+interface OwnProperty {
+  readonly why: string;
+  readonly accepts?: (value: unknown) => boolean;
+}
+
+const FINISHED_ONLY = 'orderly commits each partition itself, only up to the events it has finished';
+const ALL_REPLICAS = "orderly's records must be acknowledged by every in-sync replica before an event counts as finished";
+const NO_GAPS =
+  'without transactions, a changelog must hold a prefix of what was written to it: a record that times out or is dropped leaves a gap a restore cannot see (docs/delivery.md)';
 
 /**
  * librdkafka properties that orderly sets for its guarantees or from its own options: set to
  * anything else in `librdkafka`, `consumerConfig` or `producerConfig` they would silently undo what
  * orderly promises (a consumer that commits on its own commits events not yet finished), so they
  * are refused, each with why and what to use instead. The value orderly sets itself is accepted.
+ * Some depend on the delivery: exactly-once, the producer needs a report of every record.
  */
-const OWN_PROPERTIES: Readonly<Record<string, { readonly why: string; readonly accepts?: (value: unknown) => boolean }>> = {
-  'bootstrap.servers': { why: 'set by --bootstrap (runTopology: bootstrap)' },
-  'metadata.broker.list': { why: 'set by --bootstrap (runTopology: bootstrap)' },
-  'group.id': { why: 'set by --group (runTopology: group)' },
-  'group.instance.id': { why: 'set by --instance-id (kafka.groupInstanceId)' },
-  'transactional.id': { why: 'set by --transactional-id (exactlyOnce.transactionalId)' },
-  'enable.auto.commit': { why: 'orderly commits each partition itself, only up to the events it has finished', accepts: same('false') },
-  'enable.auto.offset.store': { why: 'orderly commits each partition itself, only up to the events it has finished', accepts: same('false') },
-  'enable.idempotence': {
-    why: "orderly's producer must be idempotent: a retried record must not be written twice, nor out of order",
-    accepts: same('true'),
-  },
-  acks: { why: "orderly's records must be acknowledged by every in-sync replica before an event counts as finished", accepts: same('all', '-1') },
-  'request.required.acks': {
-    why: "orderly's records must be acknowledged by every in-sync replica before an event counts as finished",
-    accepts: same('all', '-1'),
-  },
-  dr_cb: { why: "orderly's producer learns of failed records from its delivery reports", accepts: same('true') },
-  'delivery.report.only.error': { why: "orderly's producer learns of failed records from its delivery reports", accepts: same('true') },
-};
+function ownProperties(exactlyOnce: boolean): Readonly<Record<string, OwnProperty>> {
+  return {
+    'bootstrap.servers': { why: 'set by --bootstrap (runTopology: bootstrap)' },
+    'metadata.broker.list': { why: 'set by --bootstrap (runTopology: bootstrap)' },
+    'group.id': { why: 'set by --group (runTopology: group)' },
+    'group.instance.id': { why: 'set by --instance-id (kafka.groupInstanceId)' },
+    'group.protocol': { why: 'set by --group-protocol (kafka.groupProtocol): orderly handles rebalances by it' },
+    'transactional.id': { why: 'set by --transactional-id (exactlyOnce.transactionalId)' },
+    'transaction.timeout.ms': { why: 'set by --transaction-timeout-ms (exactlyOnce.transactionTimeoutMs): orderly commits within it' },
+    'enable.auto.commit': { why: FINISHED_ONLY, accepts: isFalse },
+    'enable.auto.offset.store': { why: FINISHED_ONLY, accepts: isFalse },
+    'enable.idempotence': { why: "orderly's producer must be idempotent: a retried record must not be written twice, nor out of order", accepts: isTrue },
+    acks: { why: ALL_REPLICAS, accepts: isAll },
+    'request.required.acks': { why: ALL_REPLICAS, accepts: isAll },
+    dr_cb: { why: "orderly's producer learns of failed records from its delivery reports", accepts: isTrue },
+    'delivery.report.only.error': exactlyOnce
+      ? { why: "exactly-once, orderly's producer settles each record on its own delivery report", accepts: isFalse }
+      : { why: "orderly's producer learns of failed records from its delivery reports, and of the others from a flush", accepts: isTrue },
+    ...(exactlyOnce
+      ? {}
+      : {
+          'enable.gapless.guarantee': { why: NO_GAPS, accepts: isTrue },
+          'message.timeout.ms': { why: NO_GAPS, accepts: (value: unknown) => String(value) === '0' },
+          'delivery.timeout.ms': { why: NO_GAPS, accepts: (value: unknown) => String(value) === '0' },
+        }),
+  };
+}
 
-/** Throws a RangeError naming each property of `settings` that orderly owns (see OWN_PROPERTIES) set to another value, and why. */
-export function checkUserProperties(settings: Pick<KafkaSettings, 'librdkafka' | 'consumerConfig' | 'producerConfig'>): void {
+/**
+ * Throws a RangeError naming each property of `settings` that orderly owns set to another value
+ * (see ownProperties), where it was set, and why. `exactlyOnce`: the worker runs transactions.
+ */
+export function checkUserProperties(settings: Pick<KafkaSettings, 'librdkafka' | 'consumerConfig' | 'producerConfig'>, exactlyOnce = false): void {
+  const own = ownProperties(exactlyOnce);
   const refused: string[] = [];
   for (const [where, properties] of [
     ['librdkafka (-X)', settings.librdkafka],
@@ -196,8 +220,8 @@ export function checkUserProperties(settings: Pick<KafkaSettings, 'librdkafka' |
     ['producerConfig (--producer-config)', settings.producerConfig],
   ] as const) {
     for (const [key, value] of Object.entries(properties ?? {})) {
-      const own = OWN_PROPERTIES[key];
-      if (own && !own.accepts?.(value)) refused.push(`'${key}=${String(value)}' in ${where}: ${own.why}`);
+      const property = Object.hasOwn(own, key) ? own[key] : undefined;
+      if (property && !property.accepts?.(value)) refused.push(`'${key}=${String(value)}' in ${where}: ${property.why}`);
     }
   }
   if (refused.length > 0)

@@ -118,8 +118,8 @@ export async function checkRunOptions(options: RunTopologyOptions): Promise<Chec
   const logger = options.logger ?? pino({ level: process.env.ORDERLY_LOG_LEVEL ?? 'info' });
   const { topology } = options;
   const settings: KafkaSettings = { ...options.kafka, bootstrap: options.bootstrap, group: options.group };
-  checkUserProperties(settings);
   const exactlyOnce = options.exactlyOnce ? transactionSettings(options, options.exactlyOnce === true ? {} : options.exactlyOnce) : undefined;
+  checkUserProperties(settings, exactlyOnce !== undefined);
   if ((options.storedFormat as number | undefined) === 3) throw new RangeError(`runTopology: storedFormat: ${FORMAT_3_NOT_WRITTEN}`);
   if (options.storedFormat !== undefined && options.storedFormat !== 2 && options.storedFormat !== 4) {
     throw new RangeError(`runTopology: storedFormat must be 2 or 4, got ${JSON.stringify(options.storedFormat)}`);

@@ -84,6 +84,23 @@ describe('restores (DriverOptions.restoreMs)', () => {
     ]);
   });
 
+  it('a partition lost while another restores refuses its commits at once, though the engine hears of the loss only after the restore', async () => {
+    const calls: Array<[string, number]> = [];
+    driver = new TopologyTestDriver(decisionTopology(recordingModel(calls)), {
+      partitions: 2,
+      commit: { everyMs: 1_000 },
+      restoreMs: (partition) => (partition === 0 ? 10_000 : 0),
+    });
+    const input = driver.createInputTopic<Ev>('events');
+    for (const id of ['b1', 'b2', 'b3']) input.pipeInput('b', { id }, { partition: 1 });
+    await driver.advanceWallClockTime(500);
+    expect(calls.map(([id]) => id)).toEqual(['b1', 'b2', 'b3']);
+    await driver.revoke([1], { lost: true });
+    expect(driver.now()).toBe(10_000);
+    // Lost at 500 ms: none of the commits due at 1 s and after took partition 1.
+    expect(driver.committed().find((c) => c.partition === 1)?.offset ?? 0).toBe(0);
+  });
+
   it("a crash at 'restoring' ends the instance before the partition runs; the next one restores it and runs each event once", async () => {
     const calls: Array<[string, number]> = [];
     driver = twoPartitions(calls);

@@ -113,7 +113,7 @@ describe('orderly parked: list, show, resolve and replay against a running worke
     const decision = { action: 'escalate', rationale: 'decided by a person' };
     const resolved = await parkedCli(prefix, group, ['resolve', String(a.partition), poisonA.account, '--decision', JSON.stringify(decision)]);
     expect(resolved.stdout).toBe(
-      `released: key '${poisonA.account}' of ${prefix}disputes/${a.partition} (decision ${JSON.stringify(decision)} for ${a.head!.effectId}); the parked event applied, then ${heldA.length} held event${heldA.length === 1 ? '' : 's'} replayed in order\n`,
+      `released: key '${poisonA.account}' of ${prefix}disputes/${a.partition} (decision ${JSON.stringify(decision)} for ${a.head!.effectId}); the parked event given the person's decision, then ${heldA.length} held event${heldA.length === 1 ? '' : 's'} replayed in order\n`,
     );
     expect(resolved.code).toBe(0);
 

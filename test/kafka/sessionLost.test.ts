@@ -68,7 +68,7 @@ describe('orderly run: a session timeout the broker refuses', () => {
     workers.push(worker);
     expect(await worker.exit(30_000)).toBe(1);
     expect(worker.errors).toContain(
-      "orderly run: stopped by a fatal error: Kafka refused this worker's session timeout (session.timeout.ms = 10 ms): the broker takes only values within its group.min.session.timeout.ms and group.max.session.timeout.ms (6000 and 1800000 ms by default); set --session-timeout-ms within them",
+      "orderly run: stopped by a fatal error: Kafka refused this worker's session timeout (session.timeout.ms = 10 ms): the broker takes only values within its group.min.session.timeout.ms and group.max.session.timeout.ms (6000 and 1800000 ms by default); set --session-timeout-ms (kafka.sessionTimeoutMs) within them",
     );
   });
 });

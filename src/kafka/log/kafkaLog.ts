@@ -465,7 +465,9 @@ export class KafkaLog implements Log {
   private async rewind(consumer: Consumer, tps: readonly TopicPartition[]): Promise<TopicPartitionOffsetAndMetadata[]> {
     const timeoutMs = 30_000;
     const committed = await fetchCommitted(consumer, tps, timeoutMs);
-    const fallback = this.options.settings.autoOffsetReset === 'latest' ? OFFSET_END : OFFSET_BEGINNING;
+    // The consumer's own setting, wherever it came from (kafka.autoOffsetReset, or a librdkafka property).
+    const reset = String((consumerConfig(this.options.settings) as Record<string, unknown>)['auto.offset.reset'] ?? 'earliest');
+    const fallback = ['latest', 'largest', 'end'].includes(reset) ? OFFSET_END : OFFSET_BEGINNING;
     for (const { topic, partition, offset } of committed) {
       const to = offset !== undefined && offset >= 0 ? offset : fallback;
       await new Promise<void>((resolve, reject) => consumer.seek({ topic, partition, offset: to }, timeoutMs, (error) => (error ? reject(error) : resolve())));
@@ -797,9 +799,16 @@ function ownRestored(states: readonly PartitionState[], cause: string): void {
 /** The worker's session timeout, refused by the broker when the consumer joined its group: what to change. */
 function sessionTimeoutRefused(settings: KafkaSettings, error: LibrdKafkaError): Error {
   const configured = consumerConfig(settings)['session.timeout.ms'] ?? 45_000;
+  // Where the value came from, the last that wins first (see consumerConfig).
+  const from =
+    settings.consumerConfig?.['session.timeout.ms'] !== undefined
+      ? 'session.timeout.ms in --consumer-config (kafka.consumerConfig)'
+      : settings.librdkafka?.['session.timeout.ms'] !== undefined
+        ? 'session.timeout.ms in -X (kafka.librdkafka)'
+        : '--session-timeout-ms (kafka.sessionTimeoutMs)';
   return new Error(
     `Kafka refused this worker's session timeout (session.timeout.ms = ${String(configured)} ms): the broker takes only values within its ` +
-      'group.min.session.timeout.ms and group.max.session.timeout.ms (6000 and 1800000 ms by default); set --session-timeout-ms within them ' +
+      `group.min.session.timeout.ms and group.max.session.timeout.ms (6000 and 1800000 ms by default); set ${from} within them ` +
       `(${error.message}, code ${error.code})`,
     { cause: error },
   );

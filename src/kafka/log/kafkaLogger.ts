@@ -21,7 +21,7 @@ interface LoggingClient {
 }
 
 /** The group errors that end an open transaction when a rebalance moves the group on. */
-const REBALANCE_ERRORS = /\((ILLEGAL_GENERATION|UNKNOWN_MEMBER_ID|REBALANCE_IN_PROGRESS|FENCED_INSTANCE_ID)\)\s*$/;
+const REBALANCE_ERRORS = /\((ILLEGAL_GENERATION|UNKNOWN_MEMBER_ID|REBALANCE_IN_PROGRESS|FENCED_MEMBER_EPOCH|STALE_MEMBER_EPOCH)\)\s*$/;
 
 /**
  * Sends a librdkafka client's log lines and errors to pino, at the level of their syslog severity

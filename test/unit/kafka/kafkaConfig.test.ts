@@ -74,5 +74,20 @@ describe('checkUserProperties', () => {
     expect(() =>
       checkUserProperties({ librdkafka: { 'enable.idempotence': 'true', acks: 'all' }, producerConfig: { 'request.required.acks': -1, dr_cb: true } }),
     ).not.toThrow();
+    expect(() => checkUserProperties({ consumerConfig: { 'enable.auto.commit': '0' } })).not.toThrow();
+  });
+
+  it('judges the delivery settings by the delivery: gap-less without transactions, a report per record with them', () => {
+    const timeout = { producerConfig: { 'message.timeout.ms': '30000' } };
+    expect(() => checkUserProperties(timeout)).toThrow(
+      "'message.timeout.ms=30000' in producerConfig (--producer-config): without transactions, a changelog must hold a prefix",
+    );
+    expect(() => checkUserProperties(timeout, true)).not.toThrow();
+    const reports = { producerConfig: { 'delivery.report.only.error': 'true' } };
+    expect(() => checkUserProperties(reports)).not.toThrow();
+    expect(() => checkUserProperties(reports, true)).toThrow(
+      "'delivery.report.only.error=true' in producerConfig (--producer-config): exactly-once, orderly's producer settles each record on its own delivery report",
+    );
+    expect(() => checkUserProperties({ librdkafka: { 'transaction.timeout.ms': '2000' } }, true)).toThrow('set by --transaction-timeout-ms');
   });
 });

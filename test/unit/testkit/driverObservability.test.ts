@@ -6,6 +6,8 @@ import { z } from 'zod';
 import { describe, expect, test } from 'vitest';
 import { effect, stream, type DecideFn, type Decided } from '../../../src/index.js';
 import { fakeModel, TopologyTestDriver } from '../../../testkit/index.js';
+import { DriverObservations } from '../../../testkit/driverObservations.js';
+import { stateKeys } from '../../../src/state/stateKeys.js';
 
 interface Job {
   readonly n: number;
@@ -144,5 +146,39 @@ describe('effects and commits', () => {
     expect(commits.at(-1)).toEqual({ partition: 0, asked: 2, from: commits.at(-1)!.from, offset: 2, instance: 1, accepted: true });
     for (let i = 1; i < commits.length; i++) expect(commits[i]!.from).toBe(commits[i - 1]!.offset);
     await driver.close();
+  });
+});
+
+describe('copies of an event (a declared effect id written twice)', () => {
+  const topology = stream<Job>('jobs', { effectId: ({ value }) => `job-${value.n}` })
+    .keyedSerial({ maxInFlight: 2 })
+    .agentStep('step', (e: Job) => ({ n: e.n }), { schema: Answer })
+    .park({ attempts: 1 })
+    .applyOnce(noted)
+    .to('out')
+    .build();
+  const record = (offset: number, id: string) => ({
+    type: 'put' as const,
+    key: stateKeys.effect('noted', { topic: 'jobs', partition: 0 }, id),
+    value: { effectId: id, topic: 'jobs', partition: 0, offset, key: 'k', appliedAtMs: 0, outputs: [] },
+  });
+  /** Offsets 0 and 1 are job-1 (1 the copy), offset 2 is job-2; one key. */
+  const observing = () => {
+    const observations = new DriverObservations(topology, (_partition, offset) => (offset < 2 ? 'job-1' : 'job-2'));
+    for (const offset of [0, 1, 2]) observations.delivered({ topic: 'jobs', partition: 0, offset, key: 'k' }, 0);
+    return observations;
+  };
+
+  test("a copy has ended by its twin's effect: the next event's effect is no order breach, before the copy's DUPLICATE is reported", () => {
+    const observations = observing();
+    observations.written([record(0, 'job-1')], 1, 0);
+    observations.written([record(2, 'job-2')], 1, 0);
+    expect(observations.metrics().orderViolations).toBe(0);
+  });
+
+  test('a copy recorded while its twin had neither effect nor end is an order breach', () => {
+    const observations = observing();
+    observations.written([record(1, 'job-1')], 1, 0);
+    expect(observations.metrics().orderViolations).toBe(1);
   });
 });
