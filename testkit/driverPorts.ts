@@ -496,7 +496,9 @@ export class DriverConsumer implements Log {
     transaction.endDiscard();
     aborted();
     for (const p of dropped) this.positions.delete(partitionId(p.tp));
-    const kept = dropped.filter((p) => !gone.has(partitionId(p.tp)));
+    // Not taken back: the lost ones, and those revoked meanwhile (their revocation queued behind
+    // this reset), which were dropped as lost, as KafkaLog drops them.
+    const kept = dropped.filter((p) => !gone.has(partitionId(p.tp)) && !p.revoked);
     this.options.onReset?.({ partitions: kept.length, owned });
     // A worker fenced out of its group takes nothing back; nor does a closed one.
     if (this.fencedOut || !this.listener || kept.length === 0) return;

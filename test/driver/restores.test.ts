@@ -101,6 +101,26 @@ describe('restores (DriverOptions.restoreMs)', () => {
     expect(driver.committed().find((c) => c.partition === 1)?.offset ?? 0).toBe(0);
   });
 
+  it('exactly-once: a partition revoked while a reset waits behind a restore is dropped as lost by the reset, not restored again', async () => {
+    const calls: Array<[string, number]> = [];
+    driver = new TopologyTestDriver(decisionTopology(recordingModel(calls)), {
+      partitions: 2,
+      mode: 'exactlyOnce',
+      commit: 'each',
+      restoreMs: (partition) => (partition === 0 ? 10_000 : 0),
+    });
+    const input = driver.createInputTopic<Ev>('events');
+    for (const id of ['b1', 'b2']) input.pipeInput('b', { id }, { partition: 1 });
+    // Partition 1's first write is refused: the transaction fails, and its reset waits behind partition 0's restore.
+    driver.refuseWrite({ nth: 1 });
+    await driver.advanceWallClockTime(1_000);
+    await driver.revoke([1]);
+    expect(driver.now()).toBe(10_000);
+    expect(driver.metrics()).toMatchObject({ partitionResets: 1, restores: 2 });
+    expect(driver.assigned()).toEqual([0]);
+    expect(driver.committed().find((c) => c.partition === 1)?.offset ?? 0).toBe(0);
+  });
+
   it("a crash at 'restoring' ends the instance before the partition runs; the next one restores it and runs each event once", async () => {
     const calls: Array<[string, number]> = [];
     driver = twoPartitions(calls);

@@ -416,7 +416,13 @@ export class KafkaLog implements Log {
         // Their work in flight ends (or is given up) first; what it produced goes with the abort.
         await this.transactions!.discard(async (touched) => {
           phase = 'dropping';
-          const dropped = [...this.partitions.values()].filter((p) => p.ownership === 'owned' && (touched === 'all' || touched.has(partitionId(p.tp))));
+          const touches = (p: PartitionState) => touched === 'all' || touched.has(partitionId(p.tp));
+          const dropped = [...this.partitions.values()].filter((p) => p.ownership === 'owned' && touches(p));
+          // Revoked while this reset waited, their revocation queued behind it: handed over as a
+          // revocation, the engine would commit events whose outputs and state the abort throws
+          // away. Lost instead, now: dropped without a commit, and not taken back.
+          const revoking = [...this.partitions.values()].filter((p) => p.ownership === 'revoking' && touches(p));
+          for (const state of revoking) moveTo(state, 'lost', 'revoked while an aborted transaction held its work');
           // New tasks start unpaused; what the dropped ones asked for no longer holds.
           for (const state of dropped) {
             moveTo(state, 'assigning', 'reset after an aborted transaction');
@@ -431,7 +437,7 @@ export class KafkaLog implements Log {
           const tps = dropped.map((p) => p.tp);
           if (tps.length > 0) consumer.pause(tps);
           states.push(...dropped);
-          const drop = [...lostToo, ...tps];
+          const drop = [...lostToo, ...tps, ...revoking.map((p) => p.tp)];
           lostToo = [];
           if (drop.length > 0) await this.listener?.lost(drop);
           phase = 'aborting';

@@ -29,6 +29,8 @@ interface Rig {
   readonly calls: string[];
   /** A rebalance callback from librdkafka: these partitions were lost. */
   lose(tps: readonly TopicPartition[]): void;
+  /** A rebalance callback from librdkafka: these partitions are revoked (the group takes them back). */
+  revoke(tps: readonly TopicPartition[]): void;
   /** librdkafka assigns these partitions. */
   assign(tps: readonly TopicPartition[]): void;
   /** The log is closing, as after `close()` was called. */
@@ -53,13 +55,14 @@ async function rig(
   } = {},
 ): Promise<Rig> {
   const calls: string[] = [];
+  let assignmentLost = true;
   const logger = options.logger ?? pino({ level: 'silent' });
   const producer = {
     beginTransaction: async () => void calls.push('begin'),
     abortTransaction: async () => void calls.push('abort'),
   } as unknown as AckedProducer;
   const consumer = {
-    assignmentLost: () => true,
+    assignmentLost: () => assignmentLost,
     rebalanceProtocol: () => 'COOPERATIVE',
     pause: () => undefined,
     resume: () => undefined,
@@ -117,6 +120,11 @@ async function rig(
     log,
     calls,
     lose: (tps) => onRebalance.call(log, { code: ERR_REVOKE_PARTITIONS }, [...tps]),
+    revoke: (tps) => {
+      assignmentLost = false;
+      onRebalance.call(log, { code: ERR_REVOKE_PARTITIONS }, [...tps]);
+      assignmentLost = true;
+    },
     assign: (tps) => onRebalance.call(log, { code: ERR_ASSIGN_PARTITIONS }, [...tps]),
     closing: () => void (inner.closing = true),
     abortFromProduce: () => resetAfterAbort.call(log, new Error('the transaction was aborted under a write')),
@@ -196,6 +204,29 @@ describe('KafkaLog, exactly-once: an aborted transaction resets the partitions w
     await other;
     expect(calls, calls.join(' | ')).toEqual(['lost orders/0', 'abort', 'begin', 'unit orders/1', 'assigned orders/0']);
     expect(log.owned().map((t) => t.partition)).toEqual([0, 1]);
+  });
+
+  it('a partition revoked while the reset waited (its revocation queued behind it) is dropped as lost before the abort, never committed nor assigned again', async () => {
+    const restoring = deferred();
+    const { log, calls, assign, revoke, abortFromProduce, unit, settled } = await rig({
+      assigned: (tps) => (tps.some((t) => t.partition === 2) ? restoring.promise : Promise.resolve()),
+    });
+    // A new partition restores: the steps after it wait.
+    assign([tp(2)]);
+    await new Promise((r) => setImmediate(r));
+    await unit(tp(0));
+    // The transaction fails (its reset queued behind the restore), then the group takes partition 0 back.
+    abortFromProduce();
+    revoke([tp(0)]);
+    restoring.resolve();
+    await settled();
+    const abort = calls.indexOf('abort');
+    // Lost before the abort: the engine drops it without a commit (a revocation would commit
+    // events whose outputs and state went down with the abort).
+    expect(calls.indexOf('lost orders/0'), calls.join(' | ')).toBeGreaterThanOrEqual(0);
+    expect(calls.indexOf('lost orders/0'), calls.join(' | ')).toBeLessThan(abort);
+    expect(calls.slice(abort), calls.join(' | ')).not.toContain('assigned orders/0');
+    expect(log.owned().map((t) => t.partition)).toEqual([1, 2]);
   });
 
   it('a transaction no unit entered resets nothing: it is aborted and the partitions go on', async () => {
