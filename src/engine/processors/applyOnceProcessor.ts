@@ -1,4 +1,5 @@
 import type { ApplyOnceNode } from '../../graph/nodes.js';
+import type { EffectContext } from '../../graph/effect.js';
 import { abortable } from '../../ports/clock.js';
 import { isThenable, withAttempts, type Attempter, type Tried, type Try } from '../attemptLoop.js';
 import { timedCall } from '../callTimeout.js';
@@ -66,31 +67,22 @@ function effectFailed(node: ApplyOnceNode, error: unknown, signal: AbortSignal):
 /** Calls the effect once; with a timeout, a call that passes it rejects (its late result is dropped) and counts as a failed attempt. */
 function callEffect(ctx: EngineContext, node: ApplyOnceNode, unit: EventInFlight, table: StagedTable): unknown {
   const { event, signal, decisions, decidedBy } = unit;
+  const context = (callSignal: AbortSignal): EffectContext => ({
+    key: event.key,
+    effectId: event.effectId,
+    record: metaOf(event),
+    state: table,
+    decisions,
+    decidedBy,
+    signal: callSignal,
+    clock: ctx.clock,
+  });
   const timeoutMs = node.effect.timeoutMs;
-  if (timeoutMs === undefined)
-    return node.effect.apply(unit.value, {
-      key: event.key,
-      effectId: event.effectId,
-      record: metaOf(event),
-      state: table,
-      decisions,
-      decidedBy,
-      signal,
-      clock: ctx.clock,
-    });
+  if (timeoutMs === undefined) return node.effect.apply(unit.value, context(signal));
   const call = timedCall(ctx.clock, signal, timeoutMs, `applyOnce '${node.name}'`);
   let applied: unknown;
   try {
-    applied = node.effect.apply(unit.value, {
-      key: event.key,
-      effectId: event.effectId,
-      record: metaOf(event),
-      state: table,
-      decisions,
-      decidedBy,
-      signal: call.signal,
-      clock: ctx.clock,
-    });
+    applied = node.effect.apply(unit.value, context(call.signal));
   } catch (error) {
     call.end();
     throw error;
