@@ -17,7 +17,7 @@ export function describeTopology(nodes: readonly GraphNode[]): string {
 function header(node: GraphNode): string {
   switch (node.kind) {
     case 'source':
-      return `Source: ${node.name} (topics: [${node.topic}], dead letters: ${node.deadLetterTopic})`;
+      return `Source: ${node.name} (topics: [${node.topic}], dead letters: ${node.deadLetterTopic}${node.effectId ? ', effect ids: declared' : ''})`;
     case 'sink':
       return `Sink: ${node.name} (topic: ${node.topic})`;
     case 'respond':
@@ -37,7 +37,10 @@ function details(node: GraphNode): string[] {
         ...(node.timeoutMs !== undefined ? [`timeoutMs: ${node.timeoutMs}`] : []),
       ];
     case 'applyOnce':
-      return node.effect.timeoutMs !== undefined ? [`timeoutMs: ${node.effect.timeoutMs}`] : [];
+      return [
+        ...(node.effect.timeoutMs !== undefined ? [`timeoutMs: ${node.effect.timeoutMs}`] : []),
+        ...(node.idRetentionMs !== undefined ? [`idRetentionMs: ${node.idRetentionMs}`] : []),
+      ];
     case 'shadow':
       return [`step: ${node.step}`, `topic: ${node.topic}`];
     case 'fallback':

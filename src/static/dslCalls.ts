@@ -64,7 +64,7 @@ const operatorShapes: Readonly<Record<string, Signature>> = {
   park: [['options', { name: 'string', attempts: 'number', retryDelayMs: 'number', retryJitter: 'fraction', topic: 'string', onExhausted: 'disposition' }]],
   applyOnce: [
     ['effect', 'effect'],
-    ['options', nameOption],
+    ['options', { name: 'string', idRetentionMs: 'number' }],
   ],
   to: [
     ['topic', 'string'],

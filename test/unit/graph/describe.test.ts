@@ -67,6 +67,21 @@ describe('Topology.describe()', () => {
     expect(text.endsWith('      <-- hold\n')).toBe(true);
   });
 
+  it('shows a declared effect id and the window its records are kept', () => {
+    const text = stream<Dispute>('orders', { effectId: ({ value }) => value.disputeId })
+      .keyedSerial()
+      .agentStep('classify', async () => 'x')
+      .park({ attempts: 1 })
+      .applyOnce(
+        effect('apply', (v: unknown) => v),
+        { idRetentionMs: 86_400_000 },
+      )
+      .build()
+      .describe();
+    expect(text).toContain('Source: orders-source (topics: [orders], dead letters: orders.dlq, effect ids: declared)');
+    expect(text).toContain('Processor: apply (stores: [apply], idRetentionMs: 86400000)');
+  });
+
   it('shows a disposition other than park, and the timeouts of a step and an effect', () => {
     const text = stream<Dispute>('orders')
       .keyedSerial()

@@ -23,7 +23,7 @@ async function atRunTime(row: StaticTopology): Promise<Topology> {
 describe('orderly describe, read statically', { timeout: 180_000 }, () => {
   it('gives every topology of the fixture project the exact runtime describe() text', async () => {
     const rows = readStatically(fixture);
-    expect(rows.map((r) => r.name)).toEqual(['orders', 'paymentsTopology', 'euTopology', 'usTopology', 'audit', 'named', 'tuned', 'bounded']);
+    expect(rows.map((r) => r.name)).toEqual(['orders', 'paymentsTopology', 'euTopology', 'usTopology', 'audit', 'named', 'tuned', 'bounded', 'deduped']);
     for (const row of rows) {
       expect(row.error, row.name).toBeUndefined();
       expect(row.unknowns, row.name).toEqual([]);
@@ -44,6 +44,7 @@ describe('orderly describe, read statically', { timeout: 180_000 }, () => {
       `${fixture}/topologies.ts:38 named`,
       `${fixture}/topologies.ts:50 tuned`,
       `${fixture}/topologies.ts:53 bounded`,
+      `${fixture}/topologies.ts:61 deduped`,
     ]);
   });
 
