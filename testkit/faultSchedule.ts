@@ -66,21 +66,21 @@ export async function applyFault(driver: TopologyTestDriver, partitions: number,
     await driver.advanceWallClockTime(crash.delayMs);
     if (!driver.running) return;
     await driver.stop({ graceMs: crash.graceMs });
-    await afterCrash();
-    driver.restart({ after: crash.restartAfterMs });
-    await driver.runUntilIdle();
-    return;
+    return restartAfter(driver, crash.restartAfterMs, afterCrash);
   }
   if (crash.kind === 'at') driver.crash({ at: driver.now() + crash.delayMs });
   else if (crash.kind === 'refused') driver.refuseWrite({ nth: crash.nth });
   else driver.crash({ point: crash.point, nth: crash.nth });
   await driver.runUntilIdle();
   driver.disarm();
-  if (!driver.running) {
-    await afterCrash();
-    driver.restart({ after: crash.restartAfterMs });
-    await driver.runUntilIdle();
-  }
+  if (!driver.running) await restartAfter(driver, crash.restartAfterMs, afterCrash);
+}
+
+/** The engine is down: the checks of what a restart will find, then the restart, run until idle. */
+async function restartAfter(driver: TopologyTestDriver, afterMs: number, afterCrash: () => Promise<void>): Promise<void> {
+  await afterCrash();
+  driver.restart({ after: afterMs });
+  await driver.runUntilIdle();
 }
 
 /**

@@ -64,25 +64,20 @@ function effectFailed(node: ApplyOnceNode, error: unknown, signal: AbortSignal):
   return { kind: 'failed', error: operatorError(node, error) };
 }
 
+/** What the effect is told about its event; `signal` is the call's (the event's, or its timeout's). */
+function effectContext(ctx: EngineContext, unit: EventInFlight, table: StagedTable, signal: AbortSignal): EffectContext {
+  const { event, decisions, decidedBy } = unit;
+  return { key: event.key, effectId: event.effectId, record: metaOf(event), state: table, decisions, decidedBy, signal, clock: ctx.clock };
+}
+
 /** Calls the effect once; with a timeout, a call that passes it rejects (its late result is dropped) and counts as a failed attempt. */
 function callEffect(ctx: EngineContext, node: ApplyOnceNode, unit: EventInFlight, table: StagedTable): unknown {
-  const { event, signal, decisions, decidedBy } = unit;
-  const context = (callSignal: AbortSignal): EffectContext => ({
-    key: event.key,
-    effectId: event.effectId,
-    record: metaOf(event),
-    state: table,
-    decisions,
-    decidedBy,
-    signal: callSignal,
-    clock: ctx.clock,
-  });
   const timeoutMs = node.effect.timeoutMs;
-  if (timeoutMs === undefined) return node.effect.apply(unit.value, context(signal));
-  const call = timedCall(ctx.clock, signal, timeoutMs, `applyOnce '${node.name}'`);
+  if (timeoutMs === undefined) return node.effect.apply(unit.value, effectContext(ctx, unit, table, unit.signal));
+  const call = timedCall(ctx.clock, unit.signal, timeoutMs, `applyOnce '${node.name}'`);
   let applied: unknown;
   try {
-    applied = node.effect.apply(unit.value, context(call.signal));
+    applied = node.effect.apply(unit.value, effectContext(ctx, unit, table, call.signal));
   } catch (error) {
     call.end();
     throw error;
