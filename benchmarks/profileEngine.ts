@@ -15,7 +15,23 @@ import { parseArgs } from 'node:util';
 import { measureEngineThroughput } from './engineThroughput.js';
 import { progressOnStderr, type Progress } from './progress.js';
 
-const { values } = parseArgs({ options: { cpu: { type: 'string' }, heap: { type: 'string' } } });
+const USAGE = 'node --import tsx benchmarks/profileEngine.ts [--cpu FILE.cpuprofile] [--heap FILE.heapprofile]: the engine benchmark alone, profiled\n';
+
+function options(): { cpu?: string; heap?: string } {
+  try {
+    const { values } = parseArgs({ options: { cpu: { type: 'string' }, heap: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+    if (values.help) {
+      process.stdout.write(USAGE);
+      process.exit(0);
+    }
+    return values;
+  } catch (error) {
+    process.stderr.write(`profileEngine: ${(error as Error).message}\n${USAGE}`);
+    process.exit(2);
+  }
+}
+
+const values = options();
 
 /** Posts to the inspector of this very thread: it answers before `post` returns. */
 function post<T = unknown>(session: Session, method: string, params?: object): T {

@@ -10,9 +10,19 @@ import { progressOnStderr } from './progress.js';
 import { formatTable, goalsOf, type BenchmarkReport } from './report.js';
 import { measureWindowUtilization } from './windowUtilization.js';
 
+const USAGE = 'npm run -s bench -- [--json]: the engine, its LevelDB floor, rate-limit windows and crash schedules (docs/benchmarks.md)\n';
+
 async function main(argv: readonly string[]): Promise<void> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(USAGE);
+    return;
+  }
   const unknown = argv.filter((a) => a !== '--json');
-  if (unknown.length > 0) throw new Error(`bench: unknown argument ${unknown.join(' ')}; the only option is --json`);
+  if (unknown.length > 0) {
+    process.stderr.write(`bench: unknown argument ${unknown.join(' ')}: the only option is --json\n${USAGE}`);
+    process.exitCode = 2;
+    return;
+  }
   const machine = describeMachine();
   const progress = progressOnStderr();
   const engine = await measureEngineThroughput(progress, engineThroughputDefaults);

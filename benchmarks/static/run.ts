@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
 import { generateProject } from './generateProject.js';
 
 const repo = resolve(import.meta.dirname, '../..');
@@ -42,10 +43,23 @@ function time(args: readonly string[]): Timing {
   };
 }
 
-function main(argv: readonly string[]): void {
-  const at = argv.indexOf('--files');
-  const files = at >= 0 ? Number(argv[at + 1]) : 200;
-  if (!Number.isInteger(files) || files < 5) throw new Error(`bench static: --files must be a whole number of at least 5, got '${argv[at + 1]}'`);
+const USAGE = 'npm run -s bench:static -- [--files N]: times orderly describe and orderly lint on a generated project of N files (200)\n';
+
+function main(argv: string[]): void {
+  let values: { files?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({ args: argv, options: { files: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
+  } catch (error) {
+    process.stderr.write(`bench static: ${(error as Error).message}\n${USAGE}`);
+    process.exitCode = 2;
+    return;
+  }
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  const files = values.files === undefined ? 200 : Number(values.files);
+  if (!Number.isInteger(files) || files < 5) throw new Error(`bench static: --files must be a whole number of at least 5, got '${values.files}'`);
   const dir = mkdtempSync(join(os.tmpdir(), 'orderly-static-bench-'));
   try {
     const project = generateProject(dir, files, join(repo, 'src'));
