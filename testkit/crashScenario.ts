@@ -238,6 +238,7 @@ function scenarioClassifier(scenario: CrashScenario): DecideFn<ScenarioValue, Sc
     const fail = scenario.attempts > 1 && !failedOnce.has(effectId) && random.next() < EFFECT_FAILURE_SHARE;
     const answer = (): ScenarioKindValue => {
       if (fail) {
+        // orderly-allow: state-outside-store the harness fails each event once, across restarts of its driver
         failedOnce.add(effectId);
         throw new Error(`classify is down for ${effectId} (a fault of the scenario, once per event)`);
       }
@@ -261,6 +262,7 @@ function scenarioEffect(scenario: CrashScenario) {
     const fail = scenario.attempts > 1 && !failedOnce.has(effectId) && random.next() < EFFECT_FAILURE_SHARE;
     const apply = () => {
       if (fail) {
+        // orderly-allow: state-outside-store the harness fails each event once, across restarts of its driver
         failedOnce.add(effectId);
         throw new Error(`the outside system is down for ${effectId} (a fault of the scenario, once per event)`);
       }

@@ -16,15 +16,16 @@ export function isFollowed(declaration: Node): boolean {
 /**
  * Walks the code reachable from `root` inside the project: `root` itself, and every function of
  * the project that reachable code calls or passes on, each once. `visit` sees every node of the
- * reachable code with the chain of calls that leads there from `root`.
+ * reachable code with the chain of calls that leads there from `root`, and the bodies of the
+ * functions entered so far (`root` first).
  */
-export function walkCallGraph(root: Node, rootLink: ChainLink, visit: (node: Node, chain: readonly ChainLink[]) => void): void {
+export function walkCallGraph(root: Node, rootLink: ChainLink, visit: (node: Node, chain: readonly ChainLink[], entered: ReadonlySet<Node>) => void): void {
   const seen = new Set<Node>([root]);
   const queue: Array<{ node: Node; chain: readonly ChainLink[] }> = [{ node: root, chain: [rootLink] }];
   for (let unit = queue.shift(); unit; unit = queue.shift()) {
     const { chain } = unit;
     const each = (node: Node): void => {
-      visit(node, chain);
+      visit(node, chain, seen);
       if (!Node.isIdentifier(node)) return;
       const target = functionDeclarationOf(node);
       if (target && !seen.has(target.body)) {

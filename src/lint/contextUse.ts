@@ -38,7 +38,8 @@ function isLocal(target: Node): boolean {
   return declaration !== undefined && declaration.getFirstAncestor((a) => Node.isFunctionLikeDeclaration(a) || Node.isArrowFunction(a)) !== undefined;
 }
 
-function unwrap(node: Node): Node {
+/** The expression inside parentheses, casts (`as`, `<T>`, `satisfies`) and `!`. */
+export function unwrap(node: Node): Node {
   let at = node;
   while (
     Node.isParenthesizedExpression(at) ||

@@ -6,6 +6,7 @@ import { allowFor } from './allowComments.js';
 import { calleeDeclaration, forbiddenForDecide, modelCall, type Reached } from './callTargets.js';
 import { functionDeclarationOf, walkCallGraph, type ChainLink } from './callGraph.js';
 import { contextMisuse } from './contextUse.js';
+import { outsideStateWrite } from './outsideState.js';
 import { rules, type RuleId } from './rules.js';
 
 /** One finding: the rule, where, and the chain of calls from the decide function (or effect) to it. */
@@ -42,8 +43,8 @@ export function lintProject(loaded: LoadedProject, cwd: string): LintResult {
   const decideBodies = new Set(roots.filter((r) => r.kind === 'decide').map((r) => r.node));
   const findings = new Map<string, Finding>();
   for (const root of roots) {
-    walkCallGraph(root.node, { name: root.label, at: root.at }, (node, chain) => {
-      const reached = check(root, node, decideBodies);
+    walkCallGraph(root.node, { name: root.label, at: root.at }, (node, chain, entered) => {
+      const reached = check(root, node, decideBodies, entered);
       if (!reached) return;
       const offending = { ...place(node), name: reached.what };
       const finding: Finding = {
@@ -64,17 +65,26 @@ export function lintProject(loaded: LoadedProject, cwd: string): LintResult {
   };
 }
 
-function check(root: Root, node: Node, decideBodies: ReadonlySet<Node>): Reached | undefined {
+function check(root: Root, node: Node, decideBodies: ReadonlySet<Node>, entered: ReadonlySet<Node>): Reached | undefined {
   if (root.kind === 'decide') {
     const misuse = contextMisuse(node);
     if (misuse) return { rule: 'decide-context', what: misuse };
-    return isCall(node) ? forbiddenForDecide(node, calleeDeclaration(node)) : undefined;
+    const forbidden = isCall(node) ? forbiddenForDecide(node, calleeDeclaration(node)) : undefined;
+    return forbidden ?? outsideState(node, entered);
   }
-  if (isCall(node)) return modelCall(node, calleeDeclaration(node));
+  const called = isCall(node) ? modelCall(node, calleeDeclaration(node)) : undefined;
+  if (called) return called;
+  const kept = outsideState(node, entered);
+  if (kept) return kept;
   // Calling (or passing on) a function that is an agent step's decide function is a model call.
   const target = Node.isIdentifier(node) ? functionDeclarationOf(node) : undefined;
   if (target && decideBodies.has(target.body)) return { rule: 'effect-no-model-call', what: `${node.getText()}, an agent step's decide function` };
   return undefined;
+}
+
+function outsideState(node: Node, entered: ReadonlySet<Node>): Reached | undefined {
+  const what = outsideStateWrite(node, entered);
+  return what ? { rule: 'state-outside-store', what } : undefined;
 }
 
 function isCall(node: Node): node is CallExpression | NewExpression {

@@ -33,9 +33,11 @@ function lineOf(file: string, text: string): number {
 
 // Each case opens a TypeScript project (the compiler parses and binds it): seconds, more on a busy machine.
 describe('orderly lint', { timeout: 180_000 }, () => {
-  it('finds nothing in a clean project: a decide that calls a model through a helper, a context used as documented', () => {
+  it('finds nothing in a clean project: a decide that calls a model through a helper, a context used as documented, state made by each call', () => {
     expect(lint(`${fixtures}/clean`)).toEqual([]);
     expect(checked(`${fixtures}/clean`)).toEqual([
+      `agentStep 'labels' ${fixtures}/clean/locals.ts:17`,
+      `effect 'ticket-labels' ${fixtures}/clean/locals.ts:25`,
       `agentStep 'route' ${fixtures}/clean/topology.ts:5`,
       `effect 'ticket-routes' ${fixtures}/clean/topology.ts:13`,
     ]);
@@ -63,6 +65,10 @@ describe('orderly lint', { timeout: 180_000 }, () => {
       "effectModelCall.ts:18 effect-no-model-call from effect 'second-opinions'",
       "factory.ts:10 decide-no-process-exit from agentStep 'decide-from-factory'",
       "kafkaClient.ts:8 decide-no-kafka-client from agentStep 'decide'",
+      "outsideState.ts:9 state-outside-store from agentStep 'decide'",
+      "outsideState.ts:10 state-outside-store from agentStep 'decide'",
+      "outsideState.ts:18 state-outside-store from effect 'counted'",
+      "outsideState.ts:19 state-outside-store from effect 'counted'",
       "processExit.ts:7 decide-no-process-exit from agentStep 'decide'",
       "stateStore.ts:9 decide-no-state-store from agentStep 'decide'",
     ]);
