@@ -73,19 +73,25 @@ describe('the staged end', () => {
 });
 
 describe('the staged end of an event that writes no state (a DUPLICATE)', () => {
-  it('sends its outputs with the unsent batch, after the outputs of the events before it, and at once when no batch waits', async () => {
+  /** A staged end with one event's batch landed (its outputs `a1`) and not durable yet. */
+  async function oneBatchLanded() {
     const { store, staged } = stagingStore();
     const { log, calls } = loggingLog();
     const end = eventEndFor(log, new StateWriter(store));
     const a = end.end(tp, [put('a')], [output('a1')]);
     staged[0]!.land.resolve();
-    const landedA = await a;
+    const landedA = (await a)!;
+    return { end, staged, calls, landedA };
+  }
+
+  it('sends its outputs with the unsent batch, after the outputs of the events before it, and at once when no batch waits', async () => {
+    const { end, staged, calls, landedA } = await oneBatchLanded();
     // The copy of a's event found a's effect record, which is not durable yet: its outputs wait behind a1.
     const copy = await end.end(tp, [], [output('a1-again')]);
     await flush();
     expect(calls).toEqual([]);
     staged[0]!.durable.resolve();
-    await Promise.all([landedA!.durable, copy!.durable]);
+    await Promise.all([landedA.durable, copy!.durable]);
     expect(calls).toEqual([['a1', 'a1-again']]);
     // The batch is sent: nothing can join it, so a later copy's outputs go out on their own.
     const later = await end.end(tp, [], [output('a1-third')]);
@@ -94,29 +100,21 @@ describe('the staged end of an event that writes no state (a DUPLICATE)', () => 
   });
 
   it('a replayed event found done sends its stored outputs behind the unsent batch, then removes it from its parked key', async () => {
-    const { store, staged } = stagingStore();
-    const { log, calls } = loggingLog();
-    const writes: string[] = [];
-    const writer = new StateWriter(store);
-    const end = eventEndFor(log, writer);
-    const a = end.end(tp, [put('a')], [output('a1')]);
-    staged[0]!.land.resolve();
-    await a;
-    let removed = false;
+    const { end, staged, calls } = await oneBatchLanded();
+    let removals = 0;
     const replay = end.endReplay(tp, [], [output('r1')], () => {
-      removed = true;
-      writes.push('removal');
+      removals++;
       return [put('parked-removal')];
     });
     await flush();
     expect(calls).toEqual([]);
-    expect(removed).toBe(false);
+    expect(removals).toBe(0);
     staged[0]!.durable.resolve();
     await flush();
     expect(calls).toEqual([['a1', 'r1']]);
     // The removal goes in a batch of its own once the outputs are sent.
     await flush();
-    expect(writes).toEqual(['removal']);
+    expect(removals).toBe(1);
     staged[1]!.land.resolve();
     staged[1]!.durable.resolve();
     await replay;
@@ -124,14 +122,9 @@ describe('the staged end of an event that writes no state (a DUPLICATE)', () => 
   });
 
   it('does not join a batch that never became durable: its outputs go out on their own', async () => {
-    const { store, staged } = stagingStore();
-    const { log, calls } = loggingLog();
-    const end = eventEndFor(log, new StateWriter(store));
-    const a = end.end(tp, [put('a')], [output('a1')]);
-    staged[0]!.land.resolve();
-    const landedA = await a;
+    const { end, staged, calls, landedA } = await oneBatchLanded();
     staged[0]!.durable.reject(new Error('changelog write failed'));
-    await expect(landedA!.durable).rejects.toThrow('changelog write failed');
+    await expect(landedA.durable).rejects.toThrow('changelog write failed');
     const copy = await end.end(tp, [], [output('b1')]);
     await copy!.durable;
     expect(calls).toEqual([['b1']]);
