@@ -7,16 +7,21 @@ const MUTABLE_COLLECTIONS = new Set(['Map', 'Set', 'WeakMap', 'WeakSet', 'Array'
 
 /**
  * What a node writes that outlives the call, if it does (the rule `state-outside-store`): an
- * assignment, `++`/`--` or in-place collection method (`cache.set`, `seen.add`, `list.push`) on a
+ * assignment (not `??=` or `||=`), `++`/`--`, `delete` or in-place collection method (`cache.set`,
+ * `seen.add`, `list.push`) on a
  * variable declared outside every function that the walk entered, that is at module scope or in
  * a function that made the decide function or effect (a factory's closure). `entered` holds the
  * bodies of the functions the walk entered: a variable declared in one of them (or in a function
  * inside one) is made anew by each call.
  */
 export function outsideStateWrite(node: Node, entered: ReadonlySet<Node>): string | undefined {
-  if (Node.isBinaryExpression(node) && isAssignment(node.getOperatorToken().getKind())) {
+  if (Node.isBinaryExpression(node) && isWrite(node.getOperatorToken().getKind())) {
     const written = baseVariable(node.getLeft());
     return written && isOutside(written, entered) ? `writes '${unwrap(node.getLeft()).getText()}'` : undefined;
+  }
+  if (Node.isDeleteExpression(node)) {
+    const written = baseVariable(node.getExpression());
+    return written && isOutside(written, entered) ? `deletes '${unwrap(node.getExpression()).getText()}'` : undefined;
   }
   if ((Node.isPrefixUnaryExpression(node) || Node.isPostfixUnaryExpression(node)) && isIncrement(node.getOperatorToken())) {
     const written = baseVariable(node.getOperand());
@@ -33,7 +38,9 @@ export function outsideStateWrite(node: Node, entered: ReadonlySet<Node>): strin
   return undefined;
 }
 
-function isAssignment(kind: SyntaxKind): boolean {
+/** An assignment, but for `??=` and `||=`: a lazy initialisation (a client made on first use) writes the same each time. */
+function isWrite(kind: SyntaxKind): boolean {
+  if (kind === SyntaxKind.QuestionQuestionEqualsToken || kind === SyntaxKind.BarBarEqualsToken) return false;
   return kind >= SyntaxKind.FirstAssignment && kind <= SyntaxKind.LastAssignment;
 }
 
