@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Clock, Timer } from '../ports/clock.js';
 
 /**
@@ -30,7 +31,7 @@ export class CircuitBreaker {
   /** When the current run of failures and refusals began; undefined while the step answers. */
   private failingSinceMs: number | undefined;
   private timer: Timer | undefined;
-  private period = new AbortController();
+  private period = listenedPeriod();
   private probing = false;
 
   constructor(
@@ -98,7 +99,7 @@ export class CircuitBreaker {
   private halfOpen(): void {
     this.timer = undefined;
     this.current = 'half-open';
-    this.period = new AbortController();
+    this.period = listenedPeriod();
     this.changed('half-open', this.clock.now());
   }
 
@@ -119,4 +120,14 @@ export class CircuitBreaker {
     this.timer?.cancel();
     this.timer = undefined;
   }
+}
+
+/**
+ * The controller of one closed period: every event waiting at the step, on every partition,
+ * listens to its signal, so many listeners are the design, not a leak (Node warns past 10).
+ */
+function listenedPeriod(): AbortController {
+  const controller = new AbortController();
+  setMaxListeners(0, controller.signal);
+  return controller;
 }

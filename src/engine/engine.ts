@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Topology } from '../graph/topology.js';
 import type { Clock, Timer } from '../ports/clock.js';
 import {
@@ -122,6 +123,8 @@ export class Engine {
 
   constructor(private readonly options: EngineOptions) {
     const { topology, clock, observer = {} } = options;
+    // Each partition's restore listens to it: a worker may restore more than 10 at once.
+    setMaxListeners(0, this.restores.signal);
     this.commitPolicy = checkCommitPolicy(options.commit ?? { everyMs: 5_000 });
     this.commitMetadataMaxBytes = checkMetadataMaxBytes(options.commitMetadataMaxBytes ?? COMMIT_METADATA_MAX_BYTES);
     const metrics = new MetricsRecorder();

@@ -8,7 +8,7 @@ import { stream } from '../../src/dsl/stream.js';
 import type { DecideContext, DecidedBy } from '../../src/graph/nodes.js';
 import { PrometheusExporter } from '../../src/metrics/prometheusExporter.js';
 import { TopologyTestDriver } from '../../testkit/driver.js';
-import { Decision, outcomesAt, readParked, type Ev } from './helpers.js';
+import { Decision, maxListenersWarnings, outcomesAt, readParked, type Ev } from './helpers.js';
 
 let driver: TopologyTestDriver | undefined;
 afterEach(async () => {
@@ -119,7 +119,7 @@ describe('fallback', () => {
     driver.createInputTopic<Ev>('events').pipeInput('a', { id: 'a1' }, { partition: 0 });
     await driver.runUntilIdle();
 
-    expect(driver.history().map((h) => [h.outcome, h.atMs, h.attempt])).toEqual([
+    expect(driver!.history().map((h) => [h.outcome, h.atMs, h.attempt])).toEqual([
       ['RETRY', 0, 1],
       ['RETRY', 1_000, 2],
       ['APPLIED', 2_000, undefined],
@@ -139,5 +139,20 @@ describe('fallback', () => {
     expect(readParked(driver).map((p) => p.body.step)).toEqual(['decide']);
     expect(calls).toEqual(['a1@0', 'b1@0', 'a1@1000']);
     expect(driver.createOutputTopic<Applied>('out').readValuesToList()).toEqual([{ id: 'b1', action: 'refund', decidedBy: { decide: 'agent' } }]);
+  });
+
+  it('lets any number of waiting events listen for the circuit to open: no MaxListenersExceededWarning', async () => {
+    const { built } = topology({ downUntilMs: 60_000, down: 'refuses' });
+    const warnings = await maxListenersWarnings(async () => {
+      driver = new TopologyTestDriver(built, { partitions: 8 });
+      const input = driver.createInputTopic<Ev>('events');
+      // 8 partitions × 2 in flight: 16 events wait at the step at once, each listening for the circuit.
+      for (let i = 0; i < 32; i++) input.pipeInput(`k${i}`, { id: `e${i}` }, { partition: i % 8 });
+      await driver.advanceWallClockTime(3_000);
+      await driver.runUntilIdle();
+    });
+    expect(warnings).toEqual([]);
+    // The circuit opened (3 s of refusals, past afterMs) and the fallback decided every event.
+    expect(driver!.history().filter((h) => h.outcome === 'APPLIED')).toHaveLength(32);
   });
 });

@@ -90,3 +90,20 @@ export function readParked(driver: TopologyTestDriver, topic = 'events.parked'):
 export function parkedValue(body: ParkedRecordBody): Ev {
   return JSON.parse(Buffer.from(body.valueBase64!, 'base64').toString('utf8')) as Ev;
 }
+
+/** Runs `work`, then returns the MaxListenersExceededWarnings Node emitted meanwhile (a shared signal with more than 10 listeners). */
+export async function maxListenersWarnings(work: () => Promise<void>): Promise<string[]> {
+  const warnings: string[] = [];
+  const onWarning = (warning: Error) => {
+    if (warning.name === 'MaxListenersExceededWarning') warnings.push(warning.message);
+  };
+  process.on('warning', onWarning);
+  try {
+    await work();
+    // Node emits its warnings on a later turn.
+    await new Promise((resolve) => setImmediate(resolve));
+  } finally {
+    process.off('warning', onWarning);
+  }
+  return warnings;
+}

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DecideFn } from '../../src/graph/nodes.js';
 import { TopologyTestDriver, type DriverOptions } from '../../testkit/driver.js';
-import { decisionTopology, outcomesAt, type Ev } from './helpers.js';
+import { decisionTopology, maxListenersWarnings, outcomesAt, type Ev } from './helpers.js';
 
 let driver: TopologyTestDriver | undefined;
 afterEach(async () => {
@@ -148,5 +148,18 @@ describe('restores (DriverOptions.restoreMs)', () => {
     driver = new TopologyTestDriver(topology, { partitions: 2, restoreMs: (p) => (p === 1 ? -5 : 0) });
     driver.createInputTopic<Ev>('events').pipeInput('a', { id: 'a1' }, { partition: 0 });
     await expect(driver.runUntilIdle()).rejects.toThrow('restoreMs must be 0 or more ms for partition 1, got -5');
+  });
+
+  it('restores more than 10 partitions at once without a MaxListenersExceededWarning: each listens to the engine stop', async () => {
+    const calls: Array<[string, number]> = [];
+    const warnings = await maxListenersWarnings(async () => {
+      driver = new TopologyTestDriver(decisionTopology(recordingModel(calls)), { partitions: 16, restoreMs: 1_000 });
+      const input = driver.createInputTopic<Ev>('events');
+      for (let p = 0; p < 16; p++) input.pipeInput(`k${p}`, { id: `e${p}` }, { partition: p });
+      await driver.runUntilIdle();
+    });
+    expect(warnings).toEqual([]);
+    expect(calls).toHaveLength(16);
+    expect(driver!.metrics()).toMatchObject({ restores: 16 });
   });
 });
