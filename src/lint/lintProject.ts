@@ -27,20 +27,23 @@ export interface LintResult {
 
 interface Root {
   readonly kind: 'decide' | 'effect';
+  /** An agent step's or a shadow's decide function: a model call, which an effect must not call. */
+  readonly asksModel?: boolean;
   readonly label: string;
   readonly node: Node;
   readonly at: Node;
 }
 
 /**
- * Checks every agent step's decide function and every effect of the target files through their
+ * Checks every decide function (an agent step's, a route's rule, a fallback's or a shadow's
+ * handler) and every effect of the target files through their
  * call graphs inside the project. Findings suppressed by an `orderly-allow` comment with a reason
  * are left out; one without a reason is itself a finding.
  */
 export function lintProject(loaded: LoadedProject, cwd: string): LintResult {
   const place = (node: Node): Place => placeOf(node, cwd);
   const roots = findRoots(loaded);
-  const decideBodies = new Set(roots.filter((r) => r.kind === 'decide').map((r) => r.node));
+  const decideBodies = new Set(roots.filter((r) => r.asksModel).map((r) => r.node));
   const findings = new Map<string, Finding>();
   for (const root of roots) {
     walkCallGraph(root.node, { name: root.label, at: root.at }, (node, chain, entered) => {
@@ -99,7 +102,13 @@ function applyAllow(finding: Finding, file: SourceFile): Finding | undefined {
   return { ...finding, rule: 'allow-needs-reason', message: `orderly-allow: ${allow.rule} has no reason: ${rules['allow-needs-reason']}` };
 }
 
-/** Every agent step's decide function and every effect's apply function in the target files. */
+/**
+ * The builder methods whose second argument decides for an agent step, each held to a decide
+ * function's rules: the step's decide function, a route's rule, a fallback's and a shadow's handler.
+ */
+const DECIDERS = new Set(['agentStep', 'route', 'fallback', 'shadow']);
+
+/** Every decide function (of an agent step, a route, a fallback, a shadow) and every effect's apply function in the target files. */
 function findRoots(loaded: LoadedProject): Root[] {
   const roots: Root[] = [];
   const seen = new Set<Node>();
@@ -115,8 +124,10 @@ function findRoots(loaded: LoadedProject): Root[] {
       const callee = call.getExpression();
       const args = call.getArguments();
       if (Node.isPropertyAccessExpression(callee) && isBuilder(callee.getExpression())) {
-        if (callee.getName() === 'agentStep' && args[1]) {
-          for (const decide of resolveFunctions(args[1])) add({ kind: 'decide', label: `agentStep ${args[0]?.getText() ?? ''}`, node: decide, at: decide });
+        if (DECIDERS.has(callee.getName()) && args[1]) {
+          const label = `${callee.getName()} ${args[0]?.getText() ?? ''}`;
+          const asksModel = callee.getName() === 'agentStep' || callee.getName() === 'shadow';
+          for (const decide of resolveFunctions(args[1])) add({ kind: 'decide', label, node: decide, at: decide, asksModel });
         }
         if (callee.getName() === 'applyOnce' && args[0]) {
           for (const made of resolveFunctions(args[0])) if (Node.isCallExpression(made)) addEffect(made, loaded, add);
