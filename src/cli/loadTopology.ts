@@ -16,9 +16,9 @@ export async function loadTopology(module: string): Promise<Topology> {
   }
   const url = pathToFileURL(path).href;
   if (isTypeScript(module)) await registerTypeScript(module);
-  let exported: unknown;
+  let namespace: Record<string, unknown>;
   try {
-    exported = ((await import(url)) as { default?: unknown }).default;
+    namespace = (await import(url)) as Record<string, unknown>;
   } catch (error) {
     if ((error as { code?: string }).code === 'ERR_UNKNOWN_FILE_EXTENSION') {
       throw new Error(`cannot import '${module}': give a JavaScript (.js, .mjs) or TypeScript (.ts, .mts) module whose default export is a Topology`, {
@@ -27,11 +27,19 @@ export async function loadTopology(module: string): Promise<Topology> {
     }
     throw error;
   }
+  let exported = namespace.default;
   // A .ts file that Node.js loads as CommonJS comes with its `export default` under module.exports.default.
   if (!isTopology(exported) && typeof exported === 'object' && exported !== null && 'default' in exported) exported = exported.default;
   const topology = typeof exported === 'function' ? await (exported as () => unknown)() : exported;
   if (!isTopology(topology)) {
-    throw new Error(`'${module}' must export a Topology by default (export default stream(...)...build()), or a function that returns one`);
+    const named = Object.keys(namespace).filter((name) => name !== 'default' && isTopology(namespace[name]));
+    const found =
+      named.length > 0
+        ? `; it exports ${named.map((name) => `'${name}'`).join(', ')} by name: export the one to run as default (export default ${named[0]})`
+        : exported === undefined
+          ? '; it has no default export'
+          : '';
+    throw new Error(`'${module}' must export a Topology by default (export default stream(...)...build()), or a function that returns one${found}`);
   }
   return topology;
 }

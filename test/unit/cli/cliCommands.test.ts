@@ -69,6 +69,21 @@ test('a module that exports no topology is refused, naming the module and what i
   }
 });
 
+test('a module that exports its topology by name only is refused, naming that export and the fix', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'orderly-cli-'));
+  try {
+    const dsl = pathToFileURL(join(root, 'dist/src/index.js')).href;
+    writeFileSync(join(dir, 'named.mts'), `import { stream } from '${dsl}';\nexport const renewals = stream('renewals').to('dunning').build();\n`);
+    const loaded = loadTopology(join(dir, 'named.mts'));
+    expect(loaded.status).toBe(1);
+    expect(loaded.stderr).toContain(
+      "must export a Topology by default (export default stream(...)...build()), or a function that returns one; it exports 'renewals' by name: export the one to run as default (export default renewals)",
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('every command refuses a bad number the same way, naming the option and the value', () => {
   const lab = orderly('lab', '--port', '70000');
   expect(lab.status).not.toBe(0);
