@@ -94,9 +94,12 @@ export class TopologyPropertyError<T> extends Error {
     readonly notes: readonly string[],
     /** Where the events landed; undefined when the run failed before the checks (they are printed as drawn). */
     placed: TopologyRun<T>['placed'] | undefined,
-    options?: ErrorOptions,
+    options?: ErrorOptions & {
+      /** How many resolutions the run gave parked keys (known when it finished). */
+      readonly resolutionsGiven?: number;
+    },
   ) {
-    super(describeFailure(input, violations, notes, placed), options);
+    super(describeFailure(input, violations, notes, placed, options?.resolutionsGiven), options);
     this.name = 'TopologyPropertyError';
   }
 }
@@ -144,7 +147,7 @@ export function topologyProperty<T>(options: TopologyPropertyOptions<T>): Topolo
     }
     try {
       const { violations, notes } = await check(done);
-      if (violations.length > 0) throw new TopologyPropertyError(input, violations, notes, done.placed);
+      if (violations.length > 0) throw new TopologyPropertyError(input, violations, notes, done.placed, { resolutionsGiven: done.driver.resolutions().length });
     } finally {
       await done.driver.close();
     }
@@ -228,6 +231,7 @@ function describeFailure<T>(
   violations: readonly InvariantViolation[],
   notes: readonly string[],
   placed: TopologyRun<T>['placed'] | undefined,
+  resolutionsGiven: number | undefined,
 ): string {
   const commit = input.commit === 'each' ? 'after each event' : `every ${input.commit.everyMs} ms`;
   const lines = [
@@ -243,9 +247,14 @@ function describeFailure<T>(
     ...(input.events.length > 40 ? [`  ... and ${input.events.length - 40} more`] : []),
     `faults: ${input.crashes.length === 0 ? 'none' : input.crashes.map(describeCrash).join('; ')}`,
     `restores: ${input.restoreMs ? `partition p takes [${input.restoreMs.join(', ')}][p % ${input.restoreMs.length}] ms` : 'none'}`,
-    `resolutions: ${input.resolutions.length === 0 ? 'none (parked keys stay parked)' : input.resolutions.join(', ')}${input.replayCrash ? `, with a crash at replayed event ${input.replayCrash.nth} and a restart ${input.replayCrash.restartAfterMs} ms later` : ''}`,
+    `resolutions: ${input.resolutions.length === 0 ? 'none (parked keys stay parked)' : `${input.resolutions.join(', ')} (drawn, given in turn; ${givenCount(resolutionsGiven)})`}${input.replayCrash ? `, with a crash at replayed event ${input.replayCrash.nth} and a restart ${input.replayCrash.restartAfterMs} ms later` : ''}`,
   ];
   return lines.join('\n');
+}
+
+function givenCount(given: number | undefined): string {
+  if (given === undefined) return 'the run did not finish';
+  return given === 0 ? 'none given: no key was parked' : `${given} given`;
 }
 
 /** Half the time none, else 1 to 4 lengths that the partitions take in turn. */

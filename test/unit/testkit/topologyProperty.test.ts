@@ -38,6 +38,13 @@ describe('a broken guarantee is caught, and told in words', () => {
     expect(message).toMatch(/events \(\d+\), as placed:\n {2}partition \d+ offset 0: key "c\d"/);
   });
 
+  test('the report tells the resolutions drawn from those the run gave: none when no key was parked', async () => {
+    const prop = returnsProperty({ driverFaults: { commitAheadBy: 2 }, crashes: false });
+    const message = await failureOf(prop.property as fc.IAsyncProperty<[unknown]>, { numRuns: 200, seed: 42 });
+    // Shrunk to a stream whose keys never park: the resolutions drawn were never given.
+    expect(message).toMatch(/resolutions: (decision|discard)(, (decision|discard))* \(drawn, given in turn; none given: no key was parked\)/);
+  });
+
   test('a failure replays from its seed and path, to the same shrunk input', async () => {
     const prop = returnsProperty({ driverFaults: { commitAheadBy: 2 }, crashes: false, resolutions: false });
     const first = await fc.check(prop.property, { numRuns: 200, seed: 7 });
