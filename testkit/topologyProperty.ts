@@ -254,7 +254,7 @@ function describeFailure<T>(
 
 function givenCount(given: number | undefined): string {
   if (given === undefined) return 'the run did not finish';
-  return given === 0 ? 'none given: no key was parked' : `${given} given`;
+  return given === 0 ? 'none given: no key was parked at the end' : `${given} given`;
 }
 
 /** Half the time none, else 1 to 4 lengths that the partitions take in turn. */

@@ -59,7 +59,11 @@ function main(argv: string[]): void {
     return;
   }
   const files = values.files === undefined ? 200 : Number(values.files);
-  if (!Number.isInteger(files) || files < 5) throw new Error(`bench static: --files must be a whole number of at least 5, got '${values.files}'`);
+  if (!Number.isInteger(files) || files < 5) {
+    process.stderr.write(`bench static: --files must be a whole number of at least 5, got '${values.files}'\n${USAGE}`);
+    process.exitCode = 2;
+    return;
+  }
   const dir = mkdtempSync(join(os.tmpdir(), 'orderly-static-bench-'));
   try {
     const project = generateProject(dir, files, join(repo, 'src'));

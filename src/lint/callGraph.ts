@@ -16,21 +16,22 @@ export function isFollowed(declaration: Node): boolean {
 /**
  * Walks the code reachable from `root` inside the project: `root` itself, and every function of
  * the project that reachable code calls or passes on, each once. `visit` sees every node of the
- * reachable code with the chain of calls that leads there from `root`, and the bodies of the
- * functions entered so far (`root` first).
+ * reachable code with the chain of calls that leads there from `root`, and the functions on that
+ * chain (`root` first, the function whose code it is last): a variable declared inside one of
+ * them is made by the call that the chain makes.
  */
-export function walkCallGraph(root: Node, rootLink: ChainLink, visit: (node: Node, chain: readonly ChainLink[], entered: ReadonlySet<Node>) => void): void {
+export function walkCallGraph(root: Node, rootLink: ChainLink, visit: (node: Node, chain: readonly ChainLink[], onPath: ReadonlySet<Node>) => void): void {
   const seen = new Set<Node>([root]);
-  const queue: Array<{ node: Node; chain: readonly ChainLink[] }> = [{ node: root, chain: [rootLink] }];
+  const queue: Array<{ node: Node; chain: readonly ChainLink[]; onPath: ReadonlySet<Node> }> = [{ node: root, chain: [rootLink], onPath: new Set([root]) }];
   for (let unit = queue.shift(); unit; unit = queue.shift()) {
-    const { chain } = unit;
+    const { chain, onPath } = unit;
     const each = (node: Node): void => {
-      visit(node, chain, seen);
+      visit(node, chain, onPath);
       if (!Node.isIdentifier(node)) return;
       const target = functionDeclarationOf(node);
       if (target && !seen.has(target.body)) {
         seen.add(target.body);
-        queue.push({ node: target.body, chain: [...chain, { name: target.name, at: node }] });
+        queue.push({ node: target.body, chain: [...chain, { name: target.name, at: node }], onPath: new Set([...onPath, target.body]) });
       }
     };
     each(unit.node);

@@ -27,11 +27,13 @@ export interface LintResult {
 
 interface Root {
   readonly kind: 'decide' | 'effect';
-  /** An agent step's or a shadow's decide function: a model call, which an effect must not call. */
+  /** An agent step's decide function: a model call, which an effect must not call. */
   readonly asksModel?: boolean;
   readonly label: string;
   readonly node: Node;
   readonly at: Node;
+  /** Also walked for it: the arguments of the factory call that made it (a decide function wrapped by a helper of the project). */
+  readonly also?: readonly Node[];
 }
 
 /**
@@ -46,20 +48,22 @@ export function lintProject(loaded: LoadedProject, cwd: string): LintResult {
   const decideBodies = new Set(roots.filter((r) => r.asksModel).map((r) => r.node));
   const findings = new Map<string, Finding>();
   for (const root of roots) {
-    walkCallGraph(root.node, { name: root.label, at: root.at }, (node, chain, entered) => {
-      const reached = check(root, node, decideBodies, entered);
-      if (!reached) return;
-      const offending = { ...place(node), name: reached.what };
-      const finding: Finding = {
-        rule: reached.rule,
-        ...place(node),
-        message: `${reached.what}: ${rules[reached.rule]}`,
-        from: root.label,
-        chain: [...chain.map((link: ChainLink) => ({ name: link.name, ...place(link.at) })), offending],
-      };
-      const kept = applyAllow(finding, node.getSourceFile());
-      if (kept) findings.set(`${kept.rule}|${kept.file}:${kept.line}|${node.getStart()}|${root.label}`, kept);
-    });
+    for (const start of [root.node, ...(root.also ?? [])]) {
+      walkCallGraph(start, { name: root.label, at: start === root.node ? root.at : start }, (node, chain, onPath) => {
+        const reached = check(root, node, decideBodies, onPath);
+        if (!reached) return;
+        const offending = { ...place(node), name: reached.what };
+        const finding: Finding = {
+          rule: reached.rule,
+          ...place(node),
+          message: `${reached.what}: ${rules[reached.rule]}`,
+          from: root.label,
+          chain: [...chain.map((link: ChainLink) => ({ name: link.name, ...place(link.at) })), offending],
+        };
+        const kept = applyAllow(finding, node.getSourceFile());
+        if (kept) findings.set(`${kept.rule}|${kept.file}:${kept.line}|${node.getStart()}|${root.label}`, kept);
+      });
+    }
   }
   const byPlace = (a: Place, b: Place): number => a.file.localeCompare(b.file) || a.line - b.line;
   return {
@@ -68,16 +72,16 @@ export function lintProject(loaded: LoadedProject, cwd: string): LintResult {
   };
 }
 
-function check(root: Root, node: Node, decideBodies: ReadonlySet<Node>, entered: ReadonlySet<Node>): Reached | undefined {
+function check(root: Root, node: Node, decideBodies: ReadonlySet<Node>, onPath: ReadonlySet<Node>): Reached | undefined {
   if (root.kind === 'decide') {
     const misuse = contextMisuse(node);
     if (misuse) return { rule: 'decide-context', what: misuse };
     const forbidden = isCall(node) ? forbiddenForDecide(node, calleeDeclaration(node)) : undefined;
-    return forbidden ?? outsideState(node, entered);
+    return forbidden ?? outsideState(node, onPath);
   }
   const called = isCall(node) ? modelCall(node, calleeDeclaration(node)) : undefined;
   if (called) return called;
-  const kept = outsideState(node, entered);
+  const kept = outsideState(node, onPath);
   if (kept) return kept;
   // Calling (or passing on) a function that is an agent step's decide function is a model call.
   const target = Node.isIdentifier(node) ? functionDeclarationOf(node) : undefined;
@@ -85,8 +89,8 @@ function check(root: Root, node: Node, decideBodies: ReadonlySet<Node>, entered:
   return undefined;
 }
 
-function outsideState(node: Node, entered: ReadonlySet<Node>): Reached | undefined {
-  const what = outsideStateWrite(node, entered);
+function outsideState(node: Node, onPath: ReadonlySet<Node>): Reached | undefined {
+  const what = outsideStateWrite(node, onPath);
   return what ? { rule: 'state-outside-store', what } : undefined;
 }
 
@@ -108,6 +112,9 @@ function applyAllow(finding: Finding, file: SourceFile): Finding | undefined {
  */
 const DECIDERS = new Set(['agentStep', 'route', 'fallback', 'shadow']);
 
+/** A file that mentions none of these declares no decide function or effect: it is not parsed for them. */
+const MENTIONS = [...DECIDERS, 'effect', 'applyOnce'];
+
 /** Every decide function (of an agent step, a route, a fallback, a shadow) and every effect's apply function in the target files. */
 function findRoots(loaded: LoadedProject): Root[] {
   const roots: Root[] = [];
@@ -119,15 +126,16 @@ function findRoots(loaded: LoadedProject): Root[] {
   };
   for (const file of loaded.targets) {
     const text = file.getFullText();
-    if (!text.includes('agentStep') && !text.includes('effect') && !text.includes('applyOnce')) continue;
+    if (!MENTIONS.some((word) => text.includes(word))) continue;
     for (const call of file.getDescendantsOfKind(SyntaxKind.CallExpression)) {
       const callee = call.getExpression();
       const args = call.getArguments();
       if (Node.isPropertyAccessExpression(callee) && isBuilder(callee.getExpression())) {
         if (DECIDERS.has(callee.getName()) && args[1]) {
           const label = `${callee.getName()} ${args[0]?.getText() ?? ''}`;
-          const asksModel = callee.getName() === 'agentStep' || callee.getName() === 'shadow';
-          for (const decide of resolveFunctions(args[1])) add({ kind: 'decide', label, node: decide, at: decide, asksModel });
+          const asksModel = callee.getName() === 'agentStep';
+          const also = factoryArguments(args[1]);
+          for (const decide of resolveFunctions(args[1])) add({ kind: 'decide', label, node: decide, at: decide, asksModel, also });
         }
         if (callee.getName() === 'applyOnce' && args[0]) {
           for (const made of resolveFunctions(args[0])) if (Node.isCallExpression(made)) addEffect(made, loaded, add);
@@ -153,10 +161,16 @@ function isBuilder(node: Node): boolean {
 
 /**
  * What an argument names: a function's declaration, a variable's initializer, followed through
- * imports; a parameter, followed to the arguments of every call of its function in the project.
+ * imports; a parameter, followed to the arguments of every call of its function in the project;
+ * a call of a project function (a factory), followed to what that function returns.
  */
 function resolveFunctions(node: Node, depth = 0): Node[] {
-  if (!Node.isIdentifier(node) || depth > 8) return [node];
+  if (depth > 8) return [node];
+  if (Node.isCallExpression(node)) {
+    const made = returnedBy(node);
+    return made.length > 0 ? made.flatMap((returned) => resolveFunctions(returned, depth + 1)) : [node];
+  }
+  if (!Node.isIdentifier(node)) return [node];
   let symbol = node.getSymbol();
   if (symbol?.isAlias()) symbol = symbol.getAliasedSymbol() ?? symbol;
   const declaration = symbol?.getValueDeclaration();
@@ -173,4 +187,31 @@ function resolveFunctions(node: Node, depth = 0): Node[] {
     return args.length > 0 ? args.flatMap((arg) => resolveFunctions(arg, depth + 1)) : [node];
   }
   return [node];
+}
+
+/** The arguments of a call of a project function that makes the decide function (what it wraps), else none. */
+function factoryArguments(node: Node): Node[] {
+  return Node.isCallExpression(node) && returnedBy(node).length > 0 ? node.getArguments() : [];
+}
+
+/** What a call of a project function returns (its return statements' expressions, an arrow's expression body); none for any other call. */
+function returnedBy(call: CallExpression): Node[] {
+  const callee = call.getExpression();
+  const target = Node.isIdentifier(callee) ? functionDeclarationOf(callee) : undefined;
+  if (!target) return [];
+  const body = target.body;
+  if (Node.isArrowFunction(body) && !Node.isBlock(body.getBody())) return [body.getBody()];
+  const returns: Node[] = [];
+  body.forEachDescendant((node, traversal) => {
+    // A nested function's returns are its own.
+    if (Node.isFunctionLikeDeclaration(node) || Node.isArrowFunction(node) || Node.isFunctionExpression(node)) {
+      traversal.skip();
+      return;
+    }
+    if (Node.isReturnStatement(node)) {
+      const expression = node.getExpression();
+      if (expression) returns.push(expression);
+    }
+  });
+  return returns;
 }

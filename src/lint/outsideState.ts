@@ -1,4 +1,4 @@
-import { Node, SyntaxKind } from 'ts-morph';
+import { Node, SyntaxKind, type Type } from 'ts-morph';
 import { unwrap } from './contextUse.js';
 
 /** Methods that change a Map, Set, WeakMap, WeakSet or array in place. */
@@ -7,40 +7,46 @@ const MUTABLE_COLLECTIONS = new Set(['Map', 'Set', 'WeakMap', 'WeakSet', 'Array'
 
 /**
  * What a node writes that outlives the call, if it does (the rule `state-outside-store`): an
- * assignment (not `??=` or `||=`), `++`/`--`, `delete` or in-place collection method (`cache.set`,
- * `seen.add`, `list.push`) on a
- * variable declared outside every function that the walk entered, that is at module scope or in
- * a function that made the decide function or effect (a factory's closure). `entered` holds the
- * bodies of the functions the walk entered: a variable declared in one of them (or in a function
- * inside one) is made anew by each call.
+ * assignment (a destructuring one, a `for...of` or `for...in` head included), `++`/`--`, `delete`,
+ * `Object.assign` or an in-place collection method (`cache.set`, `seen.add`, `list.push`) on a
+ * variable declared outside the functions of the call chain (`onPath`): at module scope, or in a
+ * function that made the decide function or effect (a factory's closure). A variable declared in
+ * one of them, or in a function inside one, is made anew by each call. A lazy initialisation of
+ * a variable (`client ??= make()`, `if (!client) client = make()`) writes the same each time and
+ * is not a finding.
  */
-export function outsideStateWrite(node: Node, entered: ReadonlySet<Node>): string | undefined {
-  if (Node.isBinaryExpression(node) && isWrite(node.getOperatorToken().getKind())) {
-    const written = baseVariable(node.getLeft());
-    return written && isOutside(written, entered) ? `writes '${unwrap(node.getLeft()).getText()}'` : undefined;
+export function outsideStateWrite(node: Node, onPath: ReadonlySet<Node>): string | undefined {
+  const outside = (target: Node): boolean => {
+    const written = baseVariable(target);
+    return written !== undefined && isOutside(written, onPath);
+  };
+  if (Node.isBinaryExpression(node) && isAssignment(node.getOperatorToken().getKind())) {
+    if (isLazyInitialisation(node)) return undefined;
+    const target = [...assignedTargets(node.getLeft())].find(outside);
+    return target ? `writes '${unwrap(target).getText()}'` : undefined;
+  }
+  if ((Node.isForOfStatement(node) || Node.isForInStatement(node)) && !Node.isVariableDeclarationList(node.getInitializer())) {
+    const target = [...assignedTargets(node.getInitializer())].find(outside);
+    return target ? `writes '${unwrap(target).getText()}' in a loop's head` : undefined;
   }
   if (Node.isDeleteExpression(node)) {
-    const written = baseVariable(node.getExpression());
-    return written && isOutside(written, entered) ? `deletes '${unwrap(node.getExpression()).getText()}'` : undefined;
+    return outside(node.getExpression()) ? `deletes '${unwrap(node.getExpression()).getText()}'` : undefined;
   }
   if ((Node.isPrefixUnaryExpression(node) || Node.isPostfixUnaryExpression(node)) && isIncrement(node.getOperatorToken())) {
-    const written = baseVariable(node.getOperand());
-    return written && isOutside(written, entered) ? `writes '${unwrap(node.getOperand()).getText()}'` : undefined;
+    return outside(node.getOperand()) ? `writes '${unwrap(node.getOperand()).getText()}'` : undefined;
   }
   if (Node.isCallExpression(node)) {
     const callee = unwrap(node.getExpression());
-    if (!Node.isPropertyAccessExpression(callee) || !MUTATORS.has(callee.getName())) return undefined;
-    const receiver = callee.getExpression();
-    if (!isMutableCollection(receiver)) return undefined;
-    const written = baseVariable(receiver);
-    return written && isOutside(written, entered) ? `calls '${callee.getText()}'` : undefined;
+    if (!Node.isPropertyAccessExpression(callee)) return undefined;
+    const target = node.getArguments()[0];
+    if (callee.getText() === 'Object.assign' && target) return outside(target) ? `writes '${unwrap(target).getText()}' (Object.assign)` : undefined;
+    if (!MUTATORS.has(callee.getName()) || !isMutableCollection(callee.getExpression().getType())) return undefined;
+    return outside(callee.getExpression()) ? `calls '${callee.getText()}'` : undefined;
   }
   return undefined;
 }
 
-/** An assignment, but for `??=` and `||=`: a lazy initialisation (a client made on first use) writes the same each time. */
-function isWrite(kind: SyntaxKind): boolean {
-  if (kind === SyntaxKind.QuestionQuestionEqualsToken || kind === SyntaxKind.BarBarEqualsToken) return false;
+function isAssignment(kind: SyntaxKind): boolean {
   return kind >= SyntaxKind.FirstAssignment && kind <= SyntaxKind.LastAssignment;
 }
 
@@ -48,9 +54,71 @@ function isIncrement(kind: SyntaxKind): boolean {
   return kind === SyntaxKind.PlusPlusToken || kind === SyntaxKind.MinusMinusToken;
 }
 
-function isMutableCollection(node: Node): boolean {
-  const type = node.getType();
-  return type.isArray() || MUTABLE_COLLECTIONS.has(type.getSymbol()?.getName() ?? '');
+/**
+ * A variable given a value on first use only: `x ??= v`, `x ||= v`, `x = x ?? v`, `x = x || v`,
+ * or `x = v` in an `if` on `!x`, `x === undefined`, `x === null` or `x == null`. Only a plain
+ * variable: `seen[id] ??= true` records each id, which is state.
+ */
+function isLazyInitialisation(assignment: Node): boolean {
+  if (!Node.isBinaryExpression(assignment)) return false;
+  const left = unwrap(assignment.getLeft());
+  if (!Node.isIdentifier(left)) return false;
+  const name = left.getText();
+  const operator = assignment.getOperatorToken().getKind();
+  if (operator === SyntaxKind.QuestionQuestionEqualsToken || operator === SyntaxKind.BarBarEqualsToken) return true;
+  if (operator !== SyntaxKind.EqualsToken) return false;
+  const right = unwrap(assignment.getRight());
+  if (Node.isBinaryExpression(right) && isDefaulting(right.getOperatorToken().getKind()) && unwrap(right.getLeft()).getText() === name) return true;
+  const guard = assignment.getFirstAncestor((a) => Node.isIfStatement(a) || Node.isFunctionLikeDeclaration(a) || Node.isArrowFunction(a));
+  return (
+    guard !== undefined &&
+    Node.isIfStatement(guard) &&
+    isUnsetTest(guard.getExpression(), name) &&
+    guard.getThenStatement().containsRange(assignment.getPos(), assignment.getEnd())
+  );
+}
+
+function isDefaulting(kind: SyntaxKind): boolean {
+  return kind === SyntaxKind.QuestionQuestionToken || kind === SyntaxKind.BarBarToken;
+}
+
+/** `!x`, `x === undefined`, `x === null`, `x == null` (or `undefined === x`, ...). */
+function isUnsetTest(condition: Node, name: string): boolean {
+  const test = unwrap(condition);
+  if (Node.isPrefixUnaryExpression(test)) return test.getOperatorToken() === SyntaxKind.ExclamationToken && unwrap(test.getOperand()).getText() === name;
+  if (!Node.isBinaryExpression(test)) return false;
+  const operator = test.getOperatorToken().getKind();
+  if (operator !== SyntaxKind.EqualsEqualsEqualsToken && operator !== SyntaxKind.EqualsEqualsToken) return false;
+  const [a, b] = [unwrap(test.getLeft()).getText(), unwrap(test.getRight()).getText()];
+  const unset = (text: string) => text === 'undefined' || text === 'null';
+  return (a === name && unset(b)) || (b === name && unset(a));
+}
+
+/** The targets an assignment writes: itself, or each element of a destructuring pattern. */
+function* assignedTargets(left: Node): Generator<Node> {
+  const target = unwrap(left);
+  if (Node.isArrayLiteralExpression(target)) {
+    for (const element of target.getElements()) yield* assignedTargets(Node.isSpreadElement(element) ? element.getExpression() : element);
+  } else if (Node.isObjectLiteralExpression(target)) {
+    for (const property of target.getProperties()) {
+      if (Node.isPropertyAssignment(property)) yield* assignedTargets(property.getInitializerOrThrow());
+      else if (Node.isShorthandPropertyAssignment(property)) yield property.getNameNode();
+      else if (Node.isSpreadAssignment(property)) yield* assignedTargets(property.getExpression());
+    }
+  } else if (Node.isBinaryExpression(target) && target.getOperatorToken().getKind() === SyntaxKind.EqualsToken) {
+    // A default in a pattern: `[a = 1] = list`.
+    yield* assignedTargets(target.getLeft());
+  } else {
+    yield target;
+  }
+}
+
+/** A Map, Set, WeakMap, WeakSet or array, or a class extending one, possibly `| undefined`. */
+function isMutableCollection(type: Type, depth = 0): boolean {
+  const defined = type.getNonNullableType();
+  if (defined.isUnion()) return defined.getUnionTypes().some((t) => isMutableCollection(t, depth + 1));
+  if (defined.isArray() || MUTABLE_COLLECTIONS.has(defined.getSymbol()?.getName() ?? '')) return true;
+  return depth < 4 && defined.getBaseTypes().some((base) => isMutableCollection(base, depth + 1));
 }
 
 /** The variable declaration at the base of `a`, `a.b.c` or `a[k]` (not `this`, a parameter or an import). */
@@ -58,13 +126,16 @@ function baseVariable(target: Node): Node | undefined {
   let at = unwrap(target);
   while (Node.isPropertyAccessExpression(at) || Node.isElementAccessExpression(at)) at = unwrap(at.getExpression());
   if (!Node.isIdentifier(at)) return undefined;
-  const declaration = at.getSymbol()?.getValueDeclaration();
+  const parent = at.getParent();
+  // A shorthand property in a destructuring pattern (`({ cursor } = item)`) names the variable it writes.
+  const symbol = Node.isShorthandPropertyAssignment(parent) ? parent.getValueSymbol() : at.getSymbol();
+  const declaration = symbol?.getValueDeclaration();
   if (!declaration || declaration.getSourceFile().isDeclarationFile()) return undefined;
   return Node.isVariableDeclaration(declaration) || Node.isBindingElement(declaration) ? declaration : undefined;
 }
 
-/** Whether a variable outlives the call: not declared in an entered function, nor in a function inside one. */
-function isOutside(declaration: Node, entered: ReadonlySet<Node>): boolean {
-  for (let at = declaration.getParent(); at; at = at.getParent()) if (entered.has(at)) return false;
+/** Whether a variable outlives the call: not declared inside a function of the call chain. */
+function isOutside(declaration: Node, onPath: ReadonlySet<Node>): boolean {
+  for (let at = declaration.getParent(); at; at = at.getParent()) if (onPath.has(at)) return false;
   return true;
 }

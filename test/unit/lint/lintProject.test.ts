@@ -33,9 +33,12 @@ function lineOf(file: string, text: string): number {
 
 // Each case opens a TypeScript project (the compiler parses and binds it): seconds, more on a busy machine.
 describe('orderly lint', { timeout: 180_000 }, () => {
-  it('finds nothing in a clean project: a decide that calls a model through a helper, a context used as documented, state made by each call', () => {
+  it('finds nothing in a clean project: a decide that calls a model through a helper, a context used as documented, state made by each call, clients made on first use, an effect that applies a shadow handler', () => {
     expect(lint(`${fixtures}/clean`)).toEqual([]);
     expect(checked(`${fixtures}/clean`)).toEqual([
+      `shadow 'legacy' ${fixtures}/clean/lazy.ts:14`,
+      `agentStep 'urgency' ${fixtures}/clean/lazy.ts:18`,
+      `effect 'urgency' ${fixtures}/clean/lazy.ts:34`,
       `agentStep 'labels' ${fixtures}/clean/locals.ts:17`,
       `effect 'ticket-labels' ${fixtures}/clean/locals.ts:25`,
       `agentStep 'route' ${fixtures}/clean/topology.ts:5`,
@@ -46,10 +49,12 @@ describe('orderly lint', { timeout: 180_000 }, () => {
   it('finds nothing in examples/, having checked their decide functions and effects', () => {
     expect(lint('examples')).toEqual([]);
     expect(checked('examples')).toEqual([
+      // The step's decide is made by a factory, answer(latencyMs): the lint checks the function it returns.
+      `agentStep 'answer' examples/agent-gateway/topology.ts:${lineOf('examples/agent-gateway/topology.ts', 'return async (request: RequestBody')}`,
       `effect 'agent-answers' examples/agent-gateway/topology.ts:${lineOf('examples/agent-gateway/topology.ts', "effect('agent-answers'")}`,
-      `agentStep 'answer' examples/agent-gateway/topology.ts:${lineOf('examples/agent-gateway/topology.ts', ".agentStep('answer'")}`,
-      // The step's decide is a parameter of disputesWith: the lint checks what the caller passes.
-      `agentStep 'decide' examples/disputes/topology.ts:${lineOf('examples/disputes/topology.ts', 'return disputesWith(disputeModel())')}`,
+      // The step's decide is a parameter of disputesWith, given disputeModel(): the lint checks both functions that factory may return.
+      `agentStep 'decide' examples/disputes/model.ts:${lineOf('examples/disputes/model.ts', 'if (url) return (dispute, ctx)')}`,
+      `agentStep 'decide' examples/disputes/model.ts:${lineOf('examples/disputes/model.ts', 'return async (dispute, ctx)')}`,
       `effect 'dispute-decisions' testkit/scenarios/disputes.ts:${lineOf('testkit/scenarios/disputes.ts', "effect('dispute-decisions'")}`,
     ]);
   });
@@ -74,7 +79,13 @@ describe('orderly lint', { timeout: 180_000 }, () => {
       "outsideState.ts:23 state-outside-store from effect 'counted'",
       "outsideState.ts:24 state-outside-store from effect 'counted'",
       "processExit.ts:7 decide-no-process-exit from agentStep 'decide'",
+      "routes.ts:9 state-outside-store from route 'small'",
       "stateStore.ts:9 decide-no-state-store from agentStep 'decide'",
+      // Each way of writing, one per line: ??= on a property, destructuring, a loop's head, Object.assign, an optional Map, a Map's subclass.
+      ...[14, 15, 16, 17, 18, 19, 20].map((line) => `writes.ts:${line} state-outside-store from agentStep 'decide'`),
+      // A factory called inline; a module-level store made by a factory, written through the decide function a wrapper was given.
+      "writes.ts:28 state-outside-store from agentStep 'made'",
+      "writes.ts:36 state-outside-store from agentStep 'wrapped'",
     ]);
     // Every rule has its fixture.
     expect(new Set(findings.map((f) => f.rule))).toEqual(new Set(Object.keys(rules)));

@@ -42,7 +42,18 @@ describe('a broken guarantee is caught, and told in words', () => {
     const prop = returnsProperty({ driverFaults: { commitAheadBy: 2 }, crashes: false });
     const message = await failureOf(prop.property as fc.IAsyncProperty<[unknown]>, { numRuns: 200, seed: 42 });
     // Shrunk to a stream whose keys never park: the resolutions drawn were never given.
-    expect(message).toMatch(/resolutions: (decision|discard)(, (decision|discard))* \(drawn, given in turn; none given: no key was parked\)/);
+    expect(message).toMatch(/resolutions: (decision|discard)(, (decision|discard))* \(drawn, given in turn; none given: no key was parked at the end\)/);
+  });
+
+  test('the report counts the resolutions given when keys were parked', async () => {
+    // Every event's inspection is refused (poison), so every key parks; an invariant fails any run that resolved one.
+    const prop = returnsProperty({
+      crashes: false,
+      model: { decide: () => ({ refund: 'not a boolean' }), latencyMs: { min: 0, max: 10 } },
+      userInvariants: { 'fails once a key was resolved': (run) => (run.driver.resolutions().length > 0 ? ['the canary'] : []) },
+    });
+    const message = await failureOf(prop.property as fc.IAsyncProperty<[unknown]>, { numRuns: 20, seed: 5 });
+    expect(message).toMatch(/resolutions: (decision|discard)(, (decision|discard))* \(drawn, given in turn; [1-9]\d* given\)/);
   });
 
   test('a failure replays from its seed and path, to the same shrunk input', async () => {
