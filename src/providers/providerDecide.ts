@@ -83,8 +83,22 @@ export interface ProviderBinding<T> {
 }
 
 /**
+ * The limit a 429 says the request itself is over, as OpenAI words it ("Request too large for
+ * gpt-4o ... on tokens per min (TPM): Limit 30000, Requested 45000"): such a request is refused
+ * whenever it is sent, so waiting would hold it, and every call behind it, for ever.
+ */
+function overLimit(error: unknown): string | undefined {
+  const message = error instanceof Error ? error.message : '';
+  const stated = /\bon ([^:]+?): Limit (\d+), Requested (\d+)/.exec(message);
+  if (!stated || !/request too large/i.test(message)) return undefined;
+  const [, what, limit, requested] = stated;
+  return Number(requested) > Number(limit) ? `${what}: limit ${limit}, requested ${requested}` : undefined;
+}
+
+/**
  * The decide function every adapter returns: one SDK call per attempt, a 429 turned into
- * {@link RateLimited} with the delay its headers ask for (not an attempt), an overload waited out
+ * {@link RateLimited} with the delay its headers ask for (not an attempt) unless it says the
+ * request itself is over the limit (a failed attempt, see {@link overLimit}), an overload waited out
  * and then failed ({@link ProviderOverloaded}), anything else a failed attempt as the SDK threw it.
  * After an overload, calls of other events wait until its delay has run out before they start;
  * with a `tokenLimit`, calls wait for room in the token budget ({@link TokenPacer}).
@@ -104,6 +118,14 @@ export function providerDecide<T>(binding: ProviderBinding<T>, options: Provider
     if (ctx.signal.aborted) throw error;
     const failure = binding.failureOf(error);
     const base = { provider, effectId: ctx.effectId, attempt: ctx.attempt, atMs: ctx.clock.now(), limits: rateLimitsOf(failure?.headers, now()) };
+    const tooLarge = failure?.status === 429 ? overLimit(error) : undefined;
+    if (tooLarge) {
+      report({ ...base, outcome: 'failed', status: 429 });
+      throw new Error(
+        `${provider}: the request is larger than the provider's limit (${tooLarge}), so it is refused (429) every time: a failed attempt, not a rate limit; shorten the request or raise the limit`,
+        { cause: error },
+      );
+    }
     if (failure?.status === 429) {
       const { delayMs, from } = retryDelayOf(failure.headers, now(), rateLimitedDelayMs);
       report({ ...base, outcome: 'rateLimited', status: 429, delayMs, delayFrom: from });

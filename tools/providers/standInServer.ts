@@ -22,7 +22,7 @@ export interface StandInRequest {
 /** How to answer one request: a decision (200) or an error status, with extra headers. */
 export type StandInReply =
   | { readonly status: 200; readonly decision?: unknown; readonly text?: string; readonly headers?: Record<string, string> }
-  | { readonly status: 400 | 429 | 500 | 503 | 529; readonly headers?: Record<string, string> };
+  | { readonly status: 400 | 429 | 500 | 503 | 529; readonly headers?: Record<string, string>; readonly message?: string };
 
 export interface StandInOptions {
   /** The decision for a prompt (the JSON the model would write). */
@@ -100,7 +100,7 @@ export async function startStandInServer(options: StandInOptions): Promise<Stand
     const budgetHeaders = budgets ? limitHeaders(api, nowMs, budgets) : requestId(api, nowMs);
     const headers = { 'content-type': 'application/json', ...budgetHeaders, ...reply.headers };
     request.status = reply.status;
-    const answer = reply.status === 200 ? success(api, body, text, usage) : failure(api, reply.status);
+    const answer = reply.status === 200 ? success(api, body, text, usage) : failure(api, reply.status, reply.message);
     const send = () => {
       res.writeHead(reply.status, headers);
       res.end(JSON.stringify(answer));
@@ -180,9 +180,8 @@ const ERRORS: Record<number, { openai: [string, string]; anthropic: string }> = 
   529: { openai: ['server_error', 'overloaded'], anthropic: 'overloaded_error' },
 };
 
-function failure(api: StandInApi, status: number): unknown {
+function failure(api: StandInApi, status: number, message = `stand-in ${status}`): unknown {
   const kind = ERRORS[status]!;
-  const message = `stand-in ${status}`;
   if (api === 'openai') return { error: { message, type: kind.openai[0], param: null, code: kind.openai[1] } };
   return { type: 'error', error: { type: kind.anthropic, message } };
 }

@@ -67,6 +67,45 @@ describe.each(adapterCases)('the $provider adapter', (adapter) => {
     expect(calls).toMatchObject([{ outcome: 'rateLimited', status: 429, delayMs }]);
   });
 
+  it('fails the attempt of a 429 that says the request is over the limit itself (it would be refused every time), not RateLimited', async () => {
+    const message =
+      'Request too large for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, Requested 45000. The input or output tokens must be reduced.';
+    const { baseUrl, requests } = await start({ reply: () => ({ status: 429, headers: { 'retry-after': '3' }, message }) });
+    const calls: ProviderCall[] = [];
+    const error = await adapter
+      .make(
+        baseUrl,
+        { onCall: (call) => calls.push(call) },
+        3,
+      )({ id: 'e-7' }, decideContext())
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(error).not.toBeInstanceOf(RateLimited);
+    expect((error as Error).message).toBe(
+      `${adapter.provider}: the request is larger than the provider's limit (tokens per min (TPM): limit 30000, requested 45000), so it is refused (429) every time: a failed attempt, not a rate limit; shorten the request or raise the limit`,
+    );
+    expect(requests).toHaveLength(1);
+    expect(calls).toMatchObject([{ outcome: 'failed', status: 429 }]);
+  });
+
+  it('keeps a 429 that is over the window, not the request, as RateLimited (Requested not above Limit)', async () => {
+    const message = 'Rate limit reached for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000.';
+    const { baseUrl } = await start({ reply: () => ({ status: 429, headers: { 'retry-after': '3' }, message }) });
+    const error = await adapter
+      .make(
+        baseUrl,
+        {},
+        3,
+      )({ id: 'e-8' }, decideContext())
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(error).toBeInstanceOf(RateLimited);
+  });
+
   it(`waits out an overload (${adapter.overloadStatus}), fails the attempt, and holds other calls until its delay has passed`, async () => {
     const { baseUrl, requests } = await start({
       reply: (_r, index) => (index === 0 ? { status: adapter.overloadStatus, headers: { 'retry-after-ms': '300' } } : undefined),
