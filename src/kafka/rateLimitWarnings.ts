@@ -20,8 +20,31 @@ export interface RateLimitedFor {
 /** How one call of an agent step ended, as the engine's `modelCallEnded` reports it. */
 export interface StepCallEnded {
   readonly step: string;
+  /** The event's effect id; without it, no request is watched on its own. */
+  readonly effectId?: string;
   readonly atMs: number;
   readonly result: ModelCallResult;
+}
+
+/** What a warning of one refused request says: which step and event, since when, how many refusals. */
+export interface RequestRefused {
+  readonly step: string;
+  readonly effectId: string;
+  readonly sinceMs: number;
+  /** Refusals of this event's calls in a row; `whileAnswered` of them came after other calls of the step were answered. */
+  readonly refusals: number;
+  readonly whileAnswered: number;
+}
+
+/** Refusals of one event's calls in a row, after other calls of the step were answered: this many make a warning. */
+export const REQUEST_REFUSALS_WARNED = 5;
+
+interface RequestState {
+  readonly since: number;
+  refusals: number;
+  whileAnswered: number;
+  answeredAtLast: number;
+  warnedAt?: number;
 }
 
 interface Refused {
@@ -41,12 +64,23 @@ interface Refused {
  */
 export class RateLimitWarnings {
   private readonly refused = new Map<string, Refused>();
+  /** Calls of each step that ended other than refused or given up. */
+  private readonly answered = new Map<string, number>();
+  /** Each event whose calls are refused in a row, by step and effect id. */
+  private readonly requests = new Map<string, RequestState>();
   private readonly afterMs: number;
   private readonly everyMs: number;
 
   constructor(
     private readonly warn: (state: RateLimitedFor) => void,
     options: RateLimitWarningOptions = {},
+    /**
+     * Hears of an event whose calls the provider refuses in a row while it answers the step's
+     * other calls ({@link REQUEST_REFUSALS_WARNED} times, then at most once per `everyMs`): a
+     * request it refuses by itself, which waits at the front of the step for ever, since a 429 is
+     * not an attempt.
+     */
+    private readonly warnRequest: (state: RequestRefused) => void = () => undefined,
   ) {
     this.afterMs = options.afterMs ?? 60_000;
     this.everyMs = options.everyMs ?? 60_000;
@@ -64,9 +98,28 @@ export class RateLimitWarnings {
       state.refusals += 1;
       this.refused.set(call.step, state);
       this.checkStep(call.step, state, call.atMs);
-    } else if (call.result !== 'aborted') {
-      this.refused.delete(call.step);
+      this.requestRefused(call);
+      return;
     }
+    if (call.effectId !== undefined) this.requests.delete(`${call.step}\u0000${call.effectId}`);
+    if (call.result === 'aborted') return;
+    this.refused.delete(call.step);
+    this.answered.set(call.step, (this.answered.get(call.step) ?? 0) + 1);
+  }
+
+  private requestRefused(call: StepCallEnded): void {
+    if (call.effectId === undefined) return;
+    const id = `${call.step}\u0000${call.effectId}`;
+    const answered = this.answered.get(call.step) ?? 0;
+    const state = this.requests.get(id) ?? { since: call.atMs, refusals: 0, whileAnswered: 0, answeredAtLast: answered };
+    state.refusals += 1;
+    if (answered > state.answeredAtLast) state.whileAnswered += 1;
+    state.answeredAtLast = answered;
+    this.requests.set(id, state);
+    if (state.whileAnswered < REQUEST_REFUSALS_WARNED) return;
+    if (state.warnedAt !== undefined && call.atMs - state.warnedAt < this.everyMs) return;
+    state.warnedAt = call.atMs;
+    this.warnRequest({ step: call.step, effectId: call.effectId, sinceMs: state.since, refusals: state.refusals, whileAnswered: state.whileAnswered });
   }
 
   /** Warns for each step refused for `afterMs` and not warned of in the last `everyMs`. */
@@ -98,6 +151,13 @@ export function rateLimitWatch(logger: Logger, options: RateLimitWarningOptions 
           "its events wait in order. Check the provider's quota and key, or lower the step's limit.calls",
       ),
     options,
+    (state) =>
+      logger.warn(
+        state,
+        `agentStep '${state.step}': the call of effect id ${state.effectId} was refused (429) ${state.refusals} times in a row since ${new Date(state.sinceMs).toISOString()}, ` +
+          `${state.whileAnswered} of them after the provider had answered other calls of the step: it may refuse this request by itself (one over a limit on its own). ` +
+          "A 429 is not an attempt, so it never parks, and it waits at the front of the step with every key's calls behind it; have decide throw an ordinary error for such an answer (docs/guarantees.md, Known limits)",
+      ),
   );
   // A long Retry-After means no call ends for a while: look at the time on a timer too.
   const timer = setInterval(() => warnings.check(Date.now()), 5_000);

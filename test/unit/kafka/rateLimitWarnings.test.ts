@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ModelCallResult } from '../../../src/engine/outcomes.js';
-import { RateLimitWarnings, type RateLimitedFor } from '../../../src/kafka/rateLimitWarnings.js';
+import { RateLimitWarnings, REQUEST_REFUSALS_WARNED, type RateLimitedFor, type RequestRefused } from '../../../src/kafka/rateLimitWarnings.js';
 
 const call = (result: ModelCallResult, atMs: number, step = 'decide') => ({ step, atMs, result });
 
@@ -66,5 +66,43 @@ describe('RateLimitWarnings', () => {
 
   it('refuses a negative threshold, naming it', () => {
     expect(() => new RateLimitWarnings(() => undefined, { afterMs: -1 })).toThrow('rateLimitWarnings.afterMs must be 0 or more milliseconds, got -1');
+  });
+});
+
+describe('RateLimitWarnings, one request refused while the step is answered', () => {
+  const ended = (result: ModelCallResult, atMs: number, effectId: string) => ({ step: 'decide', effectId, atMs, result });
+  function requests() {
+    const warned: RequestRefused[] = [];
+    return {
+      warnings: new RateLimitWarnings(
+        () => undefined,
+        { afterMs: 30_000, everyMs: 60_000 },
+        (s) => warned.push(s),
+      ),
+      warned,
+    };
+  }
+
+  it('warns of an event refused REQUEST_REFUSALS_WARNED times after other calls were answered, then at most once per interval', () => {
+    const { warnings, warned } = requests();
+    for (let i = 0; i <= REQUEST_REFUSALS_WARNED + 1; i++) {
+      warnings.callEnded(ended('rate_limited', i * 3_000, 'huge'));
+      warnings.callEnded(ended('answered', i * 3_000 + 10, `other-${i}`));
+    }
+    expect(warned).toEqual([{ step: 'decide', effectId: 'huge', sinceMs: 0, refusals: REQUEST_REFUSALS_WARNED + 1, whileAnswered: REQUEST_REFUSALS_WARNED }]);
+  });
+
+  it('says nothing while every call is refused (an outage), nor once the event is answered', () => {
+    const { warnings, warned } = requests();
+    for (let i = 0; i < 20; i++) for (const id of ['a', 'b']) warnings.callEnded(ended('rate_limited', i * 3_000, id));
+    expect(warned).toEqual([]);
+    for (let i = 0; i < REQUEST_REFUSALS_WARNED; i++) {
+      warnings.callEnded(ended('rate_limited', 100_000 + i * 3_000, 'c'));
+      warnings.callEnded(ended('answered', 100_000 + i * 3_000 + 10, `other-${i}`));
+    }
+    // c's fifth refusal after an answer has not come: its first refusal came before any answer.
+    warnings.callEnded(ended('answered', 130_000, 'c'));
+    warnings.callEnded(ended('rate_limited', 133_000, 'c'));
+    expect(warned).toEqual([]);
   });
 });
