@@ -112,6 +112,14 @@ export interface ShadowOptions<D = unknown> {
   agrees?: (agent: D, applied: D) => boolean;
   /** Where the shadow records go; the shadows of several steps may share it. @defaultValue `<source topic>.shadow` */
   topic?: string;
+  /**
+   * How long (on the engine's clock) an event's applied decision may wait for the agent: its rate
+   * gate, its 429s' Retry-After, its calls and retries. Past it the agent's part ends, the handler
+   * decides, and the shadow record carries `agentError`. Without it the agent's time is the
+   * event's time: while the provider refuses every call, the handler's decisions wait with it.
+   * @defaultValue no bound
+   */
+  maxWaitMs?: number;
 }
 
 /** Options of {@link StreamBuilder.fallback}. */
@@ -259,7 +267,8 @@ export class StreamBuilder<T, Ds extends Decisions = NoDecisions> {
    * (observer `shadowDisagreed`) and counted (`orderly_shadow_disagreements_total`). No agent
    * decision is ever applied, and an event whose agent attempts run out is not parked: the handler
    * decides it all the same. Events a route decided are left as they are. Put it right after the
-   * step's `.park()`.
+   * step's `.park()`. `maxWaitMs` bounds how long the applied decision waits for the agent (its
+   * rate limit included).
    *
    * @example
    * .agentStep('decide', decide, { schema: Decision })
@@ -274,8 +283,17 @@ export class StreamBuilder<T, Ds extends Decisions = NoDecisions> {
     if (options.agrees !== undefined) requireFunction(operator, 'agrees', options.agrees);
     const topic = requireName(operator, 'topic', options.topic ?? `${this.source.topic}.shadow`);
     const agrees = (options.agrees ?? sameJson) as (agent: unknown, applied: unknown) => boolean;
+    const maxWaitMs = options.maxWaitMs === undefined ? undefined : requireInteger(operator, 'maxWaitMs', options.maxWaitMs, 0);
     const step = this.guardedStep(operator, 'shadow', 'runs in shadow');
-    return this.with({ kind: 'shadow', name, step, handler: handler as HandlerFn<unknown, unknown>, agrees, topic });
+    return this.with({
+      kind: 'shadow',
+      name,
+      step,
+      handler: handler as HandlerFn<unknown, unknown>,
+      agrees,
+      topic,
+      ...(maxWaitMs !== undefined ? { maxWaitMs } : {}),
+    });
   }
 
   /**

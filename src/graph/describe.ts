@@ -42,7 +42,7 @@ function details(node: GraphNode): string[] {
         ...(node.idRetentionMs !== undefined ? [`idRetentionMs: ${node.idRetentionMs}`] : []),
       ];
     case 'shadow':
-      return [`step: ${node.step}`, `topic: ${node.topic}`];
+      return [`step: ${node.step}`, `topic: ${node.topic}`, ...(node.maxWaitMs !== undefined ? [`maxWaitMs: ${node.maxWaitMs}`] : [])];
     case 'fallback':
       return [`step: ${node.step}`, `afterMs: ${node.afterMs}`, `halfOpenAfterMs: ${node.halfOpenAfterMs}`];
     case 'park':

@@ -237,6 +237,8 @@ export interface ShadowNode {
   readonly agrees: (agent: unknown, applied: unknown) => boolean;
   /** Where the shadow records go. */
   readonly topic: string;
+  /** How long the applied decision may wait for the agent; undefined: no bound. */
+  readonly maxWaitMs?: number;
 }
 
 /** Decides for an agent step while its circuit is open (its calls failed or were refused for `afterMs`). */

@@ -54,7 +54,7 @@ const operatorShapes: Readonly<Record<string, Signature>> = {
   shadow: [
     ['name', 'string'],
     ['handler', 'function'],
-    ['options', { agrees: 'function', topic: 'string' }],
+    ['options', { agrees: 'function', topic: 'string', maxWaitMs: 'number' }],
   ],
   fallback: [
     ['name', 'string'],

@@ -3,6 +3,7 @@
 // to the observer by key, and an agent whose attempts run out parks nothing.
 import { afterEach, describe, expect, it } from 'vitest';
 import { effect, type EffectContext } from '../../src/dsl/effect.js';
+import { RateLimited } from '../../src/dsl/rateLimited.js';
 import { stream } from '../../src/dsl/stream.js';
 import type { EngineObserver } from '../../src/engine/outcomes.js';
 import type { ShadowRecord } from '../../src/engine/shadowRecords.js';
@@ -83,6 +84,51 @@ describe('shadow', () => {
     const text = await exporter.metrics();
     expect(text).toContain('orderly_shadow_disagreements_total{step="decide"} 2');
     expect(text).toContain('orderly_decisions_total{step="decide",by="rule"} 3');
+  });
+
+  it('with maxWaitMs, the handler decides once the agent has not answered in time: an outage of the provider does not hold the applied decisions', async () => {
+    const calls: string[] = [];
+    // The provider refuses every call for 20 s (Retry-After 5 s), then answers.
+    const agent = (e: Ev, ctx: DecideContext) => {
+      calls.push(`${e.id}@${ctx.clock.now()}`);
+      if (ctx.clock.now() < 20_000) throw new RateLimited(5_000);
+      return { action: 'refund' };
+    };
+    const built = stream<Ev>('events')
+      .keyedSerial({ maxInFlight: 2 })
+      .agentStep('decide', agent, { schema: Decision })
+      .park({ attempts: 2, retryDelayMs: 100 })
+      .shadow('legacy', (e: Ev): Decision => ({ action: e.id.includes('x') ? 'reject' : 'refund' }), { maxWaitMs: 1_000 })
+      .applyOnce(effect('fx', (v: { event: Ev; decision: Decision }) => ({ id: v.event.id, action: v.decision.action })))
+      .to('out')
+      .build();
+    expect(built.describe()).toContain('maxWaitMs: 1000');
+    driver = new TopologyTestDriver(built);
+    const input = driver.createInputTopic<Ev>('events');
+    input.pipeInput('a', { id: 'a1' }, { partition: 0 });
+    input.pipeInput('b', { id: 'x1' }, { partition: 0 });
+    input.pipeInput('a', { id: 'a2' }, { partition: 0 });
+    await driver.advanceWallClockTime(2_500);
+    // a1 and x1 gave up at 1 s, a2 (behind a1) at 2 s: none waited for the 20 s of refusals.
+    expect(driver.createOutputTopic<{ id: string; action: string }>('out').readValuesToList()).toEqual([
+      { id: 'a1', action: 'refund' },
+      { id: 'x1', action: 'reject' },
+      { id: 'a2', action: 'refund' },
+    ]);
+    // The first call was refused; no call started before its Retry-After had run out.
+    expect(calls).toEqual(['a1@0']);
+    const shadows = driver.createOutputTopic<ShadowRecord>('events.shadow').readValuesToList();
+    expect(new Set(shadows.map((r) => r.agentError))).toEqual(
+      new Set(["agentStep 'decide': no decision within the shadow's maxWaitMs (1000 ms): the handler decided without it"]),
+    );
+    expect(readParked(driver)).toEqual([]);
+    // Past the refusals the agent is asked again, and answers within the bound.
+    await driver.advanceWallClockTime(20_000);
+    input.pipeInput('c', { id: 'c1' }, { partition: 0 });
+    await driver.runUntilIdle();
+    expect(calls.at(-1)).toMatch(/^c1@/);
+    expect(driver.createOutputTopic<ShadowRecord>('events.shadow').readValuesToList().at(-1)).toMatchObject({ agent: { action: 'refund' }, agrees: true });
+    expect(driver.committed()).toEqual([{ topic: 'events', partition: 0, offset: 4 }]);
   });
 
   it("parks nothing when the agent's attempts run out: the handler decides, and the shadow record carries the agent's error", async () => {

@@ -2,9 +2,18 @@ import type { Decided, ShadowNode } from '../../graph/nodes.js';
 import { isThenable, type Tried } from '../attemptLoop.js';
 import type { AttemptsRecord } from '../attemptsRecords.js';
 import { shadowRecord } from '../shadowRecords.js';
-import type { EventInFlight, Processed, ProcessorFactory } from './processor.js';
+import type { EventInFlight, GuardedStep, Processed, ProcessorFactory } from './processor.js';
 import { callRule, type Ruled } from './ruleCall.js';
 import { userFunctionFailed } from './userFunctionFailed.js';
+import { eitherSignal } from '../eitherSignal.js';
+
+/** Why a shadow's agent part ended without an answer: its `maxWaitMs` ran out. */
+class ShadowWaitOver extends Error {
+  constructor(step: string, maxWaitMs: number) {
+    super(`agentStep '${step}': no decision within the shadow's maxWaitMs (${maxWaitMs} ms): the handler decided without it`);
+    this.name = 'ShadowWaitOver';
+  }
+}
 
 /**
  * Runs the agent step before it in shadow. As the step's guard it turns attempts that ran out into
@@ -26,10 +35,63 @@ export const shadowProcessor: ProcessorFactory<ShadowNode> = (node, ctx, parking
         failed.set(unit, tried.attempts);
         return guarded.take(unit, undefined, 'agent');
       };
-      const tried = guarded.attempts(unit);
-      return isThenable(tried) ? tried.then(decided) : decided(tried);
+      if (node.maxWaitMs === undefined) {
+        const tried = guarded.attempts(unit);
+        return isThenable(tried) ? tried.then(decided) : decided(tried);
+      }
+      return boundedAttempts(guarded, unit, node.maxWaitMs, decided);
     },
   });
+  /**
+   * The agent's attempts, given up after `maxWaitMs` on the engine's clock: the handler then
+   * decides, and the shadow record names the bound. The attempts see a signal aborted at the bound
+   * as well as by the engine, so a wait at the rate gate, a Retry-After or a call ends there.
+   */
+  const boundedAttempts = (
+    guarded: GuardedStep,
+    unit: EventInFlight,
+    maxWaitMs: number,
+    decided: (tried: Tried<unknown>) => Processed,
+  ): Processed | Promise<Processed> => {
+    const bound = new AbortController();
+    const over = new ShadowWaitOver(node.step, maxWaitMs);
+    const timer = ctx.clock.setTimer(maxWaitMs, () => bound.abort(over));
+    const either = eitherSignal(unit.signal, bound.signal);
+    const ended = () => {
+      timer.cancel();
+      either.end();
+    };
+    const gaveUp = (error: unknown): Processed => {
+      if (unit.signal.aborted) throw unit.signal.reason;
+      if (error !== over) throw error;
+      const stored = ctx.attempts.of(step, unit.event);
+      failed.set(unit, { count: stored.count, errors: [...stored.errors, { attempt: stored.count + 1, atMs: ctx.clock.now(), error: over.message }] });
+      return guarded.take(unit, undefined, 'agent');
+    };
+    // The attempts only read the unit (its event, value and decisions): they get it with the bounded signal.
+    const bounded: EventInFlight = { ...unit, signal: either.signal };
+    let tried: Tried<unknown> | Promise<Tried<unknown>>;
+    try {
+      tried = guarded.attempts(bounded);
+    } catch (error) {
+      ended();
+      return gaveUp(error);
+    }
+    if (!isThenable(tried)) {
+      ended();
+      return decided(tried);
+    }
+    return tried.then(
+      (result) => {
+        ended();
+        return decided(result);
+      },
+      (error: unknown) => {
+        ended();
+        return gaveUp(error);
+      },
+    );
+  };
   const applied = (unit: EventInFlight, input: unknown, ruled: Ruled): Processed => {
     if (ruled.kind !== 'decided') return ruled.kind === 'undecided' ? undefined : ruled;
     const { event } = unit;

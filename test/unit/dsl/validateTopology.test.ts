@@ -450,11 +450,14 @@ describe('route, shadow and fallback', () => {
     expect(both.message).toMatch(/^fallback 'rules': agentStep 'decide' already has shadow 'legacy', and a step runs either in shadow/);
   });
 
-  it('refuses a fallback without afterMs, and a shadow topic that is the source', () => {
+  it('refuses a fallback without afterMs, a shadow topic that is the source, and a negative maxWaitMs', () => {
     expect(refusal(() => stepped().fallback('rules', handler, {} as never)).message).toBe(
       "fallback 'rules': afterMs must be a whole number of at least 1, got undefined",
     );
     const error = refusal(() => stepped().shadow('legacy', handler, { topic: 'disputes' }).applyOnce(effects).build());
     expect(error.message).toMatch(/^shadow 'legacy': its shadow topic is the source topic 'disputes'/);
+    expect(refusal(() => stepped().shadow('legacy', handler, { maxWaitMs: -1 })).message).toBe(
+      "shadow 'legacy': maxWaitMs must be a whole number of at least 0, got -1",
+    );
   });
 });
