@@ -93,7 +93,8 @@ function callOnce(
   // Answered at once (a rule, a cache): no promise to wait for, and the timeout's timer (if any) ends now.
   if (!isThenable(answer)) {
     timed.end();
-    gate.answered(admission);
+    if (signal.aborted) gate.released(admission);
+    else gate.answered(admission);
     if (signal.aborted) {
       callEnded(call, 'aborted');
       throw signal.reason;
@@ -180,7 +181,8 @@ function callFailed(call: Call, error: unknown): CallOutcome {
     ctx.report(Outcome.RATE_LIMITED, event, { attempt });
     return { kind: 'refused' };
   }
-  gate.answered(admission);
+  if (signal.aborted) gate.released(admission);
+  else gate.answered(admission);
   if (call.steps?.broken !== undefined && !signal.aborted) return stepsBroken(call);
   // Given up, not failed: no attempt is counted, the event stays unfinished.
   if (signal.aborted) {

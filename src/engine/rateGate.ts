@@ -132,6 +132,14 @@ export class RateGate {
     this.ended(admission, true);
   }
 
+  /**
+   * A call given up before it was answered (a stop, a rebalance, a shadow's bound): it has ended,
+   * but says nothing of the budget, so a probe given up is not taken as accepted.
+   */
+  released(admission: Admission): void {
+    this.ended(admission, false);
+  }
+
   private ended(admission: Admission, accepted: boolean): void {
     if (this.limit || admission.windowStartMs !== this.windowStartMs) return;
     if (accepted && admission.index === this.budget) this.probeAccepted = true;

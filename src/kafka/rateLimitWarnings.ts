@@ -31,7 +31,7 @@ export interface RequestRefused {
   readonly step: string;
   readonly effectId: string;
   readonly sinceMs: number;
-  /** Refusals of this event's calls in a row; `whileAnswered` of them came after other calls of the step were answered. */
+  /** Refusals of this event's calls in a row; `whileAnswered` of them came after other calls of the step ended other than refused (answered or failed). */
   readonly refusals: number;
   readonly whileAnswered: number;
 }
@@ -41,6 +41,8 @@ export const REQUEST_REFUSALS_WARNED = 5;
 
 interface RequestState {
   readonly since: number;
+  /** When its last refusal came. */
+  lastAt: number;
   refusals: number;
   whileAnswered: number;
   answeredAtLast: number;
@@ -111,8 +113,9 @@ export class RateLimitWarnings {
     if (call.effectId === undefined) return;
     const id = `${call.step}\u0000${call.effectId}`;
     const answered = this.answered.get(call.step) ?? 0;
-    const state = this.requests.get(id) ?? { since: call.atMs, refusals: 0, whileAnswered: 0, answeredAtLast: answered };
+    const state = this.requests.get(id) ?? { since: call.atMs, lastAt: call.atMs, refusals: 0, whileAnswered: 0, answeredAtLast: answered };
     state.refusals += 1;
+    state.lastAt = call.atMs;
     if (answered > state.answeredAtLast) state.whileAnswered += 1;
     state.answeredAtLast = answered;
     this.requests.set(id, state);
@@ -122,9 +125,19 @@ export class RateLimitWarnings {
     this.warnRequest({ step: call.step, effectId: call.effectId, sinceMs: state.since, refusals: state.refusals, whileAnswered: state.whileAnswered });
   }
 
-  /** Warns for each step refused for `afterMs` and not warned of in the last `everyMs`. */
+  /**
+   * Warns for each step refused for `afterMs` and not warned of in the last `everyMs`, and forgets
+   * the events not refused for `afterMs` + `everyMs`: given up while they waited (a stop, a
+   * rebalance, a shadow's bound), no call of theirs ends to say so.
+   */
   check(nowMs: number): void {
     for (const [step, state] of this.refused) this.checkStep(step, state, nowMs);
+    for (const [id, state] of this.requests) if (nowMs - state.lastAt > this.afterMs + this.everyMs) this.requests.delete(id);
+  }
+
+  /** Events whose calls are being refused in a row, watched for {@link REQUEST_REFUSALS_WARNED}. */
+  get watchedRequests(): number {
+    return this.requests.size;
   }
 
   private checkStep(step: string, state: Refused, nowMs: number): void {
@@ -155,7 +168,7 @@ export function rateLimitWatch(logger: Logger, options: RateLimitWarningOptions 
       logger.warn(
         state,
         `agentStep '${state.step}': the call of effect id ${state.effectId} was refused (429) ${state.refusals} times in a row since ${new Date(state.sinceMs).toISOString()}, ` +
-          `${state.whileAnswered} of them after the provider had answered other calls of the step: it may refuse this request by itself (one over a limit on its own). ` +
+          `${state.whileAnswered} of them after other calls of the step were taken (answered or failed): the provider may refuse this request by itself (one over a limit on its own). ` +
           "A 429 is not an attempt, so it never parks, and it waits at the front of the step with every key's calls behind it; have decide throw an ordinary error for such an answer (docs/guarantees.md, Known limits)",
       ),
   );

@@ -33,7 +33,8 @@ export interface AiSdkDecideOptions<T> extends ProviderOptions {
  *
  * Each call passes `maxRetries: 0` (the AI SDK retries per call, 2 by default, from 2 s up): the
  * engine owns backpressure. An `APICallError` with status 429 becomes `RateLimited` with the delay
- * of `retry-after-ms`, `retry-after` or the provider's reset headers (else `rateLimitedDelayMs`);
+ * of `retry-after-ms`, `retry-after` or the provider's reset headers (else `rateLimitedDelayMs`),
+ * unless it says the request itself is over the limit (a failed attempt);
  * a 503 or 529 is waited out and failed as `ProviderOverloaded`; anything else is a failed attempt.
  * A `RetryError` (should the SDK retry anyway) is judged by its last error.
  *

@@ -37,7 +37,8 @@ export interface AnthropicDecideOptions<T> extends ProviderOptions {
  * Every request is sent with `maxRetries: 0`, whatever the client's setting: the engine owns
  * backpressure. A 429 (`RateLimitError`) becomes `RateLimited` with the delay of `retry-after-ms`,
  * `retry-after` or `anthropic-ratelimit-requests-reset` / `-tokens-reset` (else
- * `rateLimitedDelayMs`); a 529 (`OverloadedError`) or 503 is waited out and failed as
+ * `rateLimitedDelayMs`), unless it says the request itself is over the limit (a failed attempt);
+ * a 529 (`OverloadedError`) or 503 is waited out and failed as
  * `ProviderOverloaded`; any other error is a failed attempt.
  *
  * @example

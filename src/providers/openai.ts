@@ -41,7 +41,8 @@ export interface OpenAIDecideOptions<T> extends ProviderOptions {
  * Every request is sent with `maxRetries: 0`, whatever the client's setting: the engine owns
  * backpressure, and the SDK's own retries would hide 429s from it and spend the budget twice.
  * A 429 (`RateLimitError`) becomes `RateLimited` with the delay of `retry-after-ms`, `retry-after`
- * or `x-ratelimit-reset-requests` / `-tokens` (else `rateLimitedDelayMs`); a 503 is waited out and
+ * or `x-ratelimit-reset-requests` / `-tokens` (else `rateLimitedDelayMs`), unless it says the request
+ * itself is over the limit ("Request too large ...": a failed attempt); a 503 is waited out and
  * failed as `ProviderOverloaded`; any other error is a failed attempt.
  *
  * @example

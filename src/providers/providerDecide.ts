@@ -88,11 +88,18 @@ export interface ProviderBinding<T> {
  * whenever it is sent, so waiting would hold it, and every call behind it, for ever.
  */
 function overLimit(error: unknown): string | undefined {
-  const message = error instanceof Error ? error.message : '';
-  const stated = /\bon ([^:]+?): Limit (\d+), Requested (\d+)/.exec(message);
-  if (!stated || !/request too large/i.test(message)) return undefined;
+  const stated = /request too large\b.*?\bon ([^:]+?): Limit ([\d,]+), Requested ([\d,]+)/is.exec(providerMessages(error));
+  if (!stated) return undefined;
   const [, what, limit, requested] = stated;
-  return Number(requested) > Number(limit) ? `${what}: limit ${limit}, requested ${requested}` : undefined;
+  const count = (text: string): number => Number(text.replaceAll(',', ''));
+  return count(requested!) > count(limit!) ? `${what}: limit ${count(limit!)}, requested ${count(requested!)}` : undefined;
+}
+
+/** The texts an SDK error carries: its message, the provider's own message (openai's `error.message`), the response body (the AI SDK's `responseBody`). */
+function providerMessages(error: unknown): string {
+  if (!(error instanceof Error)) return '';
+  const { error: body, responseBody } = error as Error & { error?: { message?: unknown }; responseBody?: unknown };
+  return [error.message, typeof body?.message === 'string' ? body.message : '', typeof responseBody === 'string' ? responseBody : ''].join('\n');
 }
 
 /**

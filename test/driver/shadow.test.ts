@@ -4,6 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { effect, type EffectContext } from '../../src/dsl/effect.js';
 import { RateLimited } from '../../src/dsl/rateLimited.js';
+import { sleep } from '../../src/ports/clock.js';
 import { stream } from '../../src/dsl/stream.js';
 import type { EngineObserver } from '../../src/engine/outcomes.js';
 import type { ShadowRecord } from '../../src/engine/shadowRecords.js';
@@ -129,6 +130,33 @@ describe('shadow', () => {
     expect(calls.at(-1)).toMatch(/^c1@/);
     expect(driver.createOutputTopic<ShadowRecord>('events.shadow').readValuesToList().at(-1)).toMatchObject({ agent: { action: 'refund' }, agrees: true });
     expect(driver.committed()).toEqual([{ topic: 'events', partition: 0, offset: 4 }]);
+  });
+
+  it('with maxWaitMs, a call still in flight at the bound is given up (aborted, no attempt counted) and the handler decides', async () => {
+    const ends: string[] = [];
+    const agent = async (_e: Ev, ctx: DecideContext) => {
+      await sleep(ctx.clock, 5_000, ctx.signal);
+      return { action: 'refund' };
+    };
+    const built = stream<Ev>('events')
+      .keyedSerial({ maxInFlight: 2 })
+      .agentStep('decide', agent, { schema: Decision })
+      .park({ attempts: 2, retryDelayMs: 100 })
+      .shadow('legacy', (): Decision => ({ action: 'reject' }), { maxWaitMs: 1_000 })
+      .applyOnce(effect('fx', (v: { event: Ev; decision: Decision }) => ({ id: v.event.id, action: v.decision.action })))
+      .to('out')
+      .build();
+    driver = new TopologyTestDriver(built, { observer: { modelCallEnded: (c) => ends.push(`${c.result}@${c.atMs}`) } });
+    driver.createInputTopic<Ev>('events').pipeInput('a', { id: 'a1' }, { partition: 0 });
+    await driver.advanceWallClockTime(1_000);
+    expect(driver.createOutputTopic<{ id: string; action: string }>('out').readValuesToList()).toEqual([{ id: 'a1', action: 'reject' }]);
+    expect(ends).toEqual(['aborted@1000']);
+    expect(driver.history().map((h) => h.outcome)).toEqual(['APPLIED']);
+    expect(driver.createOutputTopic<ShadowRecord>('events.shadow').readValuesToList()[0]!.agentError).toMatch(
+      /no decision within the shadow's maxWaitMs \(1000 ms\)/,
+    );
+    await driver.runUntilIdle();
+    expect(driver.committed()).toEqual([{ topic: 'events', partition: 0, offset: 1 }]);
   });
 
   it("parks nothing when the agent's attempts run out: the handler decides, and the shadow record carries the agent's error", async () => {

@@ -105,4 +105,15 @@ describe('RateLimitWarnings, one request refused while the step is answered', ()
     warnings.callEnded(ended('rate_limited', 133_000, 'c'));
     expect(warned).toEqual([]);
   });
+
+  it('forgets an event given up while it waited (no call of its ends again) once afterMs + everyMs have passed', () => {
+    const { warnings } = requests();
+    warnings.callEnded(ended('rate_limited', 0, 'gone'));
+    warnings.callEnded(ended('rate_limited', 3_000, 'gone'));
+    expect(warnings.watchedRequests).toBe(1);
+    warnings.check(3_000 + 90_000);
+    expect(warnings.watchedRequests).toBe(1);
+    warnings.check(3_000 + 90_001);
+    expect(warnings.watchedRequests).toBe(0);
+  });
 });

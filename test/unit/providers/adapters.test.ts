@@ -67,9 +67,10 @@ describe.each(adapterCases)('the $provider adapter', (adapter) => {
     expect(calls).toMatchObject([{ outcome: 'rateLimited', status: 429, delayMs }]);
   });
 
-  it('fails the attempt of a 429 that says the request is over the limit itself (it would be refused every time), not RateLimited', async () => {
-    const message =
-      'Request too large for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, Requested 45000. The input or output tokens must be reduced.';
+  it.each([
+    'Request too large for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, Requested 45000. The input or output tokens must be reduced.',
+    'Request too large for gpt-4o in organization org-x on tokens per min (TPM): Limit 30,000, Requested 45,000.',
+  ])('fails the attempt of a 429 that says the request is over the limit itself (it would be refused every time), not RateLimited: %s', async (message) => {
     const { baseUrl, requests } = await start({ reply: () => ({ status: 429, headers: { 'retry-after': '3' }, message }) });
     const calls: ProviderCall[] = [];
     const error = await adapter
