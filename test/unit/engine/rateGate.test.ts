@@ -256,30 +256,11 @@ describe('RateGate learning a budget from 429s', () => {
     expect(Array.from({ length: 5 }, () => gate.tryAdmit()).every((a) => a?.windowStartMs === 0)).toBe(true);
   });
 
-  it('does not grow the budget for an extra call given up before its answer (released)', () => {
-    const { clock, gate } = setup();
-    const first = [gate.tryAdmit()!, gate.tryAdmit()!];
-    clock.advanceTo(100);
-    gate.rateLimited(9_900, first[1]);
-    clock.advanceTo(10_000);
-    const second = [gate.tryAdmit()!, gate.tryAdmit()!];
-    clock.advanceTo(10_100);
-    gate.rateLimited(9_900, second[1]);
-    expect(gate.learnedLimit).toEqual({ calls: 1, windowMs: 10_000 });
-    clock.advanceTo(20_000);
-    const third = [gate.tryAdmit()!, gate.tryAdmit()!];
-    gate.answered(third[0]!);
-    clock.advanceTo(30_000);
-    expect(gate.tryAdmit()).toBeDefined();
-    const extra = gate.tryAdmit()!;
-    expect(extra.index).toBe(1);
-    gate.released(extra);
-    clock.advanceTo(40_000);
-    gate.tryAdmit();
-    expect(gate.learnedLimit).toEqual({ calls: 1, windowMs: 10_000 });
-  });
-
-  it('grows the budget only when the extra call was answered, not when its 429 is still on its way', () => {
+  /**
+   * A gate that learned 1 call per 10 s from two windows' 429s, whose extra call of the window at
+   * 20 000 was never answered, at 30 000 with the next window's budget call made: its extra call next.
+   */
+  function learnedThenExtraCall() {
     const { clock, gate } = setup();
     const first = [gate.tryAdmit()!, gate.tryAdmit()!];
     clock.advanceTo(100);
@@ -296,13 +277,26 @@ describe('RateGate learning a budget from 429s', () => {
     clock.advanceTo(30_000);
     expect(gate.tryAdmit()).toBeDefined();
     expect(gate.learnedLimit).toEqual({ calls: 1, windowMs: 10_000 });
+    const extra = gate.tryAdmit()!;
+    expect(extra.index).toBe(1);
+    return { clock, gate, extra };
+  }
+
+  it('grows the budget only when the extra call was answered, not when its 429 is still on its way', () => {
+    const { clock, gate, extra } = learnedThenExtraCall();
     // This window's extra call is answered: the next window grows the budget to 2.
-    const fourth = gate.tryAdmit()!;
-    expect(fourth.index).toBe(1);
-    gate.answered(fourth);
+    gate.answered(extra);
     clock.advanceTo(40_000);
     gate.tryAdmit();
     expect(gate.learnedLimit).toEqual({ calls: 2, windowMs: 10_000 });
+  });
+
+  it('does not grow the budget for an extra call given up before its answer (released)', () => {
+    const { clock, gate, extra } = learnedThenExtraCall();
+    gate.released(extra);
+    clock.advanceTo(40_000);
+    gate.tryAdmit();
+    expect(gate.learnedLimit).toEqual({ calls: 1, windowMs: 10_000 });
   });
 
   it('lets an aborted call leave the queue uncounted, and drops its wake-up when no call is left', async () => {
