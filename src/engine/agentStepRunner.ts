@@ -93,12 +93,12 @@ function callOnce(
   // Answered at once (a rule, a cache): no promise to wait for, and the timeout's timer (if any) ends now.
   if (!isThenable(answer)) {
     timed.end();
-    if (signal.aborted) gate.released(admission);
-    else gate.answered(admission);
     if (signal.aborted) {
+      gate.released(admission);
       callEnded(call, 'aborted');
       throw signal.reason;
     }
+    gate.answered(admission);
     if (call.steps?.failure !== undefined) return stepsFailed(call, call.steps.failure);
     callEnded(call, 'answered');
     return validateDecision(step, answer);

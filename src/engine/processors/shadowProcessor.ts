@@ -1,11 +1,11 @@
 import type { Decided, ShadowNode } from '../../graph/nodes.js';
 import { isThenable, type Tried } from '../attemptLoop.js';
 import type { AttemptsRecord } from '../attemptsRecords.js';
+import { eitherSignal } from '../eitherSignal.js';
 import { shadowRecord } from '../shadowRecords.js';
 import type { EventInFlight, GuardedStep, Processed, ProcessorFactory } from './processor.js';
 import { callRule, type Ruled } from './ruleCall.js';
 import { userFunctionFailed } from './userFunctionFailed.js';
-import { eitherSignal } from '../eitherSignal.js';
 
 /** Why a shadow's agent part ended without an answer: its `maxWaitMs` ran out. */
 class ShadowWaitOver extends Error {
@@ -54,8 +54,8 @@ export const shadowProcessor: ProcessorFactory<ShadowNode> = (node, ctx, parking
     decided: (tried: Tried<unknown>) => Processed,
   ): Processed | Promise<Processed> => {
     const bound = new AbortController();
-    const over = new ShadowWaitOver(node.step, maxWaitMs);
-    const timer = ctx.clock.setTimer(maxWaitMs, () => bound.abort(over));
+    // Made only when the bound is reached: most events are answered in time.
+    const timer = ctx.clock.setTimer(maxWaitMs, () => bound.abort(new ShadowWaitOver(node.step, maxWaitMs)));
     const either = eitherSignal(unit.signal, bound.signal);
     const ended = () => {
       timer.cancel();
@@ -63,9 +63,9 @@ export const shadowProcessor: ProcessorFactory<ShadowNode> = (node, ctx, parking
     };
     const gaveUp = (error: unknown): Processed => {
       if (unit.signal.aborted) throw unit.signal.reason;
-      if (error !== over) throw error;
+      if (!(error instanceof ShadowWaitOver)) throw error;
       const stored = ctx.attempts.of(step, unit.event);
-      failed.set(unit, { count: stored.count, errors: [...stored.errors, { attempt: stored.count + 1, atMs: ctx.clock.now(), error: over.message }] });
+      failed.set(unit, { count: stored.count, errors: [...stored.errors, { attempt: stored.count + 1, atMs: ctx.clock.now(), error: error.message }] });
       return guarded.take(unit, undefined, 'agent');
     };
     // The attempts only read the unit (its event, value and decisions): they get it with the bounded signal.
