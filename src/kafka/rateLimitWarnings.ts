@@ -103,7 +103,7 @@ export class RateLimitWarnings {
       this.requestRefused(call);
       return;
     }
-    if (call.effectId !== undefined) this.requests.delete(`${call.step}\u0000${call.effectId}`);
+    if (call.effectId !== undefined) this.requests.delete(requestKey(call.step, call.effectId));
     if (call.result === 'aborted') return;
     this.refused.delete(call.step);
     this.answered.set(call.step, (this.answered.get(call.step) ?? 0) + 1);
@@ -111,7 +111,7 @@ export class RateLimitWarnings {
 
   private requestRefused(call: StepCallEnded): void {
     if (call.effectId === undefined) return;
-    const id = `${call.step}\u0000${call.effectId}`;
+    const id = requestKey(call.step, call.effectId);
     const answered = this.answered.get(call.step) ?? 0;
     const state = this.requests.get(id) ?? { since: call.atMs, lastAt: call.atMs, refusals: 0, whileAnswered: 0, answeredAtLast: answered };
     state.refusals += 1;
@@ -146,6 +146,11 @@ export class RateLimitWarnings {
     state.warnedAt = nowMs;
     this.warn({ step, sinceMs: state.since, forMs: nowMs - state.since, refusals: state.refusals });
   }
+}
+
+/** One event's calls at one step, as the per-request watch knows them. */
+function requestKey(step: string, effectId: string): string {
+  return `${step}\u0000${effectId}`;
 }
 
 /** A worker's {@link RateLimitWarnings}, looked at on a timer too until `stop`. */
