@@ -127,8 +127,9 @@ export interface FallbackOptions {
   /**
    * How long the agent step's calls must have failed (thrown, timed out) or been refused (429),
    * none answered, before its circuit opens and the handler decides. An answer its schema refuses
-   * counts as an answer: the step is up, that event is poison. Keep it under the park's `attempts × retryDelayMs`
-   * when the step fails rather than being refused, or a failing step parks its events first.
+   * counts as an answer: the step is up, that event is poison. An event whose attempts run out
+   * before then, with no call answered since the failures began, waits: the handler decides it if
+   * the circuit opens, and it parks once another call answers.
    */
   afterMs: number;
   /** How long the circuit stays open before one call probes the step again. @defaultValue `afterMs` */
@@ -303,8 +304,9 @@ export class StreamBuilder<T, Ds extends Decisions = NoDecisions> {
    * event after them. After `halfOpenAfterMs` one event's call probes the step (the others still
    * go to the handler); an answer closes the circuit, a failure or a 429 opens it again. The
    * circuit's state is reported (observer `circuit`, metric `orderly_circuit_state`). An event
-   * whose attempts run out while the circuit is closed is parked as before (a poison event is not
-   * an outage). Put it right after the step's `.park()`.
+   * whose attempts run out while the circuit is closed is parked once the step answers another
+   * call (a poison event is not an outage), or decided by the handler if the circuit opens first.
+   * Put it right after the step's `.park()`.
    *
    * @example
    * .agentStep('decide', decide, { schema: Decision })

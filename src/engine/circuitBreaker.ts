@@ -10,6 +10,12 @@ export type CircuitState = 'closed' | 'open' | 'half-open';
 /** What a new event may do at the step: call it, call it as the half-open circuit's probe, or go to the fallback. */
 export type CircuitPermit = 'call' | 'probe' | 'fallback';
 
+/**
+ * What an event whose attempts ran out while the circuit was closed turned out to be: `poison`
+ * (the step answers other calls: it parks) or `outage` (the circuit opened: the fallback decides).
+ */
+export type Exhausted = 'poison' | 'outage';
+
 /** The reason the step's calls and waits are aborted with when the circuit opens. */
 export class CircuitOpenError extends Error {
   constructor(readonly step: string) {
@@ -32,6 +38,8 @@ export class CircuitBreaker {
   private failingSinceMs: number | undefined;
   private timer: Timer | undefined;
   private period = listenedPeriod();
+  /** Aborted when a call answers and so ends the current run of failures: the events that {@link judge} waits for learn they are poison. */
+  private failingRun = listenedPeriod();
   private probing = false;
 
   constructor(
@@ -72,13 +80,49 @@ export class CircuitBreaker {
     }
     if (this.current !== 'closed') return;
     if (ok) {
+      if (this.failingSinceMs === undefined) return;
       this.failingSinceMs = undefined;
       this.cancelTimer();
+      this.failingRun.abort();
+      this.failingRun = listenedPeriod();
       return;
     }
     if (this.failingSinceMs !== undefined) return;
     this.failingSinceMs = this.clock.now();
     this.timer = this.clock.setTimer(this.afterMs, () => this.open());
+  }
+
+  /** Whether {@link judge} would wait: the circuit is closed and the step has answered no call since its current run of failures began. */
+  get undecided(): boolean {
+    return this.current === 'closed' && this.failingSinceMs !== undefined;
+  }
+
+  /**
+   * Tells poison from an outage for an event whose attempts ran out while the circuit was closed.
+   * While the step has answered no call since its current run of failures began, it cannot tell
+   * yet: it waits until the circuit opens (`outage`) or a call answers (`poison`), or rejects with
+   * `signal`'s reason when the event is given up. So how `afterMs` compares with the park's
+   * `attempts × retryDelayMs` does not decide whether a failing step parks its events.
+   */
+  judge(signal: AbortSignal): Exhausted | Promise<Exhausted> {
+    if (this.current !== 'closed') return 'outage';
+    if (!this.undecided) return 'poison';
+    const opened = this.period.signal;
+    const answered = this.failingRun.signal;
+    return new Promise((resolve, reject) => {
+      const end = () => {
+        opened.removeEventListener('abort', onOpened);
+        answered.removeEventListener('abort', onAnswered);
+        signal.removeEventListener('abort', onGivenUp);
+      };
+      const onOpened = () => (end(), resolve('outage'));
+      const onAnswered = () => (end(), resolve('poison'));
+      const onGivenUp = () => (end(), reject(signal.reason));
+      if (signal.aborted) return onGivenUp();
+      opened.addEventListener('abort', onOpened, { once: true });
+      answered.addEventListener('abort', onAnswered, { once: true });
+      signal.addEventListener('abort', onGivenUp, { once: true });
+    });
   }
 
   /** The event that had `permit` is done with the step: a probe that gave no verdict leaves the probe to the next event. */

@@ -27,6 +27,8 @@ interface Model {
   readonly downUntilMs: number;
   /** How it is down: a 429 with Retry-After 500 ms, or a throw (a failed attempt). */
   readonly down: 'refuses' | 'fails';
+  /** How it takes a `bad` event: an answer the schema refuses (the default), or a throw. */
+  readonly bad?: 'refused' | 'throws';
 }
 
 /** The model answers `refund` after 100 ms, or is down; the fallback rejects. */
@@ -35,6 +37,7 @@ function topology(model: Model, attempts = 3) {
   const decide = (e: Ev, ctx: DecideContext) => {
     const atMs = ctx.clock.now();
     calls.push(`${e.id}@${atMs}`);
+    if (e.bad && model.bad === 'throws') throw new Error(`the provider answered 500 for ${e.id}`);
     if (e.bad) return { action: 'maybe' };
     if (atMs < model.downUntilMs) {
       if (model.down === 'refuses') throw new RateLimited(500);
@@ -139,6 +142,66 @@ describe('fallback', () => {
     expect(readParked(driver).map((p) => p.body.step)).toEqual(['decide']);
     expect(calls).toEqual(['a1@0', 'b1@0', 'a1@1000']);
     expect(driver.createOutputTopic<Applied>('out').readValuesToList()).toEqual([{ id: 'b1', action: 'refund', decidedBy: { decide: 'agent' } }]);
+  });
+
+  it('lets an event whose attempts run out before afterMs, while every call fails, wait for the circuit: the handler decides it, nothing is parked', async () => {
+    // attempts × retryDelayMs (2 × 1,000) is shorter than afterMs (2,000): the event's last attempt fails at 1,000.
+    const { built, calls } = topology({ downUntilMs: 60_000, down: 'fails' }, 2);
+    const circuit: string[] = [];
+    driver = new TopologyTestDriver(built, { observer: { circuit: (c) => circuit.push(`${c.state}@${c.atMs}`) } });
+    driver.createInputTopic<Ev>('events').pipeInput('a', { id: 'a1' }, { partition: 0 });
+    await driver.runUntilIdle();
+
+    expect(calls).toEqual(['a1@0', 'a1@1000']);
+    expect(circuit.slice(0, 2)).toEqual(['closed@0', 'open@2000']);
+    expect(driver.history().map((h) => [h.outcome, h.atMs])).toEqual([
+      ['RETRY', 0],
+      ['APPLIED', 2_000],
+    ]);
+    expect(readParked(driver)).toEqual([]);
+    expect(driver.createOutputTopic<Applied>('out').readValuesToList()).toEqual([{ id: 'a1', action: 'reject', decidedBy: { decide: 'fallback' } }]);
+  });
+
+  it('parks an event whose calls failed, waiting for the circuit, once another call answers: the step is up, the event is poison', async () => {
+    const { built, calls } = topology({ downUntilMs: 0, down: 'fails', bad: 'throws' }, 2);
+    const circuit: string[] = [];
+    driver = new TopologyTestDriver(built, { observer: { circuit: (c) => circuit.push(`${c.state}@${c.atMs}`) } });
+    const input = driver.createInputTopic<Ev>('events');
+    input.pipeInput('a', { id: 'a1', bad: true }, { partition: 0 });
+    await driver.advanceWallClockTime(1_500); // a1's attempts ran out at 1,000, none answered since 0
+    input.pipeInput('b', { id: 'b1' }, { partition: 0 }); // answered at 1,500
+    await driver.runUntilIdle();
+
+    expect(calls).toEqual(['a1@0', 'a1@1000', 'b1@1500']);
+    expect(circuit).toEqual(['closed@0']);
+    expect(
+      driver
+        .history()
+        .filter((h) => h.offset === 0)
+        .map((h) => [h.outcome, h.atMs]),
+    ).toEqual([
+      ['RETRY', 0],
+      ['PARKED', 1_500],
+    ]);
+    expect(readParked(driver).map((p) => [p.key, p.body.step])).toEqual([['a', 'decide']]);
+    expect(driver.createOutputTopic<Applied>('out').readValuesToList()).toEqual([{ id: 'b1', action: 'refund', decidedBy: { decide: 'agent' } }]);
+  });
+
+  it('counts attempts spent before a restart as a failed call of the restarted engine: its circuit opens on them, nothing is parked', async () => {
+    const { built, calls } = topology({ downUntilMs: 60_000, down: 'fails' }, 2);
+    const circuit: string[] = [];
+    driver = new TopologyTestDriver(built, { observer: { circuit: (c) => circuit.push(`${c.state}@${c.atMs}`) } });
+    driver.createInputTopic<Ev>('events').pipeInput('a', { id: 'a1' }, { partition: 0 });
+    driver.crash({ at: 1_500 }); // a1 waits for the circuit, its 2 attempts spent
+    await driver.runUntilIdle();
+    driver.restart();
+    await driver.runUntilIdle();
+
+    expect(calls).toEqual(['a1@0', 'a1@1000']);
+    // The first engine's circuit never opened; the restarted one's opened afterMs after the redelivery.
+    expect(circuit).toEqual(['closed@0', 'closed@1500', 'open@3500', 'half-open@6500']);
+    expect(readParked(driver)).toEqual([]);
+    expect(driver.createOutputTopic<Applied>('out').readValuesToList()).toEqual([{ id: 'a1', action: 'reject', decidedBy: { decide: 'fallback' } }]);
   });
 
   it('lets any number of waiting events listen for the circuit to open: no MaxListenersExceededWarning', async () => {

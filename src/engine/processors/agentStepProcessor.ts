@@ -36,6 +36,7 @@ export const agentStepProcessor: ProcessorFactory<AgentStepNode> = (node, ctx, p
       return pass(unit, decision, by);
     },
     exhausted,
+    keep: (unit, attempts) => ctx.end.atomically(unit.event, () => ctx.writer.write([ctx.attempts.put(stepper.owner, unit.event, attempts)])),
   };
   return {
     process(unit) {

@@ -18,7 +18,8 @@ const answered = (attempt: Try<unknown>): boolean => attempt.kind === 'done' || 
  * answered, even with a decision its schema refuses, does not); while it is open, or half-open with its probe out, the
  * handler decides, marked `fallback`, and no call is made. The circuit opening aborts the calls
  * and waits of the events at the step, which the handler then decides. An event whose attempts
- * ran out while the circuit was closed is parked (a poison event is not an outage). At its own
+ * ran out while the circuit was closed is parked once the step answers another call (a poison
+ * event is not an outage), and decided by the handler if the circuit opens first. At its own
  * place in the chain the event has its decision already.
  */
 export const fallbackProcessor: ProcessorFactory<FallbackNode> = (node, ctx, parking, guards) => {
@@ -34,8 +35,12 @@ export const fallbackProcessor: ProcessorFactory<FallbackNode> = (node, ctx, par
   const byStep = async (guarded: GuardedStep, unit: EventInFlight, permit: CircuitPermit): Promise<Processed> => {
     const either = eitherSignal(unit.signal, breaker.opened);
     let tried;
+    let called = false;
     try {
-      tried = await guarded.attempts({ ...unit, signal: either.signal }, (attempt) => breaker.saw(answered(attempt)));
+      tried = await guarded.attempts({ ...unit, signal: either.signal }, (attempt) => {
+        called = true;
+        breaker.saw(answered(attempt));
+      });
     } catch (error) {
       if (unit.signal.aborted || !(error instanceof CircuitOpenError)) throw error;
       return byHandler(guarded, unit);
@@ -45,8 +50,12 @@ export const fallbackProcessor: ProcessorFactory<FallbackNode> = (node, ctx, par
       breaker.released(permit);
     }
     if (tried.ok) return guarded.take(unit, tried.value, 'agent');
-    if (breaker.state !== 'closed') return byHandler(guarded, unit);
-    return guarded.exhausted(tried.attempts);
+    // Attempts spent before a restart: their last one failed, which this engine's circuit has not seen.
+    if (!called) breaker.saw(false);
+    // Spent in this engine, the last attempt is not stored yet: a crash while the event waits must not give it another.
+    else if (breaker.undecided) await guarded.keep(unit, tried.attempts);
+    const verdict = await breaker.judge(unit.signal);
+    return verdict === 'outage' ? byHandler(guarded, unit) : guarded.exhausted(tried.attempts);
   };
   guards.register(node.step, {
     decide(guarded, unit) {

@@ -1,5 +1,6 @@
 // The fallback's circuit on a virtual clock: when it opens, half-opens and closes, what each new
-// event may do meanwhile, and a probe that ends without a verdict.
+// event may do meanwhile, a probe that ends without a verdict, and how it judges an event whose
+// attempts ran out.
 import { describe, expect, it } from 'vitest';
 import { CircuitBreaker, CircuitOpenError, type CircuitState } from '../../../src/engine/circuitBreaker.js';
 import { VirtualClock } from '../../../testkit/virtualClock.js';
@@ -64,6 +65,28 @@ describe('CircuitBreaker', () => {
     // A released event that was not the probe changes nothing.
     breaker.released('fallback');
     expect(breaker.permit()).toBe('fallback');
+  });
+
+  it('judges an event whose attempts ran out: poison while the step answers, an outage once open, and undecided while it fails with no answer', async () => {
+    const { breaker, runTo } = setup();
+    const live = new AbortController().signal;
+    expect(breaker.judge(live)).toBe('poison');
+    breaker.saw(false);
+    expect(breaker.undecided).toBe(true);
+    const answered = breaker.judge(live);
+    breaker.saw(true);
+    await expect(answered).resolves.toBe('poison');
+    expect(breaker.undecided).toBe(false);
+
+    breaker.saw(false); // a new run of failures, from 0: the circuit opens at 2,000
+    const waiting = breaker.judge(live);
+    const givenUp = new AbortController();
+    const abandoned = breaker.judge(givenUp.signal);
+    givenUp.abort(new Error('the event was given up'));
+    await expect(abandoned).rejects.toThrow('the event was given up');
+    runTo(2_000);
+    await expect(waiting).resolves.toBe('outage');
+    expect(breaker.judge(live)).toBe('outage');
   });
 
   it('dispose cancels the timer that would open or half-open it: a stopped engine leaves none behind', () => {
