@@ -1,5 +1,6 @@
 import { Node, SyntaxKind } from 'ts-morph';
 import { isOrderlyLibrary } from '../static/packageOf.js';
+import { baseOf, outlives } from './outlives.js';
 
 /** One step of a chain of calls: the function entered, and where it was called (or passed) from. */
 export interface ChainLink {
@@ -15,28 +16,45 @@ export function isFollowed(declaration: Node): boolean {
 
 /**
  * Walks the code reachable from `root` inside the project: `root` itself, and every function of
- * the project that reachable code calls or passes on, each once. `visit` sees every node of the
- * reachable code with the chain of calls that leads there from `root`, and the functions on that
- * chain (`root` first, the function whose code it is last): a variable declared inside one of
- * them is made by the call that the chain makes.
+ * the project that reachable code calls or passes on, each once (a method once with an instance
+ * that outlives the call and once with one that does not). `visit` sees every node of the
+ * reachable code with the chain of calls that leads there from `root`, the functions on that chain
+ * (`root` first, the function whose code it is last): a variable declared inside one of them is
+ * made by the call that the chain makes; and whether `this` there outlives the call (`root`'s
+ * does: the topology holds it).
  */
-export function walkCallGraph(root: Node, rootLink: ChainLink, visit: (node: Node, chain: readonly ChainLink[], onPath: ReadonlySet<Node>) => void): void {
-  const seen = new Set<Node>([root]);
-  const queue: Array<{ node: Node; chain: readonly ChainLink[]; onPath: ReadonlySet<Node> }> = [{ node: root, chain: [rootLink], onPath: new Set([root]) }];
+export function walkCallGraph(
+  root: Node,
+  rootLink: ChainLink,
+  visit: (node: Node, chain: readonly ChainLink[], onPath: ReadonlySet<Node>, thisOutlives: boolean) => void,
+): void {
+  const seen = { outliving: new Set<Node>([root]), made: new Set<Node>() };
+  const queue: Array<{ node: Node; chain: readonly ChainLink[]; onPath: ReadonlySet<Node>; thisOutlives: boolean }> = [
+    { node: root, chain: [rootLink], onPath: new Set([root]), thisOutlives: true },
+  ];
   for (let unit = queue.shift(); unit; unit = queue.shift()) {
-    const { chain, onPath } = unit;
+    const { chain, onPath, thisOutlives } = unit;
     const each = (node: Node): void => {
-      visit(node, chain, onPath);
+      visit(node, chain, onPath, thisOutlives);
       if (!Node.isIdentifier(node)) return;
       const target = functionDeclarationOf(node);
-      if (target && !seen.has(target.body)) {
-        seen.add(target.body);
-        queue.push({ node: target.body, chain: [...chain, { name: target.name, at: node }], onPath: new Set([...onPath, target.body]) });
-      }
+      if (!target) return;
+      const outliving = receiverOutlives(node, onPath, thisOutlives);
+      const seenAs = outliving ? seen.outliving : seen.made;
+      if (seenAs.has(target.body)) return;
+      seenAs.add(target.body);
+      queue.push({ node: target.body, chain: [...chain, { name: target.name, at: node }], onPath: new Set([...onPath, target.body]), thisOutlives: outliving });
     };
     each(unit.node);
     unit.node.forEachDescendant(each);
   }
+}
+
+/** For `receiver.method` (called or passed on): whether the receiver outlives the call, so `this` in the method does. */
+function receiverOutlives(name: Node, onPath: ReadonlySet<Node>, thisOutlives: boolean): boolean {
+  const access = name.getParent();
+  if (!Node.isPropertyAccessExpression(access) || access.getNameNode() !== name) return false;
+  return outlives(baseOf(access.getExpression()), onPath, thisOutlives);
 }
 
 /** The project function an identifier refers to (a function, a method, or a variable holding an arrow). */
@@ -49,7 +67,7 @@ export function functionDeclarationOf(identifier: Node): { name: string; body: N
   if (Node.isFunctionDeclaration(declaration) || Node.isMethodDeclaration(declaration)) {
     return { name: declaration.getName() ?? identifier.getText(), body: declaration };
   }
-  if (Node.isVariableDeclaration(declaration) || Node.isPropertyAssignment(declaration)) {
+  if (Node.isVariableDeclaration(declaration) || Node.isPropertyAssignment(declaration) || Node.isPropertyDeclaration(declaration)) {
     const initializer = declaration.getInitializer();
     if (initializer && (Node.isArrowFunction(initializer) || Node.isFunctionExpression(initializer))) return { name: declaration.getName(), body: initializer };
   }

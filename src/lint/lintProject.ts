@@ -49,8 +49,8 @@ export function lintProject(loaded: LoadedProject, cwd: string): LintResult {
   const findings = new Map<string, Finding>();
   for (const root of roots) {
     for (const start of [root.node, ...(root.also ?? [])]) {
-      walkCallGraph(start, { name: root.label, at: start === root.node ? root.at : start }, (node, chain, onPath) => {
-        const reached = check(root, node, decideBodies, onPath);
+      walkCallGraph(start, { name: root.label, at: start === root.node ? root.at : start }, (node, chain, onPath, thisOutlives) => {
+        const reached = check(root, node, decideBodies, onPath, thisOutlives);
         if (!reached) return;
         const offending = { ...place(node), name: reached.what };
         const finding: Finding = {
@@ -72,16 +72,16 @@ export function lintProject(loaded: LoadedProject, cwd: string): LintResult {
   };
 }
 
-function check(root: Root, node: Node, decideBodies: ReadonlySet<Node>, onPath: ReadonlySet<Node>): Reached | undefined {
+function check(root: Root, node: Node, decideBodies: ReadonlySet<Node>, onPath: ReadonlySet<Node>, thisOutlives: boolean): Reached | undefined {
   if (root.kind === 'decide') {
     const misuse = contextMisuse(node);
     if (misuse) return { rule: 'decide-context', what: misuse };
     const forbidden = isCall(node) ? forbiddenForDecide(node, calleeDeclaration(node)) : undefined;
-    return forbidden ?? outsideState(node, onPath);
+    return forbidden ?? outsideState(node, onPath, thisOutlives);
   }
   const called = isCall(node) ? modelCall(node, calleeDeclaration(node)) : undefined;
   if (called) return called;
-  const kept = outsideState(node, onPath);
+  const kept = outsideState(node, onPath, thisOutlives);
   if (kept) return kept;
   // Calling (or passing on) a function that is an agent step's decide function is a model call.
   const target = Node.isIdentifier(node) ? functionDeclarationOf(node) : undefined;
@@ -89,8 +89,8 @@ function check(root: Root, node: Node, decideBodies: ReadonlySet<Node>, onPath: 
   return undefined;
 }
 
-function outsideState(node: Node, onPath: ReadonlySet<Node>): Reached | undefined {
-  const what = outsideStateWrite(node, onPath);
+function outsideState(node: Node, onPath: ReadonlySet<Node>, thisOutlives: boolean): Reached | undefined {
+  const what = outsideStateWrite(node, onPath, thisOutlives);
   return what ? { rule: 'state-outside-store', what } : undefined;
 }
 

@@ -1,5 +1,6 @@
 import { Node, SyntaxKind, type Type } from 'ts-morph';
 import { unwrap } from './contextUse.js';
+import { baseOf, outlives } from './outlives.js';
 
 /** Methods that change a Map, Set, WeakMap, WeakSet or array in place. */
 const MUTATORS = new Set(['set', 'add', 'delete', 'clear', 'push', 'pop', 'shift', 'unshift', 'splice', 'sort', 'reverse', 'fill', 'copyWithin']);
@@ -10,16 +11,16 @@ const MUTABLE_COLLECTIONS = new Set(['Map', 'Set', 'WeakMap', 'WeakSet', 'Array'
  * assignment (a destructuring one, a `for...of` or `for...in` head included), `++`/`--`, `delete`,
  * `Object.assign` or an in-place collection method (`cache.set`, `seen.add`, `list.push`) on a
  * variable declared outside the functions of the call chain (`onPath`): at module scope, or in a
- * function that made the decide function or effect (a factory's closure). A variable declared in
- * one of them, or in a function inside one, is made anew by each call. A lazy initialisation of
+ * function that made the decide function or effect (a factory's closure); or on `this` in a class
+ * member that the walk reached through an object that outlives the call (`thisOutlives`: a method
+ * passed to the builder, or called on a module's or a factory's instance). A variable declared in
+ * one of them, or in a function inside one, is made anew by each call, as is an instance made by
+ * `new` inside one. A lazy initialisation of
  * a variable (`client ??= make()`, `if (!client) client = make()`) writes the same each time and
  * is not a finding.
  */
-export function outsideStateWrite(node: Node, onPath: ReadonlySet<Node>): string | undefined {
-  const outside = (target: Node): boolean => {
-    const written = baseVariable(target);
-    return written !== undefined && isOutside(written, onPath);
-  };
+export function outsideStateWrite(node: Node, onPath: ReadonlySet<Node>, thisOutlives: boolean): string | undefined {
+  const outside = (target: Node): boolean => outlives(baseOf(target), onPath, thisOutlives);
   if (Node.isBinaryExpression(node) && isAssignment(node.getOperatorToken().getKind())) {
     if (isLazyInitialisation(node)) return undefined;
     const target = [...assignedTargets(node.getLeft())].find(outside);
@@ -54,15 +55,21 @@ function isIncrement(kind: SyntaxKind): boolean {
   return kind === SyntaxKind.PlusPlusToken || kind === SyntaxKind.MinusMinusToken;
 }
 
+/** `this.name`: an instance's own field, which a lazy initialisation may set as it sets a variable. */
+function isThisField(node: Node): boolean {
+  return Node.isPropertyAccessExpression(node) && Node.isThisExpression(unwrap(node.getExpression()));
+}
+
 /**
  * A variable given a value on first use only: `x ??= v`, `x ||= v`, `x = x ?? v`, `x = x || v`,
  * or `x = v` in an `if` on `!x`, `x === undefined`, `x === null` or `x == null`. Only a plain
- * variable: `seen[id] ??= true` records each id, which is state.
+ * variable or an instance's field (`this.client ??= v`): `seen[id] ??= true` records each id,
+ * which is state.
  */
 function isLazyInitialisation(assignment: Node): boolean {
   if (!Node.isBinaryExpression(assignment)) return false;
   const left = unwrap(assignment.getLeft());
-  if (!Node.isIdentifier(left)) return false;
+  if (!Node.isIdentifier(left) && !isThisField(left)) return false;
   const name = left.getText();
   const operator = assignment.getOperatorToken().getKind();
   if (operator === SyntaxKind.QuestionQuestionEqualsToken || operator === SyntaxKind.BarBarEqualsToken) return true;
@@ -119,23 +126,4 @@ function isMutableCollection(type: Type, depth = 0): boolean {
   if (defined.isUnion()) return defined.getUnionTypes().some((t) => isMutableCollection(t, depth + 1));
   if (defined.isArray() || MUTABLE_COLLECTIONS.has(defined.getSymbol()?.getName() ?? '')) return true;
   return depth < 4 && defined.getBaseTypes().some((base) => isMutableCollection(base, depth + 1));
-}
-
-/** The variable declaration at the base of `a`, `a.b.c` or `a[k]` (not `this`, a parameter or an import). */
-function baseVariable(target: Node): Node | undefined {
-  let at = unwrap(target);
-  while (Node.isPropertyAccessExpression(at) || Node.isElementAccessExpression(at)) at = unwrap(at.getExpression());
-  if (!Node.isIdentifier(at)) return undefined;
-  const parent = at.getParent();
-  // A shorthand property in a destructuring pattern (`({ cursor } = item)`) names the variable it writes.
-  const symbol = Node.isShorthandPropertyAssignment(parent) ? parent.getValueSymbol() : at.getSymbol();
-  const declaration = symbol?.getValueDeclaration();
-  if (!declaration || declaration.getSourceFile().isDeclarationFile()) return undefined;
-  return Node.isVariableDeclaration(declaration) || Node.isBindingElement(declaration) ? declaration : undefined;
-}
-
-/** Whether a variable outlives the call: not declared inside a function of the call chain. */
-function isOutside(declaration: Node, onPath: ReadonlySet<Node>): boolean {
-  for (let at = declaration.getParent(); at; at = at.getParent()) if (onPath.has(at)) return false;
-  return true;
 }

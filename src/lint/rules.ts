@@ -10,7 +10,7 @@ export const rules = {
     'a decide function uses its context other than as documented (DecideContext): reads a member it does not declare, writes to it, or keeps it beyond the call',
   'effect-no-model-call': 'an effect reaches a model call: a retried effect would call the model again; decide in the agent step, apply in the effect',
   'state-outside-store':
-    "a decide function or effect writes a variable that outlives the call: it is lost at a restart, stays behind when its partition moves to another worker, and is written again when the event is retried or redelivered; keep state in the effect's state table (ctx.state) or in the decision",
+    "a decide function or effect writes a variable or an instance's field that outlives the call: it is lost at a restart, stays behind when its partition moves to another worker, and is written again when the event is retried or redelivered; keep state in the effect's state table (ctx.state) or in the decision",
   'allow-needs-reason': 'an orderly-allow comment without a reason: write `// orderly-allow: <rule> <reason>`',
 } as const;
 

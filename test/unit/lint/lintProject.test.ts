@@ -33,9 +33,10 @@ function lineOf(file: string, text: string): number {
 
 // Each case opens a TypeScript project (the compiler parses and binds it): seconds, more on a busy machine.
 describe('orderly lint', { timeout: 180_000 }, () => {
-  it('finds nothing in a clean project: a decide that calls a model through a helper, a context used as documented, state made by each call, clients made on first use, an effect that applies a shadow handler', () => {
+  it('finds nothing in a clean project: a decide that calls a model through a helper, a context used as documented, state made by each call (in an instance made by the call too), clients made on first use, an effect that applies a shadow handler', () => {
     expect(lint(`${fixtures}/clean`)).toEqual([]);
     expect(checked(`${fixtures}/clean`)).toEqual([
+      `agentStep 'length' ${fixtures}/clean/instances.ts:37`,
       `shadow 'legacy' ${fixtures}/clean/lazy.ts:14`,
       `agentStep 'urgency' ${fixtures}/clean/lazy.ts:18`,
       `effect 'urgency' ${fixtures}/clean/lazy.ts:34`,
@@ -72,6 +73,11 @@ describe('orderly lint', { timeout: 180_000 }, () => {
       "effectModelCall.ts:8 effect-no-model-call from effect 'summaries'",
       "effectModelCall.ts:18 effect-no-model-call from effect 'second-opinions'",
       "factory.ts:10 decide-no-process-exit from agentStep 'decide-from-factory'",
+      // An instance's fields: a method passed to the builder, a method it calls on `this`, a class field's arrow, a module instance's method.
+      "instances.ts:10 state-outside-store from agentStep 'triage'",
+      "instances.ts:16 state-outside-store from agentStep 'triage'",
+      "instances.ts:21 state-outside-store from effect 'counted-calls'",
+      "instances.ts:32 state-outside-store from agentStep 'budgeted'",
       "kafkaClient.ts:8 decide-no-kafka-client from agentStep 'decide'",
       "outsideState.ts:13 state-outside-store from agentStep 'decide'",
       "outsideState.ts:14 state-outside-store from agentStep 'decide'",

@@ -1,0 +1,48 @@
+import { Node } from 'ts-morph';
+import { unwrap } from './contextUse.js';
+
+/**
+ * Where the object or variable that `a`, `a.b.c`, `a[k]` or `this.a` writes lives, as far as the
+ * walk can tell: a variable's declaration, `this` of a class member, or unknown (a parameter, an
+ * import, a call's result, `this` of a plain function).
+ */
+export type Base = { readonly kind: 'variable'; readonly declaration: Node } | { readonly kind: 'instance' } | undefined;
+
+export function baseOf(target: Node): Base {
+  let at = unwrap(target);
+  while (Node.isPropertyAccessExpression(at) || Node.isElementAccessExpression(at)) at = unwrap(at.getExpression());
+  if (Node.isThisExpression(at)) return isInstanceThis(at) ? { kind: 'instance' } : undefined;
+  if (!Node.isIdentifier(at)) return undefined;
+  const parent = at.getParent();
+  // A shorthand property in a destructuring pattern (`({ cursor } = item)`) names the variable it writes.
+  const symbol = Node.isShorthandPropertyAssignment(parent) ? parent.getValueSymbol() : at.getSymbol();
+  const declaration = symbol?.getValueDeclaration();
+  if (!declaration || declaration.getSourceFile().isDeclarationFile()) return undefined;
+  return Node.isVariableDeclaration(declaration) || Node.isBindingElement(declaration) ? { kind: 'variable', declaration } : undefined;
+}
+
+/**
+ * Whether what `base` names outlives one call of the chain whose functions are `onPath`: a variable
+ * not declared inside one of them, or the instance when `thisOutlives` (the walk reached the
+ * method through an object that outlives the call).
+ */
+export function outlives(base: Base, onPath: ReadonlySet<Node>, thisOutlives: boolean): boolean {
+  if (base === undefined) return false;
+  if (base.kind === 'instance') return thisOutlives;
+  for (let at = base.declaration.getParent(); at; at = at.getParent()) if (onPath.has(at)) return false;
+  return true;
+}
+
+/**
+ * `this` of a class's method, accessor or field (arrows inherit it): the instance, or the class
+ * for a static one. A constructor's `this` is the instance it makes, made anew by each `new`; a
+ * plain function's `this` depends on its call.
+ */
+function isInstanceThis(node: Node): boolean {
+  for (let at = node.getParent(); at; at = at.getParent()) {
+    if (Node.isArrowFunction(at)) continue;
+    if (Node.isMethodDeclaration(at) || Node.isGetAccessorDeclaration(at) || Node.isSetAccessorDeclaration(at) || Node.isPropertyDeclaration(at)) return true;
+    if (Node.isConstructorDeclaration(at) || Node.isFunctionDeclaration(at) || Node.isFunctionExpression(at) || Node.isSourceFile(at)) return false;
+  }
+  return false;
+}
