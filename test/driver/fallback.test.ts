@@ -62,6 +62,12 @@ function topology(model: Model, attempts = 3) {
   return { built, calls };
 }
 
+/** A driver of `built` and the circuit's moves it reports, as `state@atMs`. */
+function drivenWithCircuit(built: ReturnType<typeof topology>['built']): TopologyTestDriver & { readonly circuit: string[] } {
+  const circuit: string[] = [];
+  return Object.assign(new TopologyTestDriver(built, { observer: { circuit: (c) => circuit.push(`${c.state}@${c.atMs}`) } }), { circuit });
+}
+
 describe('fallback', () => {
   it('opens after afterMs of refusals, decides the waiting and the new events, half-opens, probes, opens again, and closes on an answer', async () => {
     const { built, calls } = topology({ downUntilMs: 6_000, down: 'refuses' });
@@ -147,8 +153,7 @@ describe('fallback', () => {
   it('lets an event whose attempts run out before afterMs, while every call fails, wait for the circuit: the handler decides it, nothing is parked', async () => {
     // attempts × retryDelayMs (2 × 1,000) is shorter than afterMs (2,000): the event's last attempt fails at 1,000.
     const { built, calls } = topology({ downUntilMs: 60_000, down: 'fails' }, 2);
-    const circuit: string[] = [];
-    driver = new TopologyTestDriver(built, { observer: { circuit: (c) => circuit.push(`${c.state}@${c.atMs}`) } });
+    const { circuit } = (driver = drivenWithCircuit(built));
     driver.createInputTopic<Ev>('events').pipeInput('a', { id: 'a1' }, { partition: 0 });
     await driver.runUntilIdle();
 
@@ -164,8 +169,7 @@ describe('fallback', () => {
 
   it('parks an event whose calls failed, waiting for the circuit, once another call answers: the step is up, the event is poison', async () => {
     const { built, calls } = topology({ downUntilMs: 0, down: 'fails', bad: 'throws' }, 2);
-    const circuit: string[] = [];
-    driver = new TopologyTestDriver(built, { observer: { circuit: (c) => circuit.push(`${c.state}@${c.atMs}`) } });
+    const { circuit } = (driver = drivenWithCircuit(built));
     const input = driver.createInputTopic<Ev>('events');
     input.pipeInput('a', { id: 'a1', bad: true }, { partition: 0 });
     await driver.advanceWallClockTime(1_500); // a1's attempts ran out at 1,000, none answered since 0
@@ -189,8 +193,7 @@ describe('fallback', () => {
 
   it('counts attempts spent before a restart as a failed call of the restarted engine: its circuit opens on them, nothing is parked', async () => {
     const { built, calls } = topology({ downUntilMs: 60_000, down: 'fails' }, 2);
-    const circuit: string[] = [];
-    driver = new TopologyTestDriver(built, { observer: { circuit: (c) => circuit.push(`${c.state}@${c.atMs}`) } });
+    const { circuit } = (driver = drivenWithCircuit(built));
     driver.createInputTopic<Ev>('events').pipeInput('a', { id: 'a1' }, { partition: 0 });
     driver.crash({ at: 1_500 }); // a1 waits for the circuit, its 2 attempts spent
     await driver.runUntilIdle();
