@@ -205,7 +205,9 @@ export class StreamBuilder<T, Ds extends Decisions = NoDecisions> {
    * Asks `decide` (a model call) for a decision on each event. `decide` returns a decision and
    * nothing else: the engine validates it against `schema`, then applies it downstream or, after
    * the attempts of the `park()` that follows, parks the event. Throw {@link RateLimited} for a 429.
-   * Stateful: its attempts are kept in the store, under its name.
+   * Stateful: its attempts are kept in the store, under its name. Like every function given to
+   * the builder, `decide` is called alone (`this` undefined): pass a method bound
+   * (`scorer.decide.bind(scorer)`) or in an arrow.
    *
    * @example
    * stream('disputes').keyedSerial({ maxInFlight: 3 })

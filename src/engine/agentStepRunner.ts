@@ -84,8 +84,11 @@ function callOnce(
       reportTokens: ignoreTokens,
       step: durableStepOf(call),
     };
-    // Under the step's token limit the call first waits for room in its token budget.
-    answer = tokens ? tokens.call(step.decide, unit.value, decideCtx) : step.decide(unit.value, decideCtx);
+    // Called alone, never as the node's method: a method passed unbound then fails at once on its
+    // `this`, rather than writing to orderly's node. Under the step's token limit the call first
+    // waits for room in its token budget.
+    const decide = step.decide;
+    answer = tokens ? tokens.call(decide, unit.value, decideCtx) : decide(unit.value, decideCtx);
   } catch (error) {
     timed.end();
     return callFailed(call, error);

@@ -72,12 +72,13 @@ function effectContext(ctx: EngineContext, unit: EventInFlight, table: StagedTab
 
 /** Calls the effect once; with a timeout, a call that passes it rejects (its late result is dropped) and counts as a failed attempt. */
 function callEffect(ctx: EngineContext, node: ApplyOnceNode, unit: EventInFlight, table: StagedTable): unknown {
-  const timeoutMs = node.effect.timeoutMs;
-  if (timeoutMs === undefined) return node.effect.apply(unit.value, effectContext(ctx, unit, table, unit.signal));
+  // Called alone, not as the effect's method (see runAgentStep).
+  const { apply, timeoutMs } = node.effect;
+  if (timeoutMs === undefined) return apply(unit.value, effectContext(ctx, unit, table, unit.signal));
   const call = timedCall(ctx.clock, unit.signal, timeoutMs, `applyOnce '${node.name}'`);
   let applied: unknown;
   try {
-    applied = node.effect.apply(unit.value, effectContext(ctx, unit, table, call.signal));
+    applied = apply(unit.value, effectContext(ctx, unit, table, call.signal));
   } catch (error) {
     call.end();
     throw error;

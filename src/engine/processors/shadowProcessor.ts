@@ -100,7 +100,9 @@ export const shadowProcessor: ProcessorFactory<ShadowNode> = (node, ctx, parking
     let agrees: boolean | undefined;
     if (!attempts) {
       try {
-        agrees = node.agrees(agent, ruled.value) === true;
+        // Called alone, not as the node's method (see runAgentStep).
+        const compare = node.agrees;
+        agrees = compare(agent, ruled.value) === true;
       } catch (error) {
         return userFunctionFailed(ctx, node, parking, event, error, unit.signal);
       }

@@ -24,9 +24,11 @@ export function decodeRecord(source: SourceNode, record: LogRecord): Decoded {
   } catch (error) {
     return { ok: false, event: fallback, error: `${source.name}: ${source.value.name} could not decode the value: ${messageOf(error)}` };
   }
-  if (!source.effectId) return { ok: true, event: fallback, value };
+  // Called alone, not as the source node's method (see runAgentStep).
+  const idOf = source.effectId;
+  if (!idOf) return { ok: true, event: fallback, value };
   try {
-    const effectId = source.effectId({ key: record.key, value, record: metaOf(fallback) });
+    const effectId = idOf({ key: record.key, value, record: metaOf(fallback) });
     if (typeof effectId !== 'string' || effectId === '') throw new Error(`it returned ${JSON.stringify(effectId)}, not a non-empty string`);
     return { ok: true, event: toEngineEvent(record, effectId), value };
   } catch (error) {
