@@ -41,6 +41,8 @@ export class CircuitBreaker {
   /** Aborted when a call answers and so ends the current run of failures: the events that {@link judge} waits for learn they are poison. */
   private failingRun = listenedPeriod();
   private probing = false;
+  /** Events at the step: from their permit to call to their end there (a decision, a park, the handler). */
+  private atStep = 0;
 
   constructor(
     private readonly clock: Clock,
@@ -92,17 +94,41 @@ export class CircuitBreaker {
     this.timer = this.clock.setTimer(this.afterMs, () => this.open());
   }
 
-  /** Whether {@link judge} would wait: the circuit is closed and the step has answered no call since its current run of failures began. */
+  /** An event comes to the step with a permit to call (`call` or `probe`); {@link left} when it is done there. */
+  entered(): void {
+    this.atStep += 1;
+  }
+
+  /** The event that {@link entered} is done at the step. */
+  left(): void {
+    this.atStep -= 1;
+  }
+
+  /**
+   * Whether {@link judge} would wait: the circuit is closed, the step has answered no call since
+   * its current run of failures began, and another event is at the step, whose calls will tell.
+   */
   get undecided(): boolean {
-    return this.current === 'closed' && this.failingSinceMs !== undefined;
+    return this.current === 'closed' && this.failingSinceMs !== undefined && this.atStep > 1;
+  }
+
+  /**
+   * An event came with its attempts spent before a restart, their last one failed, which this
+   * engine has not seen: with other events at the step it counts as a failed call (their calls
+   * tell an outage from poison); alone it is judged poison, and opens no circuit by itself.
+   */
+  spent(): void {
+    if (this.atStep > 1) this.saw(false);
   }
 
   /**
    * Tells poison from an outage for an event whose attempts ran out while the circuit was closed.
-   * While the step has answered no call since its current run of failures began, it cannot tell
-   * yet: it waits until the circuit opens (`outage`) or a call answers (`poison`), or rejects with
-   * `signal`'s reason when the event is given up. So how `afterMs` compares with the park's
-   * `attempts × retryDelayMs` does not decide whether a failing step parks its events.
+   * While the step has answered no call since its current run of failures began and other events
+   * are at the step ({@link undecided}), it cannot tell yet: it waits until the circuit opens
+   * (`outage`) or a call answers (`poison`), or rejects with `signal`'s reason when the event is
+   * given up. So how `afterMs` compares with the park's `attempts × retryDelayMs` does not decide
+   * whether a step failing many events' calls parks them. An event alone at the step is poison:
+   * nothing else would tell, and its wait would hold its partition's later events for `afterMs`.
    */
   judge(signal: AbortSignal): Exhausted | Promise<Exhausted> {
     if (this.current !== 'closed') return 'outage';

@@ -4,6 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { effect, type EffectContext } from '../../src/dsl/effect.js';
 import { RateLimited } from '../../src/dsl/rateLimited.js';
+import { sleep } from '../../src/ports/clock.js';
 import { stream } from '../../src/dsl/stream.js';
 import type { DecideContext, DecidedBy } from '../../src/graph/nodes.js';
 import { PrometheusExporter } from '../../src/metrics/prometheusExporter.js';
@@ -34,9 +35,10 @@ interface Model {
 /** The model answers `refund` after 100 ms, or is down; the fallback rejects. */
 function topology(model: Model, attempts = 3) {
   const calls: string[] = [];
-  const decide = (e: Ev, ctx: DecideContext) => {
+  const decide = async (e: Ev, ctx: DecideContext) => {
     const atMs = ctx.clock.now();
     calls.push(`${e.id}@${atMs}`);
+    if (e.ms) await sleep(ctx.clock, e.ms, ctx.signal);
     if (e.bad && model.bad === 'throws') throw new Error(`the provider answered 500 for ${e.id}`);
     if (e.bad) return { action: 'maybe' };
     if (atMs < model.downUntilMs) {
@@ -150,21 +152,28 @@ describe('fallback', () => {
     expect(driver.createOutputTopic<Applied>('out').readValuesToList()).toEqual([{ id: 'b1', action: 'refund', decidedBy: { decide: 'agent' } }]);
   });
 
-  it('lets an event whose attempts run out before afterMs, while every call fails, wait for the circuit: the handler decides it, nothing is parked', async () => {
-    // attempts × retryDelayMs (2 × 1,000) is shorter than afterMs (2,000): the event's last attempt fails at 1,000.
+  it('lets events whose attempts run out before afterMs, while every call fails, wait for the circuit: the handler decides them, nothing is parked', async () => {
+    // attempts × retryDelayMs (2 × 1,000) is shorter than afterMs (2,000): the last attempts fail at 1,000.
     const { built, calls } = topology({ downUntilMs: 60_000, down: 'fails' }, 2);
     const { circuit } = (driver = drivenWithCircuit(built));
-    driver.createInputTopic<Ev>('events').pipeInput('a', { id: 'a1' }, { partition: 0 });
+    const input = driver.createInputTopic<Ev>('events');
+    input.pipeInput('a', { id: 'a1' }, { partition: 0 });
+    input.pipeInput('b', { id: 'b1' }, { partition: 0 });
     await driver.runUntilIdle();
 
-    expect(calls).toEqual(['a1@0', 'a1@1000']);
+    expect(calls).toEqual(['a1@0', 'b1@0', 'a1@1000', 'b1@1000']);
     expect(circuit.slice(0, 2)).toEqual(['closed@0', 'open@2000']);
-    expect(driver.history().map((h) => [h.outcome, h.atMs])).toEqual([
-      ['RETRY', 0],
-      ['APPLIED', 2_000],
+    expect(driver.history().map((h) => [h.offset, h.outcome, h.atMs])).toEqual([
+      [0, 'RETRY', 0],
+      [1, 'RETRY', 0],
+      [0, 'APPLIED', 2_000],
+      [1, 'APPLIED', 2_000],
     ]);
     expect(readParked(driver)).toEqual([]);
-    expect(driver.createOutputTopic<Applied>('out').readValuesToList()).toEqual([{ id: 'a1', action: 'reject', decidedBy: { decide: 'fallback' } }]);
+    expect(driver.createOutputTopic<Applied>('out').readValuesToList()).toEqual([
+      { id: 'a1', action: 'reject', decidedBy: { decide: 'fallback' } },
+      { id: 'b1', action: 'reject', decidedBy: { decide: 'fallback' } },
+    ]);
   });
 
   it('parks an event whose calls failed, waiting for the circuit, once another call answers: the step is up, the event is poison', async () => {
@@ -172,39 +181,54 @@ describe('fallback', () => {
     const { circuit } = (driver = drivenWithCircuit(built));
     const input = driver.createInputTopic<Ev>('events');
     input.pipeInput('a', { id: 'a1', bad: true }, { partition: 0 });
-    await driver.advanceWallClockTime(1_500); // a1's attempts ran out at 1,000, none answered since 0
-    input.pipeInput('b', { id: 'b1' }, { partition: 0 }); // answered at 1,500
+    input.pipeInput('b', { id: 'b1', ms: 1_500 }, { partition: 0 }); // a slow answer, at 1,500
     await driver.runUntilIdle();
 
-    expect(calls).toEqual(['a1@0', 'a1@1000', 'b1@1500']);
+    expect(calls).toEqual(['a1@0', 'b1@0', 'a1@1000']);
     expect(circuit).toEqual(['closed@0']);
-    expect(
-      driver
-        .history()
-        .filter((h) => h.offset === 0)
-        .map((h) => [h.outcome, h.atMs]),
-    ).toEqual([
-      ['RETRY', 0],
-      ['PARKED', 1_500],
+    expect(driver.history().map((h) => [h.offset, h.outcome, h.atMs])).toEqual([
+      [0, 'RETRY', 0],
+      [0, 'PARKED', 1_500],
+      [1, 'APPLIED', 1_500],
     ]);
     expect(readParked(driver).map((p) => [p.key, p.body.step])).toEqual([['a', 'decide']]);
     expect(driver.createOutputTopic<Applied>('out').readValuesToList()).toEqual([{ id: 'b1', action: 'refund', decidedBy: { decide: 'agent' } }]);
   });
 
-  it('counts attempts spent before a restart as a failed call of the restarted engine: its circuit opens on them, nothing is parked', async () => {
+  it('parks at once an event whose attempts run out alone at the step: nothing else would tell, and its partition would wait', async () => {
     const { built, calls } = topology({ downUntilMs: 60_000, down: 'fails' }, 2);
     const { circuit } = (driver = drivenWithCircuit(built));
     driver.createInputTopic<Ev>('events').pipeInput('a', { id: 'a1' }, { partition: 0 });
-    driver.crash({ at: 1_500 }); // a1 waits for the circuit, its 2 attempts spent
+    await driver.runUntilIdle();
+
+    expect(calls).toEqual(['a1@0', 'a1@1000']);
+    expect(driver.history().map((h) => [h.outcome, h.atMs])).toEqual([
+      ['RETRY', 0],
+      ['PARKED', 1_000],
+    ]);
+    // Its failures still count: with no answer for afterMs, the circuit opens.
+    expect(circuit.slice(0, 2)).toEqual(['closed@0', 'open@2000']);
+  });
+
+  it('counts attempts spent before a restart, with other events at the step, as failed calls of the restarted engine: its circuit opens on them, nothing is parked', async () => {
+    const { built, calls } = topology({ downUntilMs: 60_000, down: 'fails' }, 2);
+    const { circuit } = (driver = drivenWithCircuit(built));
+    const input = driver.createInputTopic<Ev>('events');
+    input.pipeInput('a', { id: 'a1' }, { partition: 0 });
+    input.pipeInput('b', { id: 'b1' }, { partition: 0 });
+    driver.crash({ at: 1_500 }); // a1 and b1 wait for the circuit, their 2 attempts spent
     await driver.runUntilIdle();
     driver.restart();
     await driver.runUntilIdle();
 
-    expect(calls).toEqual(['a1@0', 'a1@1000']);
+    expect(calls).toEqual(['a1@0', 'b1@0', 'a1@1000', 'b1@1000']);
     // The first engine's circuit never opened; the restarted one's opened afterMs after the redelivery.
     expect(circuit).toEqual(['closed@0', 'closed@1500', 'open@3500', 'half-open@6500']);
     expect(readParked(driver)).toEqual([]);
-    expect(driver.createOutputTopic<Applied>('out').readValuesToList()).toEqual([{ id: 'a1', action: 'reject', decidedBy: { decide: 'fallback' } }]);
+    expect(driver.createOutputTopic<Applied>('out').readValuesToList()).toEqual([
+      { id: 'a1', action: 'reject', decidedBy: { decide: 'fallback' } },
+      { id: 'b1', action: 'reject', decidedBy: { decide: 'fallback' } },
+    ]);
   });
 
   it('lets any number of waiting events listen for the circuit to open: no MaxListenersExceededWarning', async () => {

@@ -67,11 +67,14 @@ describe('CircuitBreaker', () => {
     expect(breaker.permit()).toBe('fallback');
   });
 
-  it('judges an event whose attempts ran out: poison while the step answers, an outage once open, and undecided while it fails with no answer', async () => {
+  it('judges an event whose attempts ran out: poison while the step answers or when it is alone there, an outage once open, and undecided while it fails with no answer and others are at the step', async () => {
     const { breaker, runTo } = setup();
     const live = new AbortController().signal;
+    breaker.entered(); // the event judged
     expect(breaker.judge(live)).toBe('poison');
     breaker.saw(false);
+    expect([breaker.undecided, breaker.judge(live)]).toEqual([false, 'poison']); // alone at the step
+    breaker.entered(); // another event, whose calls will tell
     expect(breaker.undecided).toBe(true);
     const answered = breaker.judge(live);
     breaker.saw(true);
@@ -87,6 +90,19 @@ describe('CircuitBreaker', () => {
     runTo(2_000);
     await expect(waiting).resolves.toBe('outage');
     expect(breaker.judge(live)).toBe('outage');
+  });
+
+  it('counts an event come with its attempts spent as a failed call only when other events are at the step', () => {
+    const { breaker, changes, runTo } = setup();
+    breaker.entered();
+    breaker.spent();
+    runTo(5_000);
+    expect(changes).toEqual(['closed@0']); // alone: no run of failures began
+    breaker.entered();
+    breaker.spent();
+    expect(breaker.undecided).toBe(true);
+    runTo(7_000);
+    expect(changes).toEqual(['closed@0', 'open@7000']);
   });
 
   it('dispose cancels the timer that would open or half-open it: a stopped engine leaves none behind', () => {
