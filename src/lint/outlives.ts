@@ -3,8 +3,8 @@ import { unwrap } from './contextUse.js';
 
 /**
  * Where the object or variable that `a`, `a.b.c`, `a[k]` or `this.a` writes lives, as far as the
- * walk can tell: a variable's declaration, `this` of a class member, or unknown (a parameter, an
- * import, a call's result, `this` of a plain function).
+ * walk can tell: a variable's or a parameter's declaration, `this` of a class member, or unknown
+ * (an import, a call's result, `this` of a plain function).
  */
 export type Base = { readonly kind: 'variable'; readonly declaration: Node } | { readonly kind: 'instance' } | undefined;
 
@@ -18,12 +18,15 @@ export function baseOf(target: Node): Base {
   const symbol = Node.isShorthandPropertyAssignment(parent) ? parent.getValueSymbol() : at.getSymbol();
   const declaration = symbol?.getValueDeclaration();
   if (!declaration || declaration.getSourceFile().isDeclarationFile()) return undefined;
-  return Node.isVariableDeclaration(declaration) || Node.isBindingElement(declaration) ? { kind: 'variable', declaration } : undefined;
+  return Node.isVariableDeclaration(declaration) || Node.isBindingElement(declaration) || Node.isParameterDeclaration(declaration)
+    ? { kind: 'variable', declaration }
+    : undefined;
 }
 
 /**
  * Whether what `base` names outlives one call of the chain whose functions are `onPath`: a variable
- * not declared inside one of them, or the instance when `thisOutlives` (the walk reached the
+ * not declared inside one of them (a parameter of a function that made the decide function is
+ * kept by its closure as a variable is), or the instance when `thisOutlives` (the walk reached the
  * method through an object that outlives the call).
  */
 export function outlives(base: Base, onPath: ReadonlySet<Node>, thisOutlives: boolean): boolean {

@@ -73,11 +73,16 @@ describe('orderly lint', { timeout: 180_000 }, () => {
       "effectModelCall.ts:8 effect-no-model-call from effect 'summaries'",
       "effectModelCall.ts:18 effect-no-model-call from effect 'second-opinions'",
       "factory.ts:10 decide-no-process-exit from agentStep 'decide-from-factory'",
-      // An instance's fields: a method passed to the builder, a method it calls on `this`, a class field's arrow, a module instance's method.
+      // An instance's fields: a method passed to the builder, a method it calls on `this`, a class field's arrow, a module instance's method;
+      // from 'given', the same instance given as a parameter to the function that builds the topology, whose closure keeps it.
       "instances.ts:10 state-outside-store from agentStep 'triage'",
+      "instances.ts:10 state-outside-store from agentStep 'given'",
       "instances.ts:16 state-outside-store from agentStep 'triage'",
+      "instances.ts:16 state-outside-store from agentStep 'given'",
       "instances.ts:21 state-outside-store from effect 'counted-calls'",
       "instances.ts:32 state-outside-store from agentStep 'budgeted'",
+      // A set given as a parameter to the same function.
+      "instances.ts:49 state-outside-store from agentStep 'given'",
       "kafkaClient.ts:8 decide-no-kafka-client from agentStep 'decide'",
       "outsideState.ts:13 state-outside-store from agentStep 'decide'",
       "outsideState.ts:14 state-outside-store from agentStep 'decide'",
