@@ -69,13 +69,15 @@ async function committedProgress(admin: Admin, spec: ContenderSpec): Promise<{ d
 
 /** What the parent hears of a running contender: its first event, its stderr, its exit. */
 class Watched {
-  first: { readonly atMs: number; readonly cpuMs: number } | undefined;
   exitedWith: string | undefined;
   stderrTail = '';
   readonly exit: Promise<void>;
   readonly rss: RssSampler;
 
-  constructor(readonly child: ChildProcess) {
+  constructor(
+    readonly child: ChildProcess,
+    private readonly markFirst: () => void,
+  ) {
     running.add(child);
     this.rss = new RssSampler(child.pid!);
     child.stderr!.on('data', (chunk: Buffer) => {
@@ -97,10 +99,6 @@ class Watched {
     );
   }
 
-  private markFirst(): void {
-    this.first ??= { atMs: performance.now(), cpuMs: processCpuMs(this.child.pid!) ?? 0 };
-  }
-
   /** SIGTERM, SIGKILL after 20 s; resolves once it has exited. */
   async stop(): Promise<void> {
     this.rss.stop();
@@ -113,36 +111,49 @@ class Watched {
 }
 
 /**
- * Runs one contender in its own process until its group's committed offsets reach every end
- * offset of the input, then stops it. The span measured starts at its first event (`first` on a
- * Java contender's stdout, `{ type: 'first' }` from a Node one) and ends when the parent sees the
- * commits at the end, polled every 100 ms; its CPU is read from /proc at both ends, its RSS sampled
- * every 100 ms. Rejects when the contender exits first or takes longer than `timeoutMs`.
+ * Runs one contender in its own process (or `copies` processes in its one group, each with a state
+ * directory of its own) until its group's committed offsets reach every end offset of the input,
+ * then stops it. The span measured starts at its first event (`first` on a Java contender's
+ * stdout, `{ type: 'first' }` from a Node one; the first of any copy) and ends when the parent sees
+ * the commits at the end, polled every 100 ms; its CPU (of every copy) is read from /proc at both
+ * ends, its RSS sampled every 100 ms (the copies' peaks summed). Rejects when a process exits
+ * first or takes longer than `timeoutMs`.
  */
-export async function runContender(spec: ContenderSpec, java: JavaCommand | undefined, phase: Phase, timeoutMs: number): Promise<ContenderFigures> {
+export async function runContender(spec: ContenderSpec, java: JavaCommand | undefined, phase: Phase, timeoutMs: number, copies = 1): Promise<ContenderFigures> {
   const name = `${spec.contender}${spec.waitMs > 0 ? ' (slow)' : ''}`;
-  const watched = new Watched(start(spec, java));
+  let first: { readonly atMs: number; readonly cpuMs: number } | undefined;
+  const cpuOfAll = (): number | undefined =>
+    watched.reduce<number | undefined>((sum, w) => (sum === undefined ? undefined : addCpu(sum, processCpuMs(w.child.pid!))), 0);
+  const markFirst = (): void => void (first ??= { atMs: performance.now(), cpuMs: cpuOfAll() ?? 0 });
+  const watched: Watched[] = [];
+  for (let i = 0; i < copies; i++) watched.push(new Watched(start(copies === 1 ? spec : { ...spec, stateDir: `${spec.stateDir}-${i}` }, java), markFirst));
   const admin = new rdkafka.KafkaJS.Kafka({ kafkaJS: { brokers: [spec.bootstrap], logLevel: rdkafka.KafkaJS.logLevel.NOTHING } }).admin();
   await admin.connect();
   const deadline = performance.now() + timeoutMs;
   try {
     for (;;) {
-      if (watched.exitedWith)
-        throw new Error(`bench:peers: ${name} exited with ${watched.exitedWith} before its commits reached the end of ${spec.input}\n${watched.stderrTail}`);
+      const exited = watched.find((w) => w.exitedWith);
+      if (exited)
+        throw new Error(`bench:peers: ${name} exited with ${exited.exitedWith} before its commits reached the end of ${spec.input}\n${exited.stderrTail}`);
       if (performance.now() > deadline) throw new Error(`bench:peers: ${name} did not commit the end of ${spec.input} within ${timeoutMs / 1_000} s`);
       const progress = await committedProgress(admin, spec);
       phase.update(progress.done);
-      if (progress.atEnd && watched.first) break;
+      if (progress.atEnd && first) break;
       await sleep(POLL_MS);
     }
     const endAtMs = performance.now();
-    const endCpuMs = processCpuMs(watched.child.pid!);
+    const endCpuMs = cpuOfAll();
     if (endCpuMs === undefined) throw new Error(`bench:peers: ${name} was gone when its CPU time was to be read`);
-    return figures(totalOf(spec.ends), endAtMs - watched.first.atMs, endCpuMs - watched.first.cpuMs, watched.rss.stop().peakMb);
+    const peakRssMb = round1(watched.reduce((sum, w) => sum + w.rss.stop().peakMb, 0));
+    return figures(totalOf(spec.ends), endAtMs - first.atMs, endCpuMs - first.cpuMs, peakRssMb);
   } finally {
     await admin.disconnect();
-    await watched.stop();
+    await Promise.all(watched.map((w) => w.stop()));
   }
+}
+
+function addCpu(sum: number, cpuMs: number | undefined): number | undefined {
+  return cpuMs === undefined ? undefined : sum + cpuMs;
 }
 
 function figures(events: number, wallMs: number, cpuMs: number, peakRssMb: number): ContenderFigures {

@@ -20,6 +20,8 @@ export interface PeersSettings {
   readonly storedFormat: 2 | 4;
   readonly jvmOptions: string;
   readonly contenders: readonly Contender[];
+  /** orderly's worker processes in its one group (--orderly-workers), as Kafka Streams' `num.stream.threads` would be threads; its figures are their sums. */
+  readonly orderlyWorkers: number;
   /** Each contender starts once the 1-minute load average is at most this (0: at once), waiting at most 3 minutes. */
   readonly settleLoad: number;
   /** `started …` when the benchmark ran its own broker, else the bootstrap it was given. */

@@ -25,7 +25,7 @@ import { CONTENDERS, WORKERS, type Contender, type ContenderSpec } from './spec.
 
 const usage = `npm run -s bench:peers -- [--json] [--bootstrap HOST:PORT | --port P] [--events N] [--keys N] [--partitions N]
   [--slow-events N] [--slow-wait-ms MS] [--max-in-flight N] [--pc-max-concurrency N] [--commit-every-ms MS] [--stored-format 2|4] [--contenders raw,kafkaStreams,parallelConsumer,orderly]
-  [--settle-load L]`;
+  [--orderly-workers N] [--settle-load L]`;
 
 const TIMEOUT_MS = 20 * 60_000;
 /** The longest wait for the load to settle before a contender (see {@link settle}). */
@@ -49,6 +49,7 @@ function parse(argv: string[]) {
       'commit-every-ms': { type: 'string', default: '250' },
       'stored-format': { type: 'string', default: '4' },
       contenders: { type: 'string', default: CONTENDERS.join(',') },
+      'orderly-workers': { type: 'string', default: '1' },
       'settle-load': { type: 'string', default: '1.5' },
       help: { type: 'boolean', default: false },
     },
@@ -83,6 +84,7 @@ function parse(argv: string[]) {
     storedFormat: Number(storedFormat) as 2 | 4,
     jvmOptions: process.env.ORDERLY_PEERS_JVM_OPTS ?? '-Xmx1g',
     contenders: CONTENDERS.filter((c) => contenders.includes(c)),
+    orderlyWorkers: int('orderly-workers', 1),
     settleLoad,
   };
   return { json: values.json!, help: values.help!, bootstrap: values.bootstrap, port: int('port', 1), settings };
@@ -148,8 +150,9 @@ async function measure(bench: Bench, contender: Contender, input: Input, waitMs:
   };
   const settled = await settle(s.settleLoad, SETTLE_MAX_MS);
   const phase = bench.progress.phase(name, totalOf(input.ends), 'events');
-  const figures = await runContender(spec, javaCommand(bench, contender), phase, TIMEOUT_MS);
-  const measured = `${figures.eventsPerSec} events/s, ${figures.cpuMicrosPerEvent} µs CPU/event, peak RSS ${figures.peakRssMb} MiB, load ${settled.startLoadAverage} at the start (after ${Math.round(settled.settledMs / 1_000)} s of settling), ${figures.loadAverage} at the end`;
+  const copies = contender === 'orderly' ? s.orderlyWorkers : 1;
+  const figures = await runContender(spec, javaCommand(bench, contender), phase, TIMEOUT_MS, copies);
+  const measured = `${copies > 1 ? `${copies} processes: ` : ''}${figures.eventsPerSec} events/s, ${figures.cpuMicrosPerEvent} µs CPU/event, peak RSS ${figures.peakRssMb} MiB, load ${settled.startLoadAverage} at the start (after ${Math.round(settled.settledMs / 1_000)} s of settling), ${figures.loadAverage} at the end`;
   if (contender === 'raw') {
     phase.finish(measured);
     return { ...figures, ...settled };

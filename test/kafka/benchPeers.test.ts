@@ -120,3 +120,38 @@ it('bench:peers runs its Node contenders end to end and checks their outputs', a
   }
   expect(report.kafkaStreamsEventsPerSec).toBeUndefined();
 });
+
+it('bench:peers runs orderly as several processes in one group with --orderly-workers, and checks the output they wrote together', async () => {
+  const args = [
+    '--events',
+    '600',
+    '--keys',
+    '30',
+    '--partitions',
+    '4',
+    '--slow-events',
+    '60',
+    '--contenders',
+    'orderly',
+    '--orderly-workers',
+    '2',
+    '--settle-load',
+    '0',
+  ];
+  const { stdout, stderr } = await run(
+    process.execPath,
+    ['--import', 'tsx', 'benchmarks/peers/run.ts', '--json', '--bootstrap', inject('kafkaBootstrap'), ...args],
+    {
+      cwd: REPO,
+      maxBuffer: 16 * 2 ** 20,
+    },
+  );
+  const report = JSON.parse(stdout) as PeersReport;
+  expect(report.settings.orderlyWorkers).toBe(2);
+  expect(stderr).toMatch(/orderly: 2 processes: \d+ events\/s/);
+  // A rebalance between the two may send some outputs again (at-least-once): every event is there, in order per key.
+  expect(report.details.fast.orderly?.output).toMatchObject({ keys: 30 });
+  expect(report.details.fast.orderly!.output!.records).toBeGreaterThanOrEqual(600);
+  expect(report.details.slow.orderly!.output!.records).toBeGreaterThanOrEqual(60);
+  expect(report.orderlyCpuMicrosPerEvent).toBeGreaterThan(0);
+});
