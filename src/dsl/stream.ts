@@ -128,9 +128,8 @@ export interface FallbackOptions {
    * How long the agent step's calls must have failed (thrown, timed out) or been refused (429),
    * none answered, before its circuit opens and the handler decides. An answer its schema refuses
    * counts as an answer: the step is up, that event is poison. An event whose attempts run out
-   * before then, with no call answered since the failures began and other events at the step,
-   * waits: the handler decides it if the circuit opens, and it parks once a call answers. Alone at
-   * the step, it parks at once.
+   * before then is parked, unless another event's calls failed too since the step last answered:
+   * then the handler decides it at once.
    */
   afterMs: number;
   /** How long the circuit stays open before one call probes the step again. @defaultValue `afterMs` */
@@ -308,8 +307,8 @@ export class StreamBuilder<T, Ds extends Decisions = NoDecisions> {
    * go to the handler); an answer closes the circuit, a failure or a 429 opens it again. The
    * circuit's state is reported (observer `circuit`, metric `orderly_circuit_state`). An event
    * whose attempts run out while the circuit is closed is parked (a poison event is not an
-   * outage), unless other events at the step are failing too: then the handler decides it if the
-   * circuit opens before a call answers.
+   * outage), unless another event's calls failed too since the step last answered: then the
+   * handler decides it.
    * Put it right after the step's `.park()`.
    *
    * @example

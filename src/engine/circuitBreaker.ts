@@ -11,8 +11,8 @@ export type CircuitState = 'closed' | 'open' | 'half-open';
 export type CircuitPermit = 'call' | 'probe' | 'fallback';
 
 /**
- * What an event whose attempts ran out while the circuit was closed turned out to be: `poison`
- * (the step answers other calls: it parks) or `outage` (the circuit opened: the fallback decides).
+ * What an event whose attempts ran out while the circuit was closed is taken for: `poison` (it
+ * parks) or `outage` (the fallback decides it).
  */
 export type Exhausted = 'poison' | 'outage';
 
@@ -36,13 +36,11 @@ export class CircuitBreaker {
   private current: CircuitState = 'closed';
   /** When the current run of failures and refusals began; undefined while the step answers. */
   private failingSinceMs: number | undefined;
+  /** The events whose calls failed (not refused: a 429 says nothing of poison) in the current run (see {@link judge}). */
+  private readonly failing = new Set<object>();
   private timer: Timer | undefined;
   private period = listenedPeriod();
-  /** Aborted when a call answers and so ends the current run of failures: the events that {@link judge} waits for learn they are poison. */
-  private failingRun = listenedPeriod();
   private probing = false;
-  /** Events at the step: from their permit to call to their end there (a decision, a park, the handler). */
-  private atStep = 0;
 
   constructor(
     private readonly clock: Clock,
@@ -71,8 +69,11 @@ export class CircuitBreaker {
     return 'probe';
   }
 
-  /** A call of the step ended: answered (`ok`), or failed (threw, timed out) or refused (a 429). */
-  saw(ok: boolean): void {
+  /**
+   * A call of the step ended: answered (`ok`), or failed (threw, timed out) or refused (a 429).
+   * `failed` names the event of a call that failed, for {@link judge}.
+   */
+  saw(ok: boolean, failed?: object): void {
     if (this.current === 'half-open') {
       if (!this.probing) return;
       this.probing = false;
@@ -82,73 +83,28 @@ export class CircuitBreaker {
     }
     if (this.current !== 'closed') return;
     if (ok) {
-      if (this.failingSinceMs === undefined) return;
       this.failingSinceMs = undefined;
+      this.failing.clear();
       this.cancelTimer();
-      this.failingRun.abort();
-      this.failingRun = listenedPeriod();
       return;
     }
+    if (failed !== undefined) this.failing.add(failed);
     if (this.failingSinceMs !== undefined) return;
     this.failingSinceMs = this.clock.now();
     this.timer = this.clock.setTimer(this.afterMs, () => this.open());
   }
 
-  /** An event comes to the step with a permit to call (`call` or `probe`); {@link left} when it is done there. */
-  entered(): void {
-    this.atStep += 1;
-  }
-
-  /** The event that {@link entered} is done at the step. */
-  left(): void {
-    this.atStep -= 1;
-  }
-
   /**
-   * Whether {@link judge} would wait: the circuit is closed, the step has answered no call since
-   * its current run of failures began, and another event is at the step, whose calls will tell.
+   * Tells poison from an outage for `event`, whose attempts ran out while the circuit was closed:
+   * an outage when the calls of another event failed too since the step last answered, so that it
+   * is not this event alone; poison otherwise (the step answers others, refuses them with 429s,
+   * or nothing else has called it). So a step failing many events' calls sends them to the fallback
+   * however `afterMs` compares with the park's `attempts × retryDelayMs`, without holding any of
+   * them until the circuit opens.
    */
-  get undecided(): boolean {
-    return this.current === 'closed' && this.failingSinceMs !== undefined && this.atStep > 1;
-  }
-
-  /**
-   * An event came with its attempts spent before a restart, their last one failed, which this
-   * engine has not seen: with other events at the step it counts as a failed call (their calls
-   * tell an outage from poison); alone it is judged poison, and opens no circuit by itself.
-   */
-  spent(): void {
-    if (this.atStep > 1) this.saw(false);
-  }
-
-  /**
-   * Tells poison from an outage for an event whose attempts ran out while the circuit was closed.
-   * While the step has answered no call since its current run of failures began and other events
-   * are at the step ({@link undecided}), it cannot tell yet: it waits until the circuit opens
-   * (`outage`) or a call answers (`poison`), or rejects with `signal`'s reason when the event is
-   * given up. So how `afterMs` compares with the park's `attempts × retryDelayMs` does not decide
-   * whether a step failing many events' calls parks them. An event alone at the step is poison:
-   * nothing else would tell, and its wait would hold its partition's later events for `afterMs`.
-   */
-  judge(signal: AbortSignal): Exhausted | Promise<Exhausted> {
+  judge(event: object): Exhausted {
     if (this.current !== 'closed') return 'outage';
-    if (!this.undecided) return 'poison';
-    const opened = this.period.signal;
-    const answered = this.failingRun.signal;
-    return new Promise((resolve, reject) => {
-      const end = () => {
-        opened.removeEventListener('abort', onOpened);
-        answered.removeEventListener('abort', onAnswered);
-        signal.removeEventListener('abort', onGivenUp);
-      };
-      const onOpened = () => (end(), resolve('outage'));
-      const onAnswered = () => (end(), resolve('poison'));
-      const onGivenUp = () => (end(), reject(signal.reason));
-      if (signal.aborted) return onGivenUp();
-      opened.addEventListener('abort', onOpened, { once: true });
-      answered.addEventListener('abort', onAnswered, { once: true });
-      signal.addEventListener('abort', onGivenUp, { once: true });
-    });
+    return this.failing.size > (this.failing.has(event) ? 1 : 0) ? 'outage' : 'poison';
   }
 
   /** The event that had `permit` is done with the step: a probe that gave no verdict leaves the probe to the next event. */
@@ -160,6 +116,7 @@ export class CircuitBreaker {
     this.cancelTimer();
     this.current = 'open';
     this.failingSinceMs = undefined;
+    this.failing.clear();
     this.probing = false;
     this.period.abort(new CircuitOpenError(this.step));
     this.changed('open', this.clock.now());

@@ -152,7 +152,7 @@ describe('fallback', () => {
     expect(driver.createOutputTopic<Applied>('out').readValuesToList()).toEqual([{ id: 'b1', action: 'refund', decidedBy: { decide: 'agent' } }]);
   });
 
-  it('lets events whose attempts run out before afterMs, while every call fails, wait for the circuit: the handler decides them, nothing is parked', async () => {
+  it('hands events whose attempts run out before afterMs, while other events fail too, to the handler at once: an outage, nothing is parked', async () => {
     // attempts × retryDelayMs (2 × 1,000) is shorter than afterMs (2,000): the last attempts fail at 1,000.
     const { built, calls } = topology({ downUntilMs: 60_000, down: 'fails' }, 2);
     const { circuit } = (driver = drivenWithCircuit(built));
@@ -162,73 +162,58 @@ describe('fallback', () => {
     await driver.runUntilIdle();
 
     expect(calls).toEqual(['a1@0', 'b1@0', 'a1@1000', 'b1@1000']);
-    expect(circuit.slice(0, 2)).toEqual(['closed@0', 'open@2000']);
     expect(driver.history().map((h) => [h.offset, h.outcome, h.atMs])).toEqual([
       [0, 'RETRY', 0],
       [1, 'RETRY', 0],
-      [0, 'APPLIED', 2_000],
-      [1, 'APPLIED', 2_000],
+      [0, 'APPLIED', 1_000],
+      [1, 'APPLIED', 1_000],
     ]);
     expect(readParked(driver)).toEqual([]);
     expect(driver.createOutputTopic<Applied>('out').readValuesToList()).toEqual([
       { id: 'a1', action: 'reject', decidedBy: { decide: 'fallback' } },
       { id: 'b1', action: 'reject', decidedBy: { decide: 'fallback' } },
     ]);
-  });
-
-  it('parks an event whose calls failed, waiting for the circuit, once another call answers: the step is up, the event is poison', async () => {
-    const { built, calls } = topology({ downUntilMs: 0, down: 'fails', bad: 'throws' }, 2);
-    const { circuit } = (driver = drivenWithCircuit(built));
-    const input = driver.createInputTopic<Ev>('events');
-    input.pipeInput('a', { id: 'a1', bad: true }, { partition: 0 });
-    input.pipeInput('b', { id: 'b1', ms: 1_500 }, { partition: 0 }); // a slow answer, at 1,500
-    await driver.runUntilIdle();
-
-    expect(calls).toEqual(['a1@0', 'b1@0', 'a1@1000']);
-    expect(circuit).toEqual(['closed@0']);
-    expect(driver.history().map((h) => [h.offset, h.outcome, h.atMs])).toEqual([
-      [0, 'RETRY', 0],
-      [0, 'PARKED', 1_500],
-      [1, 'APPLIED', 1_500],
-    ]);
-    expect(readParked(driver).map((p) => [p.key, p.body.step])).toEqual([['a', 'decide']]);
-    expect(driver.createOutputTopic<Applied>('out').readValuesToList()).toEqual([{ id: 'b1', action: 'refund', decidedBy: { decide: 'agent' } }]);
-  });
-
-  it('parks at once an event whose attempts run out alone at the step: nothing else would tell, and its partition would wait', async () => {
-    const { built, calls } = topology({ downUntilMs: 60_000, down: 'fails' }, 2);
-    const { circuit } = (driver = drivenWithCircuit(built));
-    driver.createInputTopic<Ev>('events').pipeInput('a', { id: 'a1' }, { partition: 0 });
-    await driver.runUntilIdle();
-
-    expect(calls).toEqual(['a1@0', 'a1@1000']);
-    expect(driver.history().map((h) => [h.outcome, h.atMs])).toEqual([
-      ['RETRY', 0],
-      ['PARKED', 1_000],
-    ]);
-    // Its failures still count: with no answer for afterMs, the circuit opens.
+    // The circuit opens on its own clock, afterMs into the failures.
     expect(circuit.slice(0, 2)).toEqual(['closed@0', 'open@2000']);
   });
 
-  it('counts attempts spent before a restart, with other events at the step, as failed calls of the restarted engine: its circuit opens on them, nothing is parked', async () => {
+  it('parks an event whose calls failed alone, with none answered since, and its key is held: nothing else tells an outage; its failures still count towards the circuit', async () => {
     const { built, calls } = topology({ downUntilMs: 60_000, down: 'fails' }, 2);
     const { circuit } = (driver = drivenWithCircuit(built));
     const input = driver.createInputTopic<Ev>('events');
     input.pipeInput('a', { id: 'a1' }, { partition: 0 });
-    input.pipeInput('b', { id: 'b1' }, { partition: 0 });
-    driver.crash({ at: 1_500 }); // a1 and b1 wait for the circuit, their 2 attempts spent
-    await driver.runUntilIdle();
-    driver.restart();
+    input.pipeInput('a', { id: 'a2' }, { partition: 0 });
     await driver.runUntilIdle();
 
-    expect(calls).toEqual(['a1@0', 'b1@0', 'a1@1000', 'b1@1000']);
-    // The first engine's circuit never opened; the restarted one's opened afterMs after the redelivery.
-    expect(circuit).toEqual(['closed@0', 'closed@1500', 'open@3500', 'half-open@6500']);
-    expect(readParked(driver)).toEqual([]);
-    expect(driver.createOutputTopic<Applied>('out').readValuesToList()).toEqual([
-      { id: 'a1', action: 'reject', decidedBy: { decide: 'fallback' } },
-      { id: 'b1', action: 'reject', decidedBy: { decide: 'fallback' } },
+    expect(calls).toEqual(['a1@0', 'a1@1000']);
+    expect(driver.history().map((h) => [h.offset, h.outcome, h.atMs])).toEqual([
+      [0, 'RETRY', 0],
+      [0, 'PARKED', 1_000],
+      [1, 'HELD', 1_000],
     ]);
+    expect(circuit.slice(0, 2)).toEqual(['closed@0', 'open@2000']);
+  });
+
+  it('parks an event whose calls failed while the step answered another event since: poison, however the calls around it fared before', async () => {
+    const { built, calls } = topology({ downUntilMs: 500, down: 'fails', bad: 'throws' }, 2);
+    const { circuit } = (driver = drivenWithCircuit(built));
+    const input = driver.createInputTopic<Ev>('events');
+    input.pipeInput('b', { id: 'b1' }, { partition: 0 }); // fails at 0 (down until 500), answered at 1,000
+    await driver.advanceWallClockTime(200);
+    input.pipeInput('a', { id: 'a1', bad: true }, { partition: 0 }); // fails at 200 and 1,200
+    await driver.runUntilIdle();
+
+    expect(calls).toEqual(['b1@0', 'a1@200', 'b1@1000', 'a1@1200']);
+    // a1's failure after b1's answer starts a run of its own: with nothing answered after it, the circuit opens afterMs later.
+    expect(circuit).toEqual(['closed@0', 'open@3200', 'half-open@6200']);
+    expect(driver.history().map((h) => [h.offset, h.outcome, h.atMs])).toEqual([
+      [0, 'RETRY', 0],
+      [1, 'RETRY', 200],
+      [0, 'APPLIED', 1_000],
+      [1, 'PARKED', 1_200],
+    ]);
+    expect(readParked(driver).map((p) => [p.key, p.body.step])).toEqual([['a', 'decide']]);
+    expect(driver.createOutputTopic<Applied>('out').readValuesToList()).toEqual([{ id: 'b1', action: 'refund', decidedBy: { decide: 'agent' } }]);
   });
 
   it('lets any number of waiting events listen for the circuit to open: no MaxListenersExceededWarning', async () => {

@@ -36,7 +36,6 @@ export const agentStepProcessor: ProcessorFactory<AgentStepNode> = (node, ctx, p
       return pass(unit, decision, by);
     },
     exhausted,
-    keep: (unit, attempts) => ctx.end.atomically(unit.event, () => ctx.writer.write([ctx.attempts.put(stepper.owner, unit.event, attempts)])),
   };
   return {
     process(unit) {

@@ -18,9 +18,9 @@ const answered = (attempt: Try<unknown>): boolean => attempt.kind === 'done' || 
  * answered, even with a decision its schema refuses, does not); while it is open, or half-open with its probe out, the
  * handler decides, marked `fallback`, and no call is made. The circuit opening aborts the calls
  * and waits of the events at the step, which the handler then decides. An event whose attempts
- * ran out while the circuit was closed is parked (a poison event is not an outage), at once if no
- * other event is at the step or a call answered since the failures began, else once one answers;
- * if the circuit opens first, the handler decides it (see CircuitBreaker.judge). At its own
+ * ran out while the circuit was closed is parked (a poison event is not an outage), unless another
+ * event's calls failed too since the step last answered: then the handler decides it (see
+ * CircuitBreaker.judge). At its own
  * place in the chain the event has its decision already.
  */
 export const fallbackProcessor: ProcessorFactory<FallbackNode> = (node, ctx, parking, guards) => {
@@ -34,22 +34,12 @@ export const fallbackProcessor: ProcessorFactory<FallbackNode> = (node, ctx, par
     return isThenable(ruled) ? ruled.then(taken) : taken(ruled);
   };
   const byStep = async (guarded: GuardedStep, unit: EventInFlight, permit: CircuitPermit): Promise<Processed> => {
-    breaker.entered();
-    try {
-      return await stepOrJudge(guarded, unit, permit);
-    } finally {
-      breaker.left();
-    }
-  };
-  const stepOrJudge = async (guarded: GuardedStep, unit: EventInFlight, permit: CircuitPermit): Promise<Processed> => {
     const either = eitherSignal(unit.signal, breaker.opened);
     let tried;
-    let called = false;
     try {
-      tried = await guarded.attempts({ ...unit, signal: either.signal }, (attempt) => {
-        called = true;
-        breaker.saw(answered(attempt));
-      });
+      tried = await guarded.attempts({ ...unit, signal: either.signal }, (attempt) =>
+        breaker.saw(answered(attempt), attempt.kind === 'failed' && !answered(attempt) ? unit.event : undefined),
+      );
     } catch (error) {
       if (unit.signal.aborted || !(error instanceof CircuitOpenError)) throw error;
       return byHandler(guarded, unit);
@@ -59,11 +49,7 @@ export const fallbackProcessor: ProcessorFactory<FallbackNode> = (node, ctx, par
       breaker.released(permit);
     }
     if (tried.ok) return guarded.take(unit, tried.value, 'agent');
-    if (!called) breaker.spent();
-    // Spent in this engine, the last attempt is not stored yet: a crash while the event waits must not give it another.
-    else if (breaker.undecided) await guarded.keep(unit, tried.attempts);
-    const verdict = await breaker.judge(unit.signal);
-    return verdict === 'outage' ? byHandler(guarded, unit) : guarded.exhausted(tried.attempts);
+    return breaker.judge(unit.event) === 'outage' ? byHandler(guarded, unit) : guarded.exhausted(tried.attempts);
   };
   guards.register(node.step, {
     decide(guarded, unit) {

@@ -72,8 +72,6 @@ export interface GuardedStep {
   take(unit: EventInFlight, decision: unknown, by: DecidedBy): undefined;
   /** The step's attempts ran out: where the event stops (the step's park). */
   exhausted(attempts: AttemptsRecord): Stopped;
-  /** Stores the event's attempts at the step before the guard waits with them spent, so a crash then resets no count. */
-  keep(unit: EventInFlight, attempts: AttemptsRecord): Promise<void>;
 }
 
 /**

@@ -5,6 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { CircuitBreaker, CircuitOpenError, type CircuitState } from '../../../src/engine/circuitBreaker.js';
 import { VirtualClock } from '../../../testkit/virtualClock.js';
 
+/** Events, as the breaker tells them apart: by identity. */
+const [e1, e2, e3] = [{ offset: 1 }, { offset: 2 }, { offset: 3 }];
+
 function setup() {
   const clock = new VirtualClock();
   const changes: string[] = [];
@@ -19,14 +22,14 @@ function setup() {
 describe('CircuitBreaker', () => {
   it('opens once the failures have lasted afterMs with no answer, and an answer in between starts the count again', () => {
     const { breaker, changes, runTo } = setup();
-    breaker.saw(false);
+    breaker.saw(false, e1);
     runTo(1_500);
     breaker.saw(true);
     runTo(3_000);
     expect(breaker.state).toBe('closed');
-    breaker.saw(false);
+    breaker.saw(false, e1);
     runTo(4_999);
-    breaker.saw(false);
+    breaker.saw(false, e1);
     expect(breaker.state).toBe('closed');
     const opened = breaker.opened;
     runTo(5_000);
@@ -39,13 +42,13 @@ describe('CircuitBreaker', () => {
 
   it('half-opens after halfOpenAfterMs with one probe; a failed probe opens it again, an answered one closes it', () => {
     const { breaker, changes, runTo } = setup();
-    breaker.saw(false);
+    breaker.saw(false, e1);
     runTo(2_000);
     runTo(5_000);
     expect(breaker.state).toBe('half-open');
     expect(breaker.opened.aborted).toBe(false);
     expect([breaker.permit(), breaker.permit()]).toEqual(['probe', 'fallback']);
-    breaker.saw(false);
+    breaker.saw(false, e1);
     expect(breaker.state).toBe('open');
     runTo(8_000);
     expect(breaker.permit()).toBe('probe');
@@ -56,7 +59,7 @@ describe('CircuitBreaker', () => {
 
   it('leaves the probe to the next event when the probing one ends without a verdict (given up, or its attempts already spent)', () => {
     const { breaker, runTo } = setup();
-    breaker.saw(false);
+    breaker.saw(false, e1);
     runTo(5_000);
     const permit = breaker.permit();
     expect(permit).toBe('probe');
@@ -67,54 +70,32 @@ describe('CircuitBreaker', () => {
     expect(breaker.permit()).toBe('fallback');
   });
 
-  it('judges an event whose attempts ran out: poison while the step answers or when it is alone there, an outage once open, and undecided while it fails with no answer and others are at the step', async () => {
+  it('judges an event whose attempts ran out: poison alone or while the step answers, an outage when another event failed too since the last answer, or once open', () => {
     const { breaker, runTo } = setup();
-    const live = new AbortController().signal;
-    breaker.entered(); // the event judged
-    expect(breaker.judge(live)).toBe('poison');
-    breaker.saw(false);
-    expect([breaker.undecided, breaker.judge(live)]).toEqual([false, 'poison']); // alone at the step
-    breaker.entered(); // another event, whose calls will tell
-    expect(breaker.undecided).toBe(true);
-    const answered = breaker.judge(live);
-    breaker.saw(true);
-    await expect(answered).resolves.toBe('poison');
-    expect(breaker.undecided).toBe(false);
-
-    breaker.saw(false); // a new run of failures, from 0: the circuit opens at 2,000
-    const waiting = breaker.judge(live);
-    const givenUp = new AbortController();
-    const abandoned = breaker.judge(givenUp.signal);
-    givenUp.abort(new Error('the event was given up'));
-    await expect(abandoned).rejects.toThrow('the event was given up');
-    runTo(2_000);
-    await expect(waiting).resolves.toBe('outage');
-    expect(breaker.judge(live)).toBe('outage');
-  });
-
-  it('counts an event come with its attempts spent as a failed call only when other events are at the step', () => {
-    const { breaker, changes, runTo } = setup();
-    breaker.entered();
-    breaker.spent();
-    runTo(5_000);
-    expect(changes).toEqual(['closed@0']); // alone: no run of failures began
-    breaker.entered();
-    breaker.spent();
-    expect(breaker.undecided).toBe(true);
-    runTo(7_000);
-    expect(changes).toEqual(['closed@0', 'open@7000']);
+    expect(breaker.judge(e1)).toBe('poison'); // nothing failed
+    breaker.saw(false, e1);
+    breaker.saw(false, e1);
+    expect(breaker.judge(e1)).toBe('poison'); // its own failures only
+    breaker.saw(false, e2);
+    expect([breaker.judge(e1), breaker.judge(e2), breaker.judge(e3)]).toEqual(['outage', 'outage', 'outage']);
+    breaker.saw(true); // the step answers: the failures before it tell nothing
+    expect(breaker.judge(e1)).toBe('poison');
+    breaker.saw(false, e2);
+    expect([breaker.judge(e1), breaker.judge(e2)]).toEqual(['outage', 'poison']);
+    runTo(2_000); // failing since 0 with no answer after the last one: open
+    expect(breaker.judge(e2)).toBe('outage');
   });
 
   it('dispose cancels the timer that would open or half-open it: a stopped engine leaves none behind', () => {
     const closing = setup();
-    closing.breaker.saw(false);
+    closing.breaker.saw(false, e1);
     closing.breaker.dispose();
     closing.runTo(60_000);
     expect(closing.breaker.state).toBe('closed');
     expect(closing.changes).toEqual(['closed@0']);
 
     const open = setup();
-    open.breaker.saw(false);
+    open.breaker.saw(false, e1);
     open.runTo(2_000);
     expect(open.breaker.state).toBe('open');
     open.breaker.dispose();
