@@ -39,22 +39,38 @@ export function walkCallGraph(
       if (!Node.isIdentifier(node)) return;
       const target = functionDeclarationOf(node);
       if (!target) return;
-      const outliving = receiverOutlives(node, onPath, thisOutlives);
+      const receiver = receiverOf(node, onPath, thisOutlives);
+      const outliving = receiver === 'outlives';
       const seenAs = outliving ? seen.outliving : seen.made;
       if (seenAs.has(target.body)) return;
       seenAs.add(target.body);
-      queue.push({ node: target.body, chain: [...chain, { name: target.name, at: node }], onPath: new Set([...onPath, target.body]), thisOutlives: outliving });
+      // A method of an object made by the call (or handed to it): the functions that made the method made it then too, so their variables are the call's own.
+      const makers = receiver === 'made' ? enclosingFunctions(target.body) : [];
+      queue.push({
+        node: target.body,
+        chain: [...chain, { name: target.name, at: node }],
+        onPath: new Set([...onPath, ...makers, target.body]),
+        thisOutlives: outliving,
+      });
     };
     each(unit.node);
     unit.node.forEachDescendant(each);
   }
 }
 
-/** For `receiver.method` (called or passed on): whether the receiver outlives the call, so `this` in the method does. */
-function receiverOutlives(name: Node, onPath: ReadonlySet<Node>, thisOutlives: boolean): boolean {
+/**
+ * For `receiver.method` (called or passed on): whether the receiver outlives the call (so `this`
+ * in the method does), or was made by the call or handed to it; none for a plain name.
+ */
+function receiverOf(name: Node, onPath: ReadonlySet<Node>, thisOutlives: boolean): 'outlives' | 'made' | undefined {
   const access = name.getParent();
-  if (!Node.isPropertyAccessExpression(access) || access.getNameNode() !== name) return false;
-  return outlives(baseOf(access.getExpression()), onPath, thisOutlives);
+  if (!Node.isPropertyAccessExpression(access) || access.getNameNode() !== name) return undefined;
+  return outlives(baseOf(access.getExpression()), onPath, thisOutlives) ? 'outlives' : 'made';
+}
+
+/** The functions around a node, innermost first. */
+function enclosingFunctions(node: Node): Node[] {
+  return node.getAncestors().filter((a) => Node.isFunctionLikeDeclaration(a) || Node.isArrowFunction(a) || Node.isFunctionExpression(a));
 }
 
 /** The project function an identifier refers to (a function, a method, or a variable holding an arrow). */
@@ -64,7 +80,12 @@ export function functionDeclarationOf(identifier: Node): { name: string; body: N
   if (symbol?.isAlias()) symbol = symbol.getAliasedSymbol() ?? symbol;
   const declaration = symbol?.getValueDeclaration() ?? symbol?.getDeclarations()[0];
   if (!declaration || declaration === identifier.getParent() || !isFollowed(declaration)) return undefined;
-  if (Node.isFunctionDeclaration(declaration) || Node.isMethodDeclaration(declaration)) {
+  if (
+    Node.isFunctionDeclaration(declaration) ||
+    Node.isMethodDeclaration(declaration) ||
+    Node.isGetAccessorDeclaration(declaration) ||
+    Node.isSetAccessorDeclaration(declaration)
+  ) {
     return { name: declaration.getName() ?? identifier.getText(), body: declaration };
   }
   if (Node.isVariableDeclaration(declaration) || Node.isPropertyAssignment(declaration) || Node.isPropertyDeclaration(declaration)) {

@@ -3,8 +3,8 @@ import { unwrap } from './contextUse.js';
 
 /**
  * Where the object or variable that `a`, `a.b.c`, `a[k]` or `this.a` writes lives, as far as the
- * walk can tell: a variable's or a parameter's declaration, `this` of a class member, or unknown
- * (an import, a call's result, `this` of a plain function).
+ * walk can tell: a variable's, a parameter's or a class's declaration, `this` of a class member,
+ * or unknown (an import, a call's result, `this` of a plain function).
  */
 export type Base = { readonly kind: 'variable'; readonly declaration: Node } | { readonly kind: 'instance' } | undefined;
 
@@ -18,7 +18,11 @@ export function baseOf(target: Node): Base {
   const symbol = Node.isShorthandPropertyAssignment(parent) ? parent.getValueSymbol() : at.getSymbol();
   const declaration = symbol?.getValueDeclaration();
   if (!declaration || declaration.getSourceFile().isDeclarationFile()) return undefined;
-  return Node.isVariableDeclaration(declaration) || Node.isBindingElement(declaration) || Node.isParameterDeclaration(declaration)
+  // A class's static fields are the class's own: they live where the class is declared, as a variable does.
+  return Node.isVariableDeclaration(declaration) ||
+    Node.isBindingElement(declaration) ||
+    Node.isParameterDeclaration(declaration) ||
+    Node.isClassDeclaration(declaration)
     ? { kind: 'variable', declaration }
     : undefined;
 }

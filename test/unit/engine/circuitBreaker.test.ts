@@ -76,6 +76,8 @@ describe('CircuitBreaker', () => {
     breaker.saw(false, e1);
     breaker.saw(false, e1);
     expect(breaker.judge(e1)).toBe('poison'); // its own failures only
+    breaker.saw(false); // another's call refused (a 429): it says nothing of poison
+    expect(breaker.judge(e1)).toBe('poison');
     breaker.saw(false, e2);
     expect([breaker.judge(e1), breaker.judge(e2), breaker.judge(e3)]).toEqual(['outage', 'outage', 'outage']);
     breaker.saw(true); // the step answers: the failures before it tell nothing

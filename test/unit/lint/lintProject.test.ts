@@ -36,7 +36,7 @@ describe('orderly lint', { timeout: 180_000 }, () => {
   it('finds nothing in a clean project: a decide that calls a model through a helper, a context used as documented, state made by each call (in an instance made by the call too), clients made on first use, an effect that applies a shadow handler', () => {
     expect(lint(`${fixtures}/clean`)).toEqual([]);
     expect(checked(`${fixtures}/clean`)).toEqual([
-      `agentStep 'length' ${fixtures}/clean/instances.ts:37`,
+      `agentStep 'length' ${fixtures}/clean/instances.ts:49`,
       `shadow 'legacy' ${fixtures}/clean/lazy.ts:14`,
       `agentStep 'urgency' ${fixtures}/clean/lazy.ts:18`,
       `effect 'urgency' ${fixtures}/clean/lazy.ts:34`,
@@ -83,6 +83,10 @@ describe('orderly lint', { timeout: 180_000 }, () => {
       "instances.ts:32 state-outside-store from agentStep 'budgeted'",
       // A set given as a parameter to the same function.
       "instances.ts:49 state-outside-store from agentStep 'given'",
+      // A class's static field, written directly and by a static method; a getter of a module's instance.
+      "instances.ts:59 state-outside-store from agentStep 'counted'",
+      "instances.ts:66 state-outside-store from agentStep 'counted'",
+      "instances.ts:73 state-outside-store from agentStep 'counted'",
       "kafkaClient.ts:8 decide-no-kafka-client from agentStep 'decide'",
       "outsideState.ts:13 state-outside-store from agentStep 'decide'",
       "outsideState.ts:14 state-outside-store from agentStep 'decide'",
