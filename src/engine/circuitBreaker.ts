@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import type { Clock, Timer } from '../ports/clock.js';
+import type { Try } from './tries.js';
 
 /**
  * A fallback's circuit: `closed` (the agent step decides), `open` (the fallback decides, no call
@@ -36,6 +37,8 @@ export class CircuitBreaker {
   private current: CircuitState = 'closed';
   /** When the current run of failures and refusals began; undefined while the step answers. */
   private failingSinceMs: number | undefined;
+  /** How the step's last call that did not answer ended: its error, or a refusal (reported with an opening). */
+  private lastFailure: string | undefined;
   /** The events whose calls failed (not refused: a 429 says nothing of poison) in the current run (see {@link judge}). */
   private readonly failing = new Set<object>();
   private timer: Timer | undefined;
@@ -47,7 +50,7 @@ export class CircuitBreaker {
     private readonly step: string,
     private readonly afterMs: number,
     private readonly halfOpenAfterMs: number,
-    private readonly changed: (state: CircuitState, atMs: number) => void,
+    private readonly changed: (state: CircuitState, atMs: number, cause?: string) => void,
   ) {
     changed('closed', clock.now());
   }
@@ -70,10 +73,12 @@ export class CircuitBreaker {
   }
 
   /**
-   * A call of the step ended: answered (`ok`), or failed (threw, timed out) or refused (a 429).
-   * `failed` names the event of a call that failed, for {@link judge}.
+   * A call of the step for `event` ended: answered (`done`, or `failed` with an answer its schema
+   * refused: the step is up, that event is poison), or failed (threw, timed out) or refused (a 429).
    */
-  saw(ok: boolean, failed?: object): void {
+  saw(attempt: Try<unknown>, event: object): void {
+    const ok = attempt.kind === 'done' || (attempt.kind === 'failed' && attempt.answered === true);
+    if (!ok) this.lastFailure = attempt.kind === 'failed' ? attempt.error : 'refused (a 429)';
     if (this.current === 'half-open') {
       if (!this.probing) return;
       this.probing = false;
@@ -88,7 +93,7 @@ export class CircuitBreaker {
       this.cancelTimer();
       return;
     }
-    if (failed !== undefined) this.failing.add(failed);
+    if (attempt.kind === 'failed') this.failing.add(event);
     if (this.failingSinceMs !== undefined) return;
     this.failingSinceMs = this.clock.now();
     this.timer = this.clock.setTimer(this.afterMs, () => this.open());
@@ -119,7 +124,7 @@ export class CircuitBreaker {
     this.failing.clear();
     this.probing = false;
     this.period.abort(new CircuitOpenError(this.step));
-    this.changed('open', this.clock.now());
+    this.changed('open', this.clock.now(), this.lastFailure);
     this.timer = this.clock.setTimer(this.halfOpenAfterMs, () => this.halfOpen());
   }
 

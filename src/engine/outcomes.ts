@@ -114,9 +114,11 @@ export interface EngineObserver {
   /**
    * A fallback's circuit changed state (reported as `closed` when the engine first builds it):
    * `open`, the fallback decides for the step; `half-open`, one call probes the step; `closed`, the
-   * step decides again.
+   * step decides again. `cause`, with an opening: how the step's last call that did not answer
+   * ended (its error, or `refused (a 429)`), so that a decide function failing every call (a bug,
+   * a wrong key) is told from an outage.
    */
-  circuit?(change: { step: string; fallback: string; state: CircuitState; atMs: number }): void;
+  circuit?(change: { step: string; fallback: string; state: CircuitState; atMs: number; cause?: string }): void;
   /**
    * A durable step (`ctx.step(name, fn)`) of an agent step's call ended: `ran`, its function ran
    * and its result was journaled; `replayed`, its result came from the event's run journal and

@@ -25,7 +25,11 @@ export function loggingObserver(logger: Logger, onFatal: (error: Error) => void,
       rateLimits.warnings.callEnded(call);
     },
     circuit(change) {
-      if (change.state === 'open') logger.warn(change, `fallback '${change.fallback}' decides for agentStep '${change.step}': its circuit opened`);
+      if (change.state === 'open')
+        logger.warn(
+          change,
+          `fallback '${change.fallback}' decides for agentStep '${change.step}': its circuit opened; the step's last call: ${change.cause ?? 'unknown'}`,
+        );
       else logger.info(change, `fallback circuit of agentStep '${change.step}' ${change.state}`);
     },
     shadowDisagreed(disagreement) {

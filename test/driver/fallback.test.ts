@@ -76,7 +76,13 @@ describe('fallback', () => {
     const circuit: string[] = [];
     const exporter = new PrometheusExporter();
     const metrics = exporter.observer();
-    driver = new TopologyTestDriver(built, { observer: { ...metrics, circuit: (c) => (circuit.push(`${c.state}@${c.atMs}`), metrics.circuit?.(c)) } });
+    const causes: Array<string | undefined> = [];
+    const circuitChanged = (c: Parameters<NonNullable<typeof metrics.circuit>>[0]) => {
+      circuit.push(`${c.state}@${c.atMs}`);
+      if (c.state === 'open') causes.push(c.cause);
+      metrics.circuit?.(c);
+    };
+    driver = new TopologyTestDriver(built, { observer: { ...metrics, circuit: circuitChanged } });
     const input = driver.createInputTopic<Ev>('events');
     input.pipeInput('a', { id: 'a1' }, { partition: 0 });
     input.pipeInput('b', { id: 'b1' }, { partition: 0 });
@@ -91,6 +97,8 @@ describe('fallback', () => {
     await driver.runUntilIdle();
 
     expect(circuit).toEqual(['closed@0', 'open@2000', 'half-open@5000', 'open@5500', 'half-open@8500', 'closed@9000']);
+    // Each opening says how the step's last call ended.
+    expect(causes).toEqual(['refused (a 429)', 'refused (a 429)']);
     // a1 and b1 were refused at 0, 500, 1,000, 1,500 (each Retry-After 500 ms), then the circuit opened.
     expect(calls.filter((c) => c.startsWith('a1') || c.startsWith('b1')).every((c) => Number(c.split('@')[1]) < 2_000)).toBe(true);
     // f1 waits for the rate gate, which learned a budget from the 429s: the circuit has no say in that.

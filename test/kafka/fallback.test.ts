@@ -36,6 +36,8 @@ it('opens the circuit of a step whose model is down, and the fallback decides ev
 
   const opened = worker.lines.filter((l) => l.level === 40 && String(l.msg).includes('its circuit opened'));
   expect(opened.length).toBeGreaterThanOrEqual(1);
+  // The opening says how the step's last call ended: the decide function's error.
+  expect(String(opened[0]!.msg)).toContain('the model provider is down (503)');
   const url = String(worker.lines.find((l) => l.msg === 'metrics served')!.url);
   const metrics = exposition(await (await fetch(url)).text());
   expect(metrics.sum('orderly_decisions_total', { step: 'decide', by: 'fallback' })).toBe(inputs.length);

@@ -1,5 +1,5 @@
 import type { FallbackNode } from '../../graph/nodes.js';
-import { isThenable, type Try } from '../attemptLoop.js';
+import { isThenable } from '../attemptLoop.js';
 import { CircuitBreaker, CircuitOpenError, type CircuitPermit } from '../circuitBreaker.js';
 import { eitherSignal } from '../eitherSignal.js';
 import type { EngineContext } from '../engineContext.js';
@@ -7,9 +7,6 @@ import type { EventInFlight, GuardedStep, Processed, Processor, ProcessorFactory
 import { callRule, type Ruled } from './ruleCall.js';
 
 const NOTHING: Processor = { process: () => undefined };
-
-/** The step is up when a call answers, even with a decision its schema refuses (that is one event's poison, not an outage). */
-const answered = (attempt: Try<unknown>): boolean => attempt.kind === 'done' || (attempt.kind === 'failed' && attempt.answered === true);
 
 /**
  * Guards the agent step before it with a circuit (one per step and engine, shared by its
@@ -37,9 +34,7 @@ export const fallbackProcessor: ProcessorFactory<FallbackNode> = (node, ctx, par
     const either = eitherSignal(unit.signal, breaker.opened);
     let tried;
     try {
-      tried = await guarded.attempts({ ...unit, signal: either.signal }, (attempt) =>
-        breaker.saw(answered(attempt), attempt.kind === 'failed' && !answered(attempt) ? unit.event : undefined),
-      );
+      tried = await guarded.attempts({ ...unit, signal: either.signal }, (attempt) => breaker.saw(attempt, unit.event));
     } catch (error) {
       if (unit.signal.aborted || !(error instanceof CircuitOpenError)) throw error;
       return byHandler(guarded, unit);
@@ -73,7 +68,8 @@ function breakerOf(ctx: EngineContext, node: FallbackNode): CircuitBreaker {
   if (!mine) circuits.set(ctx, (mine = new Map()));
   let breaker = mine.get(node.step);
   if (!breaker) {
-    const changed = (state: CircuitBreaker['state'], atMs: number) => ctx.observer.circuit?.({ step: node.step, fallback: node.name, state, atMs });
+    const changed = (state: CircuitBreaker['state'], atMs: number, cause?: string) =>
+      ctx.observer.circuit?.({ step: node.step, fallback: node.name, state, atMs, ...(cause !== undefined ? { cause } : {}) });
     breaker = new CircuitBreaker(ctx.clock, node.step, node.afterMs, node.halfOpenAfterMs, changed);
     mine.set(node.step, breaker);
   }

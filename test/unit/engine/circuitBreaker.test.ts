@@ -3,7 +3,12 @@
 // attempts ran out.
 import { describe, expect, it } from 'vitest';
 import { CircuitBreaker, CircuitOpenError, type CircuitState } from '../../../src/engine/circuitBreaker.js';
+import type { Try } from '../../../src/engine/tries.js';
 import { VirtualClock } from '../../../testkit/virtualClock.js';
+
+const FAILED: Try<unknown> = { kind: 'failed', error: 'the provider answered 503' };
+const ANSWERED: Try<unknown> = { kind: 'done', value: { action: 'refund' } };
+const REFUSED: Try<unknown> = { kind: 'refused' };
 
 /** Events, as the breaker tells them apart: by identity. */
 const [e1, e2, e3] = [{ offset: 1 }, { offset: 2 }, { offset: 3 }];
@@ -11,25 +16,29 @@ const [e1, e2, e3] = [{ offset: 1 }, { offset: 2 }, { offset: 3 }];
 function setup() {
   const clock = new VirtualClock();
   const changes: string[] = [];
-  const breaker = new CircuitBreaker(clock.view('engine'), 'decide', 2_000, 3_000, (state: CircuitState, atMs) => changes.push(`${state}@${atMs}`));
+  const causes: Array<string | undefined> = [];
+  const breaker = new CircuitBreaker(clock.view('engine'), 'decide', 2_000, 3_000, (state: CircuitState, atMs, cause) => {
+    changes.push(`${state}@${atMs}`);
+    if (state === 'open') causes.push(cause);
+  });
   const runTo = (ms: number) => {
     while (clock.fireNext(ms));
     clock.advanceTo(ms);
   };
-  return { clock, breaker, changes, runTo };
+  return { clock, breaker, changes, causes, runTo };
 }
 
 describe('CircuitBreaker', () => {
-  it('opens once the failures have lasted afterMs with no answer, and an answer in between starts the count again', () => {
-    const { breaker, changes, runTo } = setup();
-    breaker.saw(false, e1);
+  it('opens once the failures have lasted afterMs with no answer, and an answer in between starts the count again; the opening says how the last call ended', () => {
+    const { breaker, changes, causes, runTo } = setup();
+    breaker.saw(FAILED, e1);
     runTo(1_500);
-    breaker.saw(true);
+    breaker.saw(ANSWERED, e3);
     runTo(3_000);
     expect(breaker.state).toBe('closed');
-    breaker.saw(false, e1);
+    breaker.saw(FAILED, e1);
     runTo(4_999);
-    breaker.saw(false, e1);
+    breaker.saw(REFUSED, e2);
     expect(breaker.state).toBe('closed');
     const opened = breaker.opened;
     runTo(5_000);
@@ -37,29 +46,30 @@ describe('CircuitBreaker', () => {
     expect(opened.aborted).toBe(true);
     expect(opened.reason).toBeInstanceOf(CircuitOpenError);
     expect(changes).toEqual(['closed@0', 'open@5000']);
+    expect(causes).toEqual(['refused (a 429)']);
     expect(breaker.permit()).toBe('fallback');
   });
 
   it('half-opens after halfOpenAfterMs with one probe; a failed probe opens it again, an answered one closes it', () => {
     const { breaker, changes, runTo } = setup();
-    breaker.saw(false, e1);
+    breaker.saw(FAILED, e1);
     runTo(2_000);
     runTo(5_000);
     expect(breaker.state).toBe('half-open');
     expect(breaker.opened.aborted).toBe(false);
     expect([breaker.permit(), breaker.permit()]).toEqual(['probe', 'fallback']);
-    breaker.saw(false, e1);
+    breaker.saw(FAILED, e1);
     expect(breaker.state).toBe('open');
     runTo(8_000);
     expect(breaker.permit()).toBe('probe');
-    breaker.saw(true);
+    breaker.saw(ANSWERED, e3);
     expect([breaker.state, breaker.permit()]).toEqual(['closed', 'call']);
     expect(changes).toEqual(['closed@0', 'open@2000', 'half-open@5000', 'open@5000', 'half-open@8000', 'closed@8000']);
   });
 
   it('leaves the probe to the next event when the probing one ends without a verdict (given up, or its attempts already spent)', () => {
     const { breaker, runTo } = setup();
-    breaker.saw(false, e1);
+    breaker.saw(FAILED, e1);
     runTo(5_000);
     const permit = breaker.permit();
     expect(permit).toBe('probe');
@@ -73,16 +83,16 @@ describe('CircuitBreaker', () => {
   it('judges an event whose attempts ran out: poison alone or while the step answers, an outage when another event failed too since the last answer, or once open', () => {
     const { breaker, runTo } = setup();
     expect(breaker.judge(e1)).toBe('poison'); // nothing failed
-    breaker.saw(false, e1);
-    breaker.saw(false, e1);
+    breaker.saw(FAILED, e1);
+    breaker.saw(FAILED, e1);
     expect(breaker.judge(e1)).toBe('poison'); // its own failures only
-    breaker.saw(false); // another's call refused (a 429): it says nothing of poison
+    breaker.saw(REFUSED, e3); // another's call refused (a 429): it says nothing of poison
     expect(breaker.judge(e1)).toBe('poison');
-    breaker.saw(false, e2);
+    breaker.saw(FAILED, e2);
     expect([breaker.judge(e1), breaker.judge(e2), breaker.judge(e3)]).toEqual(['outage', 'outage', 'outage']);
-    breaker.saw(true); // the step answers: the failures before it tell nothing
+    breaker.saw(ANSWERED, e3); // the step answers: the failures before it tell nothing
     expect(breaker.judge(e1)).toBe('poison');
-    breaker.saw(false, e2);
+    breaker.saw(FAILED, e2);
     expect([breaker.judge(e1), breaker.judge(e2)]).toEqual(['outage', 'poison']);
     runTo(2_000); // failing since 0 with no answer after the last one: open
     expect(breaker.judge(e2)).toBe('outage');
@@ -90,14 +100,14 @@ describe('CircuitBreaker', () => {
 
   it('dispose cancels the timer that would open or half-open it: a stopped engine leaves none behind', () => {
     const closing = setup();
-    closing.breaker.saw(false, e1);
+    closing.breaker.saw(FAILED, e1);
     closing.breaker.dispose();
     closing.runTo(60_000);
     expect(closing.breaker.state).toBe('closed');
     expect(closing.changes).toEqual(['closed@0']);
 
     const open = setup();
-    open.breaker.saw(false, e1);
+    open.breaker.saw(FAILED, e1);
     open.runTo(2_000);
     expect(open.breaker.state).toBe('open');
     open.breaker.dispose();
