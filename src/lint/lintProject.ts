@@ -7,6 +7,7 @@ import { calleeDeclaration, forbiddenForDecide, modelCall, type Reached } from '
 import { functionDeclarationOf, walkCallGraph, type ChainLink } from './callGraph.js';
 import { contextMisuse } from './contextUse.js';
 import { outsideStateWrite } from './outsideState.js';
+import { unboundMethodUsingThis } from './unboundMethod.js';
 import { rules, type RuleId } from './rules.js';
 
 /** One finding: the rule, where, and the chain of calls from the decide function (or effect) to it. */
@@ -48,6 +49,19 @@ export function lintProject(loaded: LoadedProject, cwd: string): LintResult {
   const decideBodies = new Set(roots.filter((r) => r.asksModel).map((r) => r.node));
   const findings = new Map<string, Finding>();
   for (const root of roots) {
+    const unbound = unboundMethodUsingThis(root.node);
+    if (unbound) {
+      const at = place(root.node);
+      const finding: Finding = {
+        rule: 'unbound-method',
+        ...at,
+        message: `${unbound}: ${rules['unbound-method']}`,
+        from: root.label,
+        chain: [{ name: root.label, ...at }],
+      };
+      const kept = applyAllow(finding, root.node.getSourceFile());
+      if (kept) findings.set(`${kept.rule}|${kept.file}:${kept.line}|${root.node.getStart()}|${root.label}`, kept);
+    }
     for (const start of [root.node, ...(root.also ?? [])]) {
       walkCallGraph(start, { name: root.label, at: start === root.node ? root.at : start }, (node, chain, onPath, thisOutlives) => {
         const reached = check(root, node, decideBodies, onPath, thisOutlives);

@@ -11,6 +11,8 @@ export const rules = {
   'effect-no-model-call': 'an effect reaches a model call: a retried effect would call the model again; decide in the agent step, apply in the effect',
   'state-outside-store':
     "a decide function or effect writes a variable or an instance's field that outlives the call: it is lost at a restart, stays behind when its partition moves to another worker, and is written again when the event is retried or redelivered; keep state in the effect's state table (ctx.state) or in the decision",
+  'unbound-method':
+    'a method given to the builder unbound uses this: orderly calls every function it is given alone (this undefined), so it fails at every call; pass obj.method.bind(obj), or an arrow (value, ctx) => obj.method(value, ctx)',
   'allow-needs-reason': 'an orderly-allow comment without a reason: write `// orderly-allow: <rule> <reason>`',
 } as const;
 

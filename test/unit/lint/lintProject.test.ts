@@ -33,10 +33,13 @@ function lineOf(file: string, text: string): number {
 
 // Each case opens a TypeScript project (the compiler parses and binds it): seconds, more on a busy machine.
 describe('orderly lint', { timeout: 180_000 }, () => {
-  it('finds nothing in a clean project: a decide that calls a model through a helper, a context used as documented, state made by each call (in an instance made by the call too), clients made on first use, an effect that applies a shadow handler', () => {
+  it('finds nothing in a clean project: a decide that calls a model through a helper, a context used as documented, state made by each call (in an instance made by the call too), clients made on first use, methods given bound or not using this, an effect that applies a shadow handler', () => {
     expect(lint(`${fixtures}/clean`)).toEqual([]);
     expect(checked(`${fixtures}/clean`)).toEqual([
       `agentStep 'length' ${fixtures}/clean/instances.ts:49`,
+      `agentStep 'rules' ${fixtures}/clean/instances.ts:78`,
+      `agentStep 'bound' ${fixtures}/clean/instances.ts:79`,
+      `agentStep name ${fixtures}/clean/instances.ts:80`,
       `shadow 'legacy' ${fixtures}/clean/lazy.ts:14`,
       `agentStep 'urgency' ${fixtures}/clean/lazy.ts:18`,
       `effect 'urgency' ${fixtures}/clean/lazy.ts:34`,
@@ -96,6 +99,9 @@ describe('orderly lint', { timeout: 180_000 }, () => {
       "processExit.ts:7 decide-no-process-exit from agentStep 'decide'",
       "routes.ts:9 state-outside-store from route 'small'",
       "stateStore.ts:9 decide-no-state-store from agentStep 'decide'",
+      // Methods given unbound that use their this: a class's, an object literal's (an effect).
+      "unbound.ts:22 unbound-method from agentStep 'review'",
+      "unbound.ts:24 unbound-method from effect 'ledger'",
       // Each way of writing, one per line: ??= on a property, destructuring, a loop's head, Object.assign, an optional Map, a Map's subclass.
       ...[14, 15, 16, 17, 18, 19, 20].map((line) => `writes.ts:${line} state-outside-store from agentStep 'decide'`),
       // A factory called inline; a module-level store made by a factory, written through the decide function a wrapper was given.
