@@ -5,7 +5,6 @@
 // earlier one's, and a restore from it runs the earlier event again over the later one's state.
 // At-least-once, orderly makes that impossible (docs/delivery.md): nothing after a refused record
 // reaches the changelog, and the producer stops (fatal), so the worker stops without committing it.
-import { pino } from 'pino';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,9 +20,10 @@ import { stateKeys } from '../../src/state/stateKeys.js';
 import { createTopic, readAll } from './kafkaClient.js';
 import { changelogWrites } from './robustness.js';
 import { scenario } from './disputes.js';
+import { failureLog } from './failureLog.js';
 
 const bootstrap = inject('kafkaBootstrap');
-const logger = pino({ level: process.env.ORDERLY_TEST_LOG_LEVEL ?? 'silent' });
+const logger = failureLog();
 const stores: StateStore[] = [{ name: 'fx', kind: 'effects' }];
 /** The changelog topic's limit: the first write's record is above it, every other one far below. */
 const MAX_MESSAGE_BYTES = 100_000;

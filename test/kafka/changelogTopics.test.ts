@@ -1,16 +1,16 @@
 // The stores' changelog topics on the real broker: created compacted, co-partitioned with the
 // source, and refused when an existing one is not.
 import rdkafka from '@confluentinc/kafka-javascript';
-import { pino } from 'pino';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, inject, it } from 'vitest';
 import { CHANGELOG_TOPIC_CONFIG, ensureTopics, TopicError } from '../../src/kafka/topics.js';
 import { createTopic } from './kafkaClient.js';
 import { scenario } from './disputes.js';
 import { topicConfig, topicConfigs } from './topicConfig.js';
+import { failureLog } from './failureLog.js';
 
 const bootstrap = inject('kafkaBootstrap');
-const logger = pino({ level: process.env.ORDERLY_TEST_LOG_LEVEL ?? 'silent' });
+const logger = failureLog();
 
 /** Partition counts of the topics, once the broker's metadata knows them all. */
 async function partitionsOf(topics: readonly string[]): Promise<number[]> {

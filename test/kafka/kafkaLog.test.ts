@@ -1,7 +1,6 @@
 // The Log port's Kafka adapter in-process, on the real broker: delivery, commits, pause and
 // resume, incremental rebalances whose callbacks are awaited.
 import rdkafka from '@confluentinc/kafka-javascript';
-import { pino } from 'pino';
 import { afterEach, describe, expect, inject, it, vi } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { partitionId, type LogListener, type LogRecord, type TopicPartition } from '../../src/ports/log.js';
@@ -9,9 +8,10 @@ import { KafkaLog } from '../../src/kafka/log/kafkaLog.js';
 import { ensureTopics, TopicError } from '../../src/kafka/topics.js';
 import { committedOffsets, createTopic, produce } from './kafkaClient.js';
 import { scenario } from './disputes.js';
+import { failureLog } from './failureLog.js';
 
 const bootstrap = inject('kafkaBootstrap');
-const logger = pino({ level: process.env.ORDERLY_TEST_LOG_LEVEL ?? 'silent' });
+const logger = failureLog();
 const open: KafkaLog[] = [];
 afterEach(async () => {
   await Promise.all(open.splice(0).map((log) => log.close()));

@@ -1,15 +1,15 @@
 // A stop that comes while a partition restores from the broker: the changelog reader ends the read
 // at once, even while the batch it polled is still being applied (test/unit/kafka/changelog covers
 // what the store then keeps; this is the reader's part, on the real client).
-import { pino } from 'pino';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { ChangelogReader } from '../../src/kafka/changelog/changelogReader.js';
 import { AckedProducer } from '../../src/kafka/log/ackedProducer.js';
 import { createTopic } from './kafkaClient.js';
 import { scenario } from './disputes.js';
+import { failureLog } from './failureLog.js';
 
 const bootstrap = inject('kafkaBootstrap');
-const logger = pino({ level: process.env.ORDERLY_TEST_LOG_LEVEL ?? 'silent' });
+const logger = failureLog();
 
 const closing: Array<() => Promise<void>> = [];
 afterEach(async () => {
