@@ -682,15 +682,21 @@ export class KafkaLog implements Log {
         this.resetAfterAbort(new Error(`partitions ${tps.map(partitionId).join(', ')} were lost: this worker was fenced out of its group`), tps);
       this.logger.info({ partitions: tps.map(partitionId), lost }, lost ? 'partitions lost' : 'revoking');
       this.serialize(`${lost ? 'loss' : 'revocation'} of ${tps.map(partitionId).join(', ')}`, REVOCATION_WAITS_FOR, async () => {
-        if (this.listener) await (lost ? this.listener.lost(tps) : this.listener.revoked(tps));
-        for (const tp of tps) {
-          const id = partitionId(tp);
-          const state = this.partitions.get(id);
-          if (state && (state.ownership === 'revoking' || state.ownership === 'lost')) this.partitions.delete(id);
+        try {
+          if (this.listener) await (lost ? this.listener.lost(tps) : this.listener.revoked(tps));
+        } finally {
+          // Answered even when the listener failed (the log fails with its error): librdkafka
+          // holds the group's rebalance, and this consumer's close, until the partitions are
+          // given back, and their next owner starts from the last committed offsets.
+          for (const tp of tps) {
+            const id = partitionId(tp);
+            const state = this.partitions.get(id);
+            if (state && (state.ownership === 'revoking' || state.ownership === 'lost')) this.partitions.delete(id);
+          }
+          if (cooperative) consumer.incrementalUnassign(assignment);
+          else consumer.unassign();
+          this.logger.info({ partitions: tps.map(partitionId) }, 'revoked');
         }
-        if (cooperative) consumer.incrementalUnassign(assignment);
-        else consumer.unassign();
-        this.logger.info({ partitions: tps.map(partitionId) }, 'revoked');
       });
     } else {
       this.logger.error({ code: error?.code }, `rebalance error: ${error?.message}`);

@@ -47,6 +47,7 @@ async function rig(
   options: {
     assigned?: (tps: readonly TopicPartition[]) => Promise<void>;
     lost?: () => Promise<void>;
+    revoked?: () => Promise<void>;
     disconnected?: boolean;
     /** At-least-once: no transactions; the consumer commits offsets itself. */
     atLeastOnce?: boolean;
@@ -88,7 +89,10 @@ async function rig(
       calls.push(`assigned ${ids(tps)}`);
       await options.assigned?.(tps);
     },
-    revoked: async (tps) => void calls.push(`revoked ${ids(tps)}`),
+    revoked: async (tps) => {
+      calls.push(`revoked ${ids(tps)}`);
+      await options.revoked?.();
+    },
     lost: async (tps) => {
       calls.push(`lost ${ids(tps)}`);
       await options.lost?.();
@@ -269,6 +273,19 @@ describe('KafkaLog: a rebalance while it closes', () => {
     assign([tp(2)]);
     await settled();
     expect(calls).toEqual(['assign orders/2']);
+  });
+});
+
+describe('KafkaLog: a revocation whose listener fails', () => {
+  it('still gives the partitions back to librdkafka, so that the group can rebalance and the consumer close, and fails the log with the error', async () => {
+    const { log, calls, revoke, settled } = await rig({
+      atLeastOnce: true,
+      revoked: () => Promise.reject(new Error('the commit at the revocation was refused')),
+    });
+    revoke([tp(1)]);
+    await settled();
+    expect(calls).toEqual(['revoked orders/1', 'unassign orders/1', 'failed rebalance callback failed: the commit at the revocation was refused']);
+    expect(log.owned().map((t) => t.partition)).toEqual([0]);
   });
 });
 
