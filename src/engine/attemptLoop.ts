@@ -58,7 +58,8 @@ async function attemptsFrom<T>(
     refused = outcome.kind === 'refused';
     if (outcome.kind === 'done') return { ok: true, value: outcome.value, attemptsStored: attempts.count > 0 };
     if (outcome.kind === 'refused') continue;
-    attempts = { count: attempt, errors: [...attempts.errors, { attempt, atMs: ctx.clock.now(), error: outcome.error }] };
+    const failed: AttemptError = { attempt, atMs: ctx.clock.now(), error: outcome.error, ...(outcome.answered ? { answered: true as const } : {}) };
+    attempts = { count: attempt, errors: [...attempts.errors, failed] };
     if (attempts.count >= max) break;
     await ctx.end.atomically(event, () => ctx.writer.write([ctx.attempts.put(tried.owner, event, attempts)]));
     ctx.report(Outcome.RETRY, event, { attempt, error: outcome.error });

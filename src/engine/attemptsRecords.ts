@@ -9,6 +9,8 @@ export interface AttemptError {
   readonly attempt: number;
   readonly atMs: number;
   readonly error: string;
+  /** The call answered, with a decision its schema refused (the step was up); absent when it threw or timed out. */
+  readonly answered?: true;
 }
 
 /** Attempts of one event so far, kept in the store so that a crash does not reset them. */

@@ -1,6 +1,14 @@
 import { setMaxListeners } from 'node:events';
 import type { Clock, Timer } from '../ports/clock.js';
+import type { AttemptError } from './attemptsRecords.js';
 import type { Try } from './tries.js';
+
+/** An event as the circuit tells events apart: by its place in the log, the same on a redelivery or a replay. */
+export interface CircuitEvent {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: number;
+}
 
 /**
  * A fallback's circuit: `closed` (the agent step decides), `open` (the fallback decides, no call
@@ -35,12 +43,17 @@ export class CircuitOpenError extends Error {
  */
 export class CircuitBreaker {
   private current: CircuitState = 'closed';
-  /** When the current run of failures and refusals began; undefined while the step answers. */
+  /** When the current run of failures and refusals began (the open timer counts from it); undefined while the step answers. */
   private failingSinceMs: number | undefined;
+  /** When the current run's first refusal (a 429) came; undefined if none came. */
+  private refusedSinceMs: number | undefined;
   /** How the step's last call that did not answer ended: its error, or a refusal (reported with an opening). */
   private lastFailure: string | undefined;
-  /** The events whose calls failed (not refused: a 429 says nothing of poison) in the current run (see {@link judge}). */
-  private readonly failing = new Set<object>();
+  /**
+   * The events whose calls failed (not refused: a 429 says nothing of poison) in the current run,
+   * by their place in the log, each with when its first failed call ended (see {@link judge}).
+   */
+  private readonly failing = new Map<string, number>();
   private timer: Timer | undefined;
   private period = listenedPeriod();
   private probing = false;
@@ -76,7 +89,7 @@ export class CircuitBreaker {
    * A call of the step for `event` ended: answered (`done`, or `failed` with an answer its schema
    * refused: the step is up, that event is poison), or failed (threw, timed out) or refused (a 429).
    */
-  saw(attempt: Try<unknown>, event: object): void {
+  saw(attempt: Try<unknown>, event: CircuitEvent): void {
     const ok = attempt.kind === 'done' || (attempt.kind === 'failed' && attempt.answered === true);
     if (!ok) this.lastFailure = attempt.kind === 'failed' ? attempt.error : 'refused (a 429)';
     if (this.current === 'half-open') {
@@ -88,15 +101,31 @@ export class CircuitBreaker {
     }
     if (this.current !== 'closed') return;
     if (ok) {
-      this.failingSinceMs = undefined;
-      this.failing.clear();
-      this.cancelTimer();
+      this.endRun();
       return;
     }
-    if (attempt.kind === 'failed') this.failing.add(event);
+    const now = this.clock.now();
+    if (attempt.kind === 'failed') {
+      const id = idOf(event);
+      if (!this.failing.has(id)) this.failing.set(id, now);
+    } else this.refusedSinceMs ??= now;
     if (this.failingSinceMs !== undefined) return;
-    this.failingSinceMs = this.clock.now();
+    this.failingSinceMs = now;
     this.timer = this.clock.setTimer(this.afterMs, () => this.open());
+  }
+
+  /**
+   * `event` comes to the step with attempts stored before (by an engine before a restart, or
+   * before its partition moved): those that failed without an answer within the last `afterMs`
+   * count as its failures in the current run, for {@link judge} only (the open timer starts
+   * with this engine's own calls), so that an outage across a restart is not taken for poison.
+   */
+  failedBefore(event: CircuitEvent, errors: readonly AttemptError[]): void {
+    if (this.current !== 'closed') return;
+    const now = this.clock.now();
+    const recent = errors.some((e) => e.answered !== true && e.atMs >= now - this.afterMs);
+    const id = idOf(event);
+    if (recent && !this.failing.has(id)) this.failing.set(id, now);
   }
 
   /**
@@ -105,11 +134,16 @@ export class CircuitBreaker {
    * is not this event alone; poison otherwise (the step answers others, refuses them with 429s,
    * or nothing else has called it). So a step failing many events' calls sends them to the fallback
    * however `afterMs` compares with the park's `attempts × retryDelayMs`, without holding any of
-   * them until the circuit opens.
+   * them until the circuit opens. A poison event's failures then say nothing of the step: they
+   * leave the run, and the open timer counts from the failures and refusals left, if any.
    */
-  judge(event: object): Exhausted {
+  judge(event: CircuitEvent): Exhausted {
     if (this.current !== 'closed') return 'outage';
-    return this.failing.size > (this.failing.has(event) ? 1 : 0) ? 'outage' : 'poison';
+    const id = idOf(event);
+    if (this.failing.size > (this.failing.has(id) ? 1 : 0)) return 'outage';
+    this.failing.delete(id);
+    this.restartRun();
+    return 'poison';
   }
 
   /** The event that had `permit` is done with the step: a probe that gave no verdict leaves the probe to the next event. */
@@ -120,8 +154,7 @@ export class CircuitBreaker {
   private open(): void {
     this.cancelTimer();
     this.current = 'open';
-    this.failingSinceMs = undefined;
-    this.failing.clear();
+    this.clearRun();
     this.probing = false;
     this.period.abort(new CircuitOpenError(this.step));
     this.changed('open', this.clock.now(), this.lastFailure);
@@ -148,6 +181,28 @@ export class CircuitBreaker {
     this.cancelTimer();
   }
 
+  /** The step answered: the run of failures and refusals ends, and with it the open timer. */
+  private endRun(): void {
+    this.clearRun();
+    this.cancelTimer();
+  }
+
+  private clearRun(): void {
+    this.failingSinceMs = undefined;
+    this.refusedSinceMs = undefined;
+    this.failing.clear();
+  }
+
+  /** The run without a poison event's failures: it starts at the earliest failure or refusal left, or there is none. */
+  private restartRun(): void {
+    let since = this.refusedSinceMs;
+    for (const at of this.failing.values()) if (since === undefined || at < since) since = at;
+    if (since === this.failingSinceMs) return;
+    this.cancelTimer();
+    this.failingSinceMs = since;
+    if (since !== undefined) this.timer = this.clock.setTimer(Math.max(0, since + this.afterMs - this.clock.now()), () => this.open());
+  }
+
   private cancelTimer(): void {
     this.timer?.cancel();
     this.timer = undefined;
@@ -162,4 +217,9 @@ function listenedPeriod(): AbortController {
   const controller = new AbortController();
   setMaxListeners(0, controller.signal);
   return controller;
+}
+
+/** An event's place in the log, as the circuit keys its failures. */
+function idOf(event: CircuitEvent): string {
+  return `${event.topic}/${event.partition}@${event.offset}`;
 }

@@ -31,6 +31,7 @@ export const agentStepProcessor: ProcessorFactory<AgentStepNode> = (node, ctx, p
   const guarded: GuardedStep = {
     node,
     attempts: (unit, watch) => (watch ? withAttempts(ctx, watching(stepper, watch), unit) : runAgentStep(stepper, unit)),
+    stored: (unit) => ctx.attempts.of(node, unit.event),
     take(unit, decision, by) {
       if (ctx.attempts.of(node, unit.event).count > 0) unit.ops.push(ctx.attempts.del(node, unit.event));
       return pass(unit, decision, by);

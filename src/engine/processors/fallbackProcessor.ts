@@ -31,6 +31,8 @@ export const fallbackProcessor: ProcessorFactory<FallbackNode> = (node, ctx, par
     return isThenable(ruled) ? ruled.then(taken) : taken(ruled);
   };
   const byStep = async (guarded: GuardedStep, unit: EventInFlight, permit: CircuitPermit): Promise<Processed> => {
+    const before = guarded.stored(unit);
+    if (before.count > 0) breaker.failedBefore(unit.event, before.errors);
     const either = eitherSignal(unit.signal, breaker.opened);
     let tried;
     try {

@@ -68,6 +68,8 @@ export interface GuardedStep {
    * how each attempt ended. Its calls and waits end when `unit.signal` is aborted.
    */
   attempts(unit: EventInFlight, watch?: (tried: Try<unknown>) => void): Tried<unknown> | Promise<Tried<unknown>>;
+  /** The event's attempts at the step stored so far (before a restart, or a move of its partition). */
+  stored(unit: EventInFlight): AttemptsRecord;
   /** Passes `decision` on as the step's, made by `by`; the event's attempts record at the step, if any, goes with its end. */
   take(unit: EventInFlight, decision: unknown, by: DecidedBy): undefined;
   /** The step's attempts ran out: where the event stops (the step's park). */

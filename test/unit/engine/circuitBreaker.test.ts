@@ -2,7 +2,7 @@
 // event may do meanwhile, a probe that ends without a verdict, and how it judges an event whose
 // attempts ran out.
 import { describe, expect, it } from 'vitest';
-import { CircuitBreaker, CircuitOpenError, type CircuitState } from '../../../src/engine/circuitBreaker.js';
+import { CircuitBreaker, CircuitOpenError, type CircuitEvent, type CircuitState } from '../../../src/engine/circuitBreaker.js';
 import type { Try } from '../../../src/engine/tries.js';
 import { VirtualClock } from '../../../testkit/virtualClock.js';
 
@@ -10,8 +10,8 @@ const FAILED: Try<unknown> = { kind: 'failed', error: 'the provider answered 503
 const ANSWERED: Try<unknown> = { kind: 'done', value: { action: 'refund' } };
 const REFUSED: Try<unknown> = { kind: 'refused' };
 
-/** Events, as the breaker tells them apart: by identity. */
-const [e1, e2, e3] = [{ offset: 1 }, { offset: 2 }, { offset: 3 }];
+/** Events, as the breaker tells them apart: by their place in the log. */
+const [e1, e2, e3] = [1, 2, 3].map((offset) => ({ topic: 'disputes', partition: 0, offset })) as [CircuitEvent, CircuitEvent, CircuitEvent];
 
 function setup() {
   const clock = new VirtualClock();
@@ -84,18 +84,53 @@ describe('CircuitBreaker', () => {
     const { breaker, runTo } = setup();
     expect(breaker.judge(e1)).toBe('poison'); // nothing failed
     breaker.saw(FAILED, e1);
-    breaker.saw(FAILED, e1);
+    breaker.saw(FAILED, { ...e1 }); // the same event again (redelivered: another object, the same place in the log)
     expect(breaker.judge(e1)).toBe('poison'); // its own failures only
+    breaker.saw(FAILED, e1);
     breaker.saw(REFUSED, e3); // another's call refused (a 429): it says nothing of poison
     expect(breaker.judge(e1)).toBe('poison');
+    breaker.saw(FAILED, e1);
     breaker.saw(FAILED, e2);
     expect([breaker.judge(e1), breaker.judge(e2), breaker.judge(e3)]).toEqual(['outage', 'outage', 'outage']);
     breaker.saw(ANSWERED, e3); // the step answers: the failures before it tell nothing
     expect(breaker.judge(e1)).toBe('poison');
     breaker.saw(FAILED, e2);
-    expect([breaker.judge(e1), breaker.judge(e2)]).toEqual(['outage', 'poison']);
+    breaker.saw(FAILED, e1);
+    expect([breaker.judge(e1), breaker.judge(e2)]).toEqual(['outage', 'outage']);
     runTo(2_000); // failing since 0 with no answer after the last one: open
     expect(breaker.judge(e2)).toBe('outage');
+  });
+
+  it("leaves a poison event's failures out of the run: the circuit opens only afterMs after the failures left began, or not at all", () => {
+    const alone = setup();
+    alone.breaker.saw(FAILED, e1);
+    alone.runTo(1_000);
+    expect(alone.breaker.judge(e1)).toBe('poison');
+    alone.runTo(60_000);
+    expect(alone.changes).toEqual(['closed@0']);
+
+    const others = setup();
+    others.breaker.saw(FAILED, e1);
+    others.runTo(500);
+    others.breaker.saw(REFUSED, e3); // a 429 at 500: the run goes on from it
+    others.runTo(1_000);
+    expect(others.breaker.judge(e1)).toBe('poison');
+    others.runTo(2_499);
+    expect(others.breaker.state).toBe('closed');
+    others.runTo(2_500);
+    expect(others.changes).toEqual(['closed@0', 'open@2500']);
+  });
+
+  it('counts failures stored before (a restart) for the judgement when they are recent and unanswered, without starting the open timer', () => {
+    const { breaker, changes, runTo } = setup();
+    runTo(10_000);
+    breaker.failedBefore(e2, [{ attempt: 1, atMs: 7_000, error: 'the provider answered 503' }]); // older than afterMs (2,000)
+    breaker.failedBefore(e3, [{ attempt: 1, atMs: 9_500, error: 'its answer was refused', answered: true }]); // the step was up
+    expect(breaker.judge(e1)).toBe('poison');
+    breaker.failedBefore(e2, [{ attempt: 1, atMs: 9_000, error: 'the provider answered 503' }]);
+    expect(breaker.judge(e1)).toBe('outage');
+    runTo(60_000);
+    expect(changes).toEqual(['closed@0']);
   });
 
   it('dispose cancels the timer that would open or half-open it: a stopped engine leaves none behind', () => {
