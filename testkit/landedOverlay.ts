@@ -94,7 +94,7 @@ export class LandedOverlay {
 
 function freeze(op: StoreOp): LandedOp {
   if (op.type === 'del') return { type: 'del', key: op.key };
-  const json = op.value === undefined || op.value === null ? undefined : JSON.stringify(op.value);
+  const json = op.value === undefined || op.value === null ? undefined : (op.json ?? JSON.stringify(op.value));
   // As LevelDB and the driver's write-behind store refuse them.
   if (json === undefined) throw new TypeError(`state: the value of '${op.key}' cannot be null, undefined or unstorable as JSON`);
   return { type: 'put', key: op.key, json };

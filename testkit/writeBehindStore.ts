@@ -1,5 +1,5 @@
 import type { EntriesOptions, Store, StoreOp } from '../src/ports/store.js';
-import { decodeLocalValue, encodeLocalValue } from '../src/state/storedFormat.js';
+import { decodeLocalValue, encodeLocalValue, localFromJson } from '../src/state/storedFormat.js';
 
 /** A put whose value is its stored text already (`v2:` and the JSON, as LevelStore writes it): LevelDB takes it as it is. */
 type EncodedOp =
@@ -111,7 +111,7 @@ function encode(op: StoreOp): EncodedOp {
   if (op.type === 'del') return { type: 'del', key: op.key };
   // LevelDB refuses these too: the driver must not accept what production would not.
   if (op.value === null || op.value === undefined) throw new TypeError(`state: the value of '${op.key}' cannot be null or undefined (as in LevelDB)`);
-  const value = encodeLocalValue(op.value);
+  const value = op.json !== undefined ? localFromJson(op.json) : encodeLocalValue(op.value);
   if (value === undefined) throw new TypeError(`state: the value of '${op.key}' cannot be stored as JSON`);
   return { type: 'put', key: op.key, value, valueEncoding: 'utf8' };
 }

@@ -22,9 +22,36 @@ export class StagedTable implements StateTable {
   }
 
   put(row: string, value: unknown): void {
-    if (value === undefined) throw new TypeError(`state table '${this.name}': put('${row}', undefined); use del('${row}') to remove a row`);
+    if (value === undefined || value === null)
+      throw new TypeError(`state table '${this.name}': put('${row}', ${String(value)}); a row holds a JSON value: use del('${row}') to remove a row`);
     const key = stateKeys.table(this.name, this.tp, row);
     this.staged.set(key, { type: 'put', key, value });
+  }
+
+  /**
+   * Makes each staged put's JSON, once the effect has returned: a value JSON cannot hold (a
+   * BigInt, a cycle, a function) throws here, naming its row, so that it fails the effect's
+   * attempt (retried, then parked) rather than the batch that would write it, which would stop
+   * the engine. The stores then write this JSON rather than make it again.
+   */
+  seal(): void {
+    for (const [key, op] of this.staged) {
+      if (op.type !== 'put' || op.json !== undefined) continue;
+      let json: string | undefined;
+      try {
+        json = JSON.stringify(op.value) as string | undefined;
+      } catch (error) {
+        throw new TypeError(`${this.cannotStore(key)}: ${(error as Error).message}; a row is stored as JSON (a BigInt as a string or a number, no cycles)`, {
+          cause: error,
+        });
+      }
+      if (json === undefined) throw new TypeError(`${this.cannotStore(key)}: its value (${typeof op.value}) has no JSON form; a row is stored as JSON`);
+      this.staged.set(key, { type: 'put', key, value: op.value, json });
+    }
+  }
+
+  private cannotStore(key: string): string {
+    return `state table '${this.name}': row '${key.slice(stateKeys.table(this.name, this.tp, '').length)}' cannot be stored`;
   }
 
   del(row: string): void {

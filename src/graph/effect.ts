@@ -16,8 +16,17 @@ export const madeByEffect: unique symbol = Symbol.for('orderly.effect');
  * as it starts and writing them as it ends, so a row written by two keys can lose an update.
  */
 export interface StateTable {
+  /** The row's value, as this attempt last put it, else as stored; undefined if it has none. */
   get<V>(row: string): V | undefined;
+  /**
+   * Stages the row's value, stored as its JSON once the effect returns: a `Map` or a `Set` is
+   * stored as `{}`, a `Date` as its ISO text, `NaN` and `Infinity` as `null`, as `JSON.stringify`
+   * makes them. `null` or `undefined` throws at once (use {@link StateTable.del}); a value with no JSON (a
+   * BigInt, a cycle, a function) fails the effect's attempt, naming the row, and is retried and
+   * parked as any failed attempt, while other keys go on.
+   */
   put(row: string, value: unknown): void;
+  /** Stages the row's removal. */
   del(row: string): void;
 }
 

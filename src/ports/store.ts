@@ -9,7 +9,15 @@ export interface EntriesOptions {
 }
 
 /** One write of an atomic batch. */
-export type StoreOp = { readonly type: 'put'; readonly key: string; readonly value: unknown } | { readonly type: 'del'; readonly key: string };
+export type StoreOp =
+  | {
+      readonly type: 'put';
+      readonly key: string;
+      readonly value: unknown;
+      /** The value's JSON, when whoever staged the put made it already (an effect's state table does, to refuse a value JSON cannot hold): stores use it rather than make it again. */
+      readonly json?: string;
+    }
+  | { readonly type: 'del'; readonly key: string };
 
 /**
  * A batch a store makes durable in two steps (see {@link Store.stage}). `durable` settles after

@@ -2,7 +2,7 @@ import { Level } from 'level';
 import { MemoryLevel } from 'memory-level';
 import type { AbstractLevel } from 'abstract-level';
 import type { EntriesOptions, Store, StoreOp } from '../ports/store.js';
-import { decodeLocalValue, encodeLocalValue } from './storedFormat.js';
+import { decodeLocalValue, encodeLocalValue, localFromJson } from './storedFormat.js';
 
 type Db = AbstractLevel<string | Buffer | Uint8Array, string, unknown>;
 
@@ -90,7 +90,7 @@ class LevelStore implements LocalStore {
 function encodeValue(op: StoreOp & { type: 'put' }): string {
   // LevelDB refuses null and undefined values, naming them (the whole batch with them): as before.
   if (op.value === null || op.value === undefined) return op.value as unknown as string;
-  const text = encodeLocalValue(op.value);
+  const text = op.json !== undefined ? localFromJson(op.json) : encodeLocalValue(op.value);
   if (text === undefined) throw new TypeError(`state key '${op.key}': its value (${typeof op.value}) has no JSON form; orderly stores JSON values only`);
   return text;
 }

@@ -51,11 +51,21 @@ function attemptEffect(ctx: EngineContext, node: ApplyOnceNode, unit: EventInFli
   } catch (error) {
     return effectFailed(node, error, unit.signal);
   }
-  if (!isThenable(applied)) return { kind: 'done', value: { result: applied, table } };
+  if (!isThenable(applied)) return sealed(node, unit, applied, table);
   return Promise.resolve(applied).then(
-    (result): Try<Effected> => ({ kind: 'done', value: { result, table } }),
+    (result): Try<Effected> => sealed(node, unit, result, table),
     (error: unknown) => effectFailed(node, error, unit.signal),
   );
+}
+
+/** The effect returned: its attempt is done once its table's rows are JSON (see StagedTable.seal), else it failed. */
+function sealed(node: ApplyOnceNode, unit: EventInFlight, result: unknown, table: StagedTable): Try<Effected> {
+  try {
+    table.seal();
+  } catch (error) {
+    return effectFailed(node, error, unit.signal);
+  }
+  return { kind: 'done', value: { result, table } };
 }
 
 /** A failed attempt of the effect; given up (the engine's signal), it is no attempt: the event stays unfinished. */

@@ -69,7 +69,7 @@ export function encodeWrite(group: string, op: StoreOp): EncodedWrite {
   const topic = cachedChangelogTopic(group, store);
   const key = op.key;
   if (op.type === 'del') return { local: op, topic, partition, key, json: undefined };
-  const json = JSON.stringify(op.value) as string | undefined;
+  const json = op.json ?? (JSON.stringify(op.value) as string | undefined);
   // `undefined` (or a function) has no JSON: the op goes as it is, and its record with no bytes.
   if (json === undefined) return { local: op, topic, partition, key, json };
   return { local: { type: 'put', key, value: localFromJson(json), valueEncoding: 'utf8' }, topic, partition, key, json };

@@ -43,10 +43,11 @@ describe('StagedTable', () => {
     await store.close();
   });
 
-  it('refuses to put undefined, pointing at del', async () => {
+  it('refuses to put undefined or null, pointing at del', async () => {
     const store = await openMemoryStore();
     const table = new StagedTable(store, 'fx', tp);
-    expect(() => table.put('row', undefined)).toThrow("state table 'fx': put('row', undefined); use del('row') to remove a row");
+    expect(() => table.put('row', undefined)).toThrow("state table 'fx': put('row', undefined); a row holds a JSON value: use del('row') to remove a row");
+    expect(() => table.put('row', null)).toThrow("state table 'fx': put('row', null); a row holds a JSON value: use del('row') to remove a row");
     expect(table.ops()).toEqual([]);
     await store.close();
   });
