@@ -25,12 +25,17 @@ export async function loadTopology(module: string): Promise<Topology> {
         cause: error,
       });
     }
-    throw error;
+    throw refusedIn(module, error);
   }
   let exported = namespace.default;
   // A .ts file that Node.js loads as CommonJS comes with its `export default` under module.exports.default.
   if (!isTopology(exported) && typeof exported === 'object' && exported !== null && 'default' in exported) exported = exported.default;
-  const topology = typeof exported === 'function' ? await (exported as () => unknown)() : exported;
+  let topology: unknown;
+  try {
+    topology = typeof exported === 'function' ? await (exported as () => unknown)() : exported;
+  } catch (error) {
+    throw refusedIn(module, error);
+  }
   if (!isTopology(topology)) {
     const named = Object.keys(namespace).filter((name) => name !== 'default' && isTopology(namespace[name]));
     const found =
@@ -42,6 +47,12 @@ export async function loadTopology(module: string): Promise<Topology> {
     throw new Error(`'${module}' must export a Topology by default (export default stream(...)...build()), or a function that returns one${found}`);
   }
   return topology;
+}
+
+/** A chain the DSL refused while the module built it, named with the module (the DSL's error names the operator); any other error as it is. */
+function refusedIn(module: string, error: unknown): unknown {
+  if (!(error instanceof Error) || error.name !== 'TopologyError') return error;
+  return new Error(`'${module}' builds a topology the DSL refuses: ${error.message}`, { cause: error });
 }
 
 function isTopology(value: unknown): value is Topology {

@@ -84,6 +84,23 @@ test('a module that exports its topology by name only is refused, naming that ex
   }
 });
 
+test('a module whose chain the DSL refuses, at its import or in the function it exports, is named with the DSL error', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'orderly-cli-'));
+  try {
+    const dsl = pathToFileURL(join(root, 'dist/src/index.js')).href;
+    const chain = "stream('returns').keyedSerial().agentStep('inspect', async () => ({ ok: true })).to('refunds').build()";
+    writeFileSync(join(dir, 'atImport.mts'), `import { stream } from '${dsl}';\nexport default ${chain};\n`);
+    writeFileSync(join(dir, 'inFunction.mts'), `import { stream } from '${dsl}';\nexport default () => ${chain};\n`);
+    for (const file of ['atImport.mts', 'inFunction.mts']) {
+      const loaded = loadTopology(join(dir, file));
+      expect(loaded.status).toBe(1);
+      expect(loaded.stderr).toContain(`'${join(dir, file)}' builds a topology the DSL refuses: agentStep 'inspect' has no park() right after it`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('every command refuses a bad number the same way, naming the option and the value', () => {
   const lab = orderly('lab', '--port', '70000');
   expect(lab.status).not.toBe(0);
