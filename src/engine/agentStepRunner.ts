@@ -203,7 +203,7 @@ type Validated = CallOutcome & { kind: 'done' | 'failed' };
 
 /** Validates a decision against the step's schema; a decision given by a person goes through it too. A schema that validates synchronously gives its verdict without a promise. */
 export function validateDecision(step: AgentStepNode, raw: unknown): Validated | Promise<Validated> {
-  if (!step.schema) return { kind: 'done', value: raw };
+  if (!step.schema) return storable(step, raw);
   let result: StandardSchemaV1.Result<unknown> | Promise<StandardSchemaV1.Result<unknown>>;
   try {
     result = step.schema['~standard'].validate(raw);
@@ -219,9 +219,36 @@ export function validateDecision(step: AgentStepNode, raw: unknown): Validated |
 }
 
 function verdict(step: AgentStepNode, result: StandardSchemaV1.Result<unknown>): Validated {
-  if (!result.issues) return { kind: 'done', value: result.value };
+  if (!result.issues) return storable(step, result.value);
   const issues = result.issues.map((i) => `${pathOf(i)}${i.message}`).join('; ');
   return { kind: 'failed', error: `agentStep '${step.name}': decision failed its schema: ${issues}`, answered: true };
+}
+
+/**
+ * A decision is kept as JSON (with a parked event, a durable run's journal, an effect record), so
+ * one JSON cannot hold, or none at all (`undefined`: a decide function that forgot its return),
+ * fails the attempt as an answer refused, rather than the batch that would store it.
+ */
+function storable(step: AgentStepNode, decision: unknown): Validated {
+  if (decision === undefined)
+    return {
+      kind: 'failed',
+      error: `agentStep '${step.name}': its decision is undefined; return the decision (a JSON value), or throw to fail the attempt`,
+      answered: true,
+    };
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(decision) as string | undefined;
+  } catch (error) {
+    return {
+      kind: 'failed',
+      error: `agentStep '${step.name}': its decision cannot be stored as JSON: ${messageOf(error)}; return a JSON value`,
+      answered: true,
+    };
+  }
+  if (json === undefined)
+    return { kind: 'failed', error: `agentStep '${step.name}': its decision (a ${typeof decision}) has no JSON form; return a JSON value`, answered: true };
+  return { kind: 'done', value: decision };
 }
 
 function schemaThrew(step: AgentStepNode, error: unknown): Validated {
