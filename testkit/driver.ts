@@ -41,8 +41,20 @@ export interface DriverOptions {
   partitions?: number;
   /** Seeds the engine's Random port. The same seed and inputs give the same history. @defaultValue 0 */
   seed?: number;
-  /** Keep the state in LevelDB in this directory; without it, in memory-level. */
+  /**
+   * Keep the state in LevelDB in this directory; without it, in memory-level (gone with the
+   * driver). The directory must be new or empty: the driver's log is in memory and starts at
+   * offset 0 again, so the effect records an earlier driver left would mark every event a
+   * DUPLICATE. A driver's own {@link TopologyTestDriver.crash} and {@link TopologyTestDriver.restart}
+   * reopen it, as a restarted worker does; a new driver refuses a directory that holds state.
+   */
   stateDir?: string;
+  /**
+   * Opens a `stateDir` that holds state already, as it is: for a test that reads state written on
+   * purpose (an older version's, a fixture's), knowing the events at the stored offsets are then
+   * found applied. @defaultValue false: a non-empty `stateDir` is refused
+   */
+  reuseStateDir?: boolean;
   /** @defaultValue `{ everyMs: 5000 }` */
   commit?: CommitPolicy;
   /** Records per partition per poll. @defaultValue 500 */
@@ -209,6 +221,7 @@ export class TopologyTestDriver {
       throw new RangeError(`TopologyTestDriver: partitions must be a whole number of at least 1, got ${partitions}`);
     this.log = new MemoryLog(partitions);
     this.log.partitions(topology.source.topic);
+    if (options.stateDir !== undefined && options.reuseStateDir !== true) refuseUsedStateDir(options.stateDir);
     this.random = new SeededRandom(options.seed ?? 0);
     this.mode = options.mode ?? 'plain';
     if (!driverModes.includes(this.mode))
@@ -461,13 +474,21 @@ export class TopologyTestDriver {
    * Resolves a parked key; the replay runs as the driver runs. While the engine is crashed with a
    * restart pending, it runs the driver until the restarted engine has restored the partition,
    * then resolves there, as a person's resolution waits for the worker to come back.
+   *
+   * @param partition - The source topic's partition the key is parked on (the `partition` of its
+   *   entry in {@link TopologyTestDriver.parked}).
+   * @param lane - The parked key's lane, as {@link TopologyTestDriver.parked} lists it (its `lane`):
+   *   the record's key for a keyed event; for an event with a null key (a lane of its own) it is
+   *   `~no-key/<offset>`, the event's offset on its partition (`~no-key/0` for offset 0).
+   * @param resolution - Exactly one of `{ decision }`, `{ retry: true }` and `{ discard: true }`.
    */
-  async resolve(partition: number, key: string, resolution: Resolution): Promise<void> {
+  async resolve(partition: number, lane: string, resolution: Resolution): Promise<void> {
     if (!this.instance?.alive && this.restartsPending > 0) {
       while (!(this.instance?.alive && this.instance.consumer.ready(partition)) && (await this.step(Infinity)));
     }
     const instance = this.requireLive('resolve');
-    const done = instance.engine.resolve(partition, key, resolution);
+    if (this.topology.park && instance.consumer.ready(partition)) this.requireParkedOn(instance.engine.parked(), partition, lane);
+    const done = instance.engine.resolve(partition, lane, resolution);
     let settled = false;
     done.then(
       () => (settled = true),
@@ -476,7 +497,22 @@ export class TopologyTestDriver {
     while (!settled && (await this.step(Infinity)));
     if (!settled) throw new Error('TopologyTestDriver.resolve: the engine crashed before the resolution was recorded; restart() it and resolve again');
     await done;
-    this.observations.resolved({ partition, key, resolution }, this.clock.now());
+    this.observations.resolved({ partition, key: lane, resolution }, this.clock.now());
+  }
+
+  /** Throws unless `lane` is parked on `partition`, naming the partition it is parked on instead, if any. */
+  private requireParkedOn(parked: readonly ParkedKeyInfo[], partition: number, lane: string): void {
+    if (parked.some((k) => k.partition === partition && k.lane === lane)) return;
+    const topic = this.topology.source.topic;
+    const elsewhere = [...new Set(parked.filter((k) => k.lane === lane).map((k) => k.partition))];
+    const lanes = [...new Set(parked.map((k) => `'${k.lane}' on ${topic}/${k.partition}`))];
+    const listed = lanes.length === 0 ? 'none' : lanes.length <= 5 ? lanes.join(', ') : `${lanes.slice(0, 5).join(', ')} and ${lanes.length - 5} more`;
+    throw new Error(
+      `resolve: key '${lane}' of ${topic}/${partition} is not parked; ` +
+        (elsewhere.length > 0
+          ? `it is parked on ${elsewhere.map((p) => `${topic}/${p}: resolve(${p}, '${lane}', ...)`).join(' or ')}`
+          : `it is not parked on any partition of ${topic} (parked now: ${listed}); an event with a null key is parked under its lane '~no-key/<offset>', as parked() lists it`),
+    );
   }
 
   /**
@@ -845,4 +881,26 @@ function validRestoreMs(ms: number, partition?: number): number {
   if (typeof ms === 'number' && Number.isFinite(ms) && ms >= 0) return ms;
   const from = partition === undefined ? '' : ` for partition ${partition}`;
   throw new RangeError(`TopologyTestDriver: restoreMs must be 0 or more ms${from}, got ${JSON.stringify(ms)}`);
+}
+
+/**
+ * Refuses a state directory that holds state already: a new driver's log starts at offset 0, so
+ * the effect records stored there would take its events for ones already applied.
+ */
+function refuseUsedStateDir(dir: string): void {
+  let entries: string[];
+  try {
+    // Loaded here, not imported: the lab bundles the driver for the browser, where no stateDir is given.
+    entries = process.getBuiltinModule('node:fs').readdirSync(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return; // created at the start
+    throw error;
+  }
+  if (entries.length === 0) return;
+  throw new Error(
+    `TopologyTestDriver: stateDir '${dir}' is not empty: it holds the state of an earlier driver or run, ` +
+      "and this driver's in-memory log starts at offset 0 again, so the effect records stored there would mark every event a DUPLICATE " +
+      '(its model never called, its effects never applied); pass an empty or new directory (mkdtemp, say), or omit stateDir for a temporary in-memory state ' +
+      "(a driver's own crash() and restart() keep its directory; reuseStateDir: true reads state left there on purpose)",
+  );
 }

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { VariantResult } from '../../testkit/scenarios/workedExample.js';
@@ -15,7 +15,7 @@ export function registerScenarioCommand(program: Command): void {
     .option('--json', 'print a JSON array, one object per variant (per mode, for migration)')
     .option(
       '--state-dir <dir>',
-      'keep the LevelDB state under this directory, one sub-directory per variant (default: a temporary directory, removed afterwards)',
+      'keep the LevelDB state under this directory, one sub-directory per variant; it must be new or empty (default: a temporary directory, removed afterwards)',
     )
     .option('--memory', 'keep the state in memory-level instead of LevelDB')
     .option('--metrics', 'print the Prometheus metrics of the run (label variant) instead of the figures')
@@ -24,6 +24,19 @@ export function registerScenarioCommand(program: Command): void {
         program.error(`orderly scenario: no scenario named '${name}'; the scenarios are: ${scenarios.join(', ')}`);
       }
       if (name === 'migration' && options.metrics) program.error('orderly scenario migration: --metrics is for worked-example only; use --json');
+      if (options.stateDir !== undefined && !options.memory) {
+        const used = await entriesOf(options.stateDir);
+        if (used.length > 0) {
+          program.error(
+            `orderly scenario ${name}: --state-dir '${options.stateDir}' is not empty (it holds ${used
+              .slice(0, 3)
+              .map((e) => `'${e}'`)
+              .join(', ')}${used.length > 3 ? ', ...' : ''}, an earlier run's state): ` +
+              "each run's log is in memory and starts at offset 0 again, so the effect records stored there would mark every event a duplicate (modelCalls 0); " +
+              'give an empty or new directory, or omit --state-dir for a temporary one',
+          );
+        }
+      }
       const temporary = options.memory || options.stateDir ? undefined : await mkdtemp(join(tmpdir(), 'orderly-scenario-'));
       const root = options.stateDir ?? temporary;
       try {
@@ -50,6 +63,16 @@ export function registerScenarioCommand(program: Command): void {
         if (temporary) await rm(temporary, { recursive: true, force: true });
       }
     });
+}
+
+/** The entries of a directory; none when it does not exist (the run creates it). */
+async function entriesOf(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
 }
 
 function table<R extends object>(results: readonly R[]): string {

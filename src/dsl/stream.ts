@@ -16,7 +16,7 @@ import type { Effect } from '../graph/effect.js';
 import { json, type Serde } from '../graph/serde.js';
 import { Topology } from '../graph/topology.js';
 import { isEffect } from './effect.js';
-import { requireFunction, requireInteger, requireName, requireNumber } from './options.js';
+import { requireFunction, requireInteger, requireName, requireNumber, shown } from './options.js';
 import { sameJson } from './sameJson.js';
 import { validateTopology } from './validateTopology.js';
 import { TopologyError } from './topologyError.js';
@@ -73,6 +73,11 @@ export interface ApplyOnceOptions extends NameOption {
 }
 
 export interface ParkOptions extends NameOption {
+  /**
+   * The park's name, which names its state; no other operator may have it (an effect included).
+   * @defaultValue `<step>-park`, after the agentStep before it
+   */
+  name?: string;
   /** Attempts before the event is parked (a 429 is not an attempt). */
   attempts: number;
   /** Wait between failed attempts. @defaultValue 1000 */
@@ -254,10 +259,7 @@ export class StreamBuilder<T, Ds extends Decisions = NoDecisions> {
     const name = options.name ?? `${step ?? this.source.topic}-park`;
     const onExhausted = options.onExhausted ?? 'park';
     if (!dispositions.includes(onExhausted)) {
-      throw new TopologyError(
-        operator,
-        `${operator}: onExhausted must be one of ${dispositions.map((d) => `'${d}'`).join(', ')}, got ${JSON.stringify(onExhausted)}`,
-      );
+      throw new TopologyError(operator, `${operator}: onExhausted must be one of ${dispositions.map((d) => `'${d}'`).join(', ')}, got ${shown(onExhausted)}`);
     }
     return this.with({ kind: 'park', name, attempts, retryDelayMs, retryJitter, topic, onExhausted });
   }

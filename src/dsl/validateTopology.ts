@@ -12,17 +12,93 @@ export function validateTopology(nodes: readonly GraphNode[]): void {
 }
 
 const uniqueNames: Pass = (nodes) => {
-  const seen = new Set<string>();
-  for (const node of nodes) {
-    if (seen.has(node.name)) {
-      throw new TopologyError(
-        node.name,
-        `${node.kind} '${node.name}': two operators are named '${node.name}'; names key state and metrics, so give one of them another name`,
-      );
+  const seen = new Map<string, number>();
+  nodes.forEach((node, i) => {
+    const first = seen.get(node.name);
+    if (first === undefined) {
+      seen.set(node.name, i);
+      return;
     }
-    seen.add(node.name);
-  }
+    const fixes = [...new Set([renaming(nodes, first), renaming(nodes, i)])].filter((fix) => fix !== undefined);
+    const other = nodes[first]!.kind === node.kind && node.kind !== 'park' ? `an earlier ${node.kind}` : operatorOf(nodes, first);
+    throw new TopologyError(
+      node.name,
+      `${operatorOf(nodes, i)}: two operators are named '${node.name}': this one and ${other}${defaultNote(nodes, first)}; ` +
+        `names key state and metrics, so give one of them another name (${fixes.join('; ')})`,
+    );
+  });
 };
+
+/** The operator at `i`, in words: its kind and name, a park by its step. */
+function operatorOf(nodes: readonly GraphNode[], i: number): string {
+  const node = nodes[i]!;
+  switch (node.kind) {
+    case 'source':
+      return `the source of topic '${node.topic}'`;
+    case 'park': {
+      const step = stepBefore(nodes, i);
+      return step ? `the park of agentStep '${step}'` : `park '${node.name}'`;
+    }
+    default:
+      return `${node.kind} '${node.name}'`;
+  }
+}
+
+/** ` (its default name, ...)` when the operator at `i` has the name the DSL gives it when none is given. */
+function defaultNote(nodes: readonly GraphNode[], i: number): string {
+  const node = nodes[i]!;
+  const topic = nodes[0]?.kind === 'source' ? nodes[0].topic : undefined;
+  const ordinal = nodes.slice(0, i + 1).filter((n) => n.kind === node.kind).length;
+  const defaults: Partial<Record<GraphNode['kind'], string>> = {
+    source: `${topic}-source`,
+    filter: `filter-${ordinal}`,
+    mapValues: `map-values-${ordinal}`,
+    keyedSerial: `${topic}-keyed-serial`,
+    park: `${stepBefore(nodes, i) ?? topic}-park`,
+    sink: node.kind === 'sink' ? `${node.topic}-sink` : undefined,
+    respond: node.kind === 'respond' ? `${node.topic}-respond` : undefined,
+  };
+  const pattern: Partial<Record<GraphNode['kind'], string>> = {
+    source: '<topic>-source',
+    filter: 'filter-<n>',
+    mapValues: 'map-values-<n>',
+    keyedSerial: '<topic>-keyed-serial',
+    park: stepBefore(nodes, i) ? '<step>-park' : '<topic>-park',
+    sink: '<topic>-sink',
+    respond: '<topic>-respond',
+  };
+  return defaults[node.kind] === node.name ? ` (its default name, ${pattern[node.kind]})` : '';
+}
+
+/** How to give the operator at `i` another name (none for the source: it is named after its topic). */
+function renaming(nodes: readonly GraphNode[], i: number): string | undefined {
+  const node = nodes[i]!;
+  switch (node.kind) {
+    case 'source':
+      return undefined;
+    case 'filter':
+      return ".filter(fn, { name: '...' }) names the filter";
+    case 'mapValues':
+      return ".mapValues(fn, { name: '...' }) names the mapValues";
+    case 'keyedSerial':
+      return ".keyedSerial({ name: '...' }) names the keyedSerial";
+    case 'park':
+      return ".park({ ..., name: '...' }) names the park";
+    case 'applyOnce':
+      return "effect('...', apply) or .applyOnce(effect, { name: '...' }) names the applyOnce";
+    case 'sink':
+      return `.to('${node.topic}', { name: '...' }) names the sink`;
+    case 'respond':
+      return `.respond('${node.topic}', { name: '...' }) names the respond`;
+    default:
+      return `.${node.kind}('...', ...) names the ${node.kind} (its first argument)`;
+  }
+}
+
+/** The agentStep whose park the park at `i` is (the last agentStep before it), as park() finds it. */
+function stepBefore(nodes: readonly GraphNode[], i: number): string | undefined {
+  return nodes.slice(0, i).findLast((n) => n.kind === 'agentStep')?.name;
+}
 
 const oneOfEachStatefulKind: Pass = (nodes) => {
   for (const kind of ['keyedSerial', 'applyOnce', 'respond'] as const) {

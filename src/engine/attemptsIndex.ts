@@ -22,10 +22,10 @@ export class AttemptsIndexedStore implements Store {
   private readonly prefixes = new Map<string, Map<string, string[]>>();
   private readonly kind: string;
 
-  readonly openPartition?: Store['openPartition'];
-  readonly closePartition?: Store['closePartition'];
-  readonly committed?: Store['committed'];
-  readonly stage?: Store['stage'];
+  readonly openPartition?: NonNullable<Store['openPartition']>;
+  readonly closePartition?: NonNullable<Store['closePartition']>;
+  readonly committed?: NonNullable<Store['committed']>;
+  readonly stage?: NonNullable<Store['stage']>;
 
   constructor(private readonly inner: Store) {
     if (inner.openPartition) this.openPartition = (tp, committed, signal) => inner.openPartition!(tp, committed, signal);

@@ -18,7 +18,7 @@ afterEach(async () => {
 });
 
 /** A fake model, a topology whose effect logs each run (its effect id and a counter in its state table). */
-function setup(options: { effectId?: (ctx: { value: Ev }) => string; stateDir?: string; effectRing?: false } = {}) {
+function setup(options: { effectId?: (ctx: { value: Ev }) => string; stateDir?: string; reuseStateDir?: true; effectRing?: false } = {}) {
   const model = fakeModel<Ev, unknown>({ latencyMs: 100, decide: () => ({ action: 'refund' }) });
   const applied: Array<{ id: string; effectId: string }> = [];
   /** What each run of the effect found in its state table for the events before it (`runs/<id>`). */
@@ -33,6 +33,7 @@ function setup(options: { effectId?: (ctx: { value: Ev }) => string; stateDir?: 
   });
   const d = new TopologyTestDriver(topology, {
     ...(options.stateDir ? { stateDir: options.stateDir } : {}),
+    ...(options.reuseStateDir ? { reuseStateDir: true } : {}),
     ...(options.effectRing === false ? { effectRing: false } : {}),
   });
   driver = d;
@@ -297,7 +298,7 @@ describe("an effect's state table", () => {
       const record = { topic: 'events', partition: 0, offset: 0, key: 'k', effectId: 'events/0/0', appliedAtMs: 0, outputs: [] };
       await old.batch([{ type: 'put', key: stateKeys.effect('fx', tp, 'events/0/0'), value: record }]);
       await old.close();
-      const { d, model, applied, input } = setup({ stateDir });
+      const { d, model, applied, input } = setup({ stateDir, reuseStateDir: true });
       input.pipeInput('k', { id: 'e1' }, { partition: 0 });
       input.pipeInput('k', { id: 'e2' }, { partition: 0 });
       await d.runUntilIdle();
@@ -334,7 +335,7 @@ describe("an effect's state table", () => {
         { type: 'put', key: stateKeys.horizon('fx', tp), value: HORIZON_STEP },
       ]);
       await before.close();
-      const { d, model, applied, input } = setup({ stateDir, effectRing: false });
+      const { d, model, applied, input } = setup({ stateDir, reuseStateDir: true, effectRing: false });
       input.pipeInput('k', { id: 'e1' }, { partition: 0 });
       input.pipeInput('k', { id: 'e2' }, { partition: 0 });
       await d.runUntilIdle();

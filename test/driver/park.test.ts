@@ -303,6 +303,39 @@ describe('resolve', () => {
     expect(d.parked()).toHaveLength(1);
   });
 
+  it('refusing a key parked on another partition, names that partition and the call that resolves it', async () => {
+    const m = model();
+    m.bad.add('r1');
+    const d = new TopologyTestDriver(decisionTopology(m.decide, { attempts: 1 }), { partitions: 2 });
+    driver = d;
+    d.createInputTopic<Ev>('events').pipeInput('R-1', { id: 'r1' }, { partition: 1 });
+    await d.runUntilIdle();
+    expect(d.parked()).toEqual([expect.objectContaining({ lane: 'R-1', partition: 1 })]);
+    await expect(d.resolve(0, 'R-1', { discard: true })).rejects.toThrow(
+      "resolve: key 'R-1' of events/0 is not parked; it is parked on events/1: resolve(1, 'R-1', ...)",
+    );
+    await d.resolve(1, 'R-1', { discard: true });
+    await d.runUntilIdle();
+    expect(d.parked()).toEqual([]);
+  });
+
+  it('refusing a key parked nowhere, says so and lists the parked lanes (a null key by its ~no-key/<offset> lane)', async () => {
+    const m = model();
+    m.bad.add('n1');
+    const d = new TopologyTestDriver(decisionTopology(m.decide, { attempts: 1 }), { partitions: 2 });
+    driver = d;
+    d.createInputTopic<Ev>('events').pipeInput(null, { id: 'n1' }, { partition: 1 });
+    await d.runUntilIdle();
+    expect(d.parked()).toEqual([expect.objectContaining({ lane: '~no-key/0', key: null, partition: 1 })]);
+    await expect(d.resolve(0, 'R-1', { discard: true })).rejects.toThrow(
+      "resolve: key 'R-1' of events/0 is not parked; it is not parked on any partition of events (parked now: '~no-key/0' on events/1); an event with a null key is parked under its lane '~no-key/<offset>', as parked() lists it",
+    );
+    // The null key's lane resolves it.
+    await d.resolve(1, '~no-key/0', { discard: true });
+    await d.runUntilIdle();
+    expect(d.parked()).toEqual([]);
+  });
+
   it.each([
     [{}, 'got {}'],
     [{ retry: false }, 'got { retry: false }; write { retry: true }'],

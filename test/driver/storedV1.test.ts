@@ -59,7 +59,8 @@ describe.each([
       .applyOnce(applyDecision)
       .to('dispute-decisions')
       .build();
-    const driver = new TopologyTestDriver(topology, { stateDir, seed: 1 });
+    // The state is the fixture's on purpose: the driver is told so (a used stateDir is refused otherwise).
+    const driver = new TopologyTestDriver(topology, { stateDir, reuseStateDir: true, seed: 1 });
     try {
       // The same five events at the same offsets, none committed: the old worker crashed.
       const input = driver.createInputTopic('disputes');

@@ -1,7 +1,7 @@
 // The CLI from the checkout (./bin/orderly, compiled): --version, and the module loader of
 // `orderly run` and `orderly parked --topology` (tsx, registered only for .ts), in a process of its own.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -157,4 +157,30 @@ test('orderly scenario worked-example prints its table and nothing on stderr (no
   expect(run.status, run.stderr).toBe(0);
   expect(run.stdout).toContain('retry-after');
   expect(run.stderr).toBe('');
+});
+
+test('orderly scenario --state-dir refuses a directory an earlier run left its state in, naming it, the cause and the fix', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'orderly-scenario-dir-'));
+  try {
+    const stateDir = join(dir, 'state');
+    const first = orderly('scenario', 'worked-example', '--state-dir', stateDir, '--json');
+    expect(first.status, first.stderr).toBe(0);
+    expect((JSON.parse(first.stdout) as Array<{ modelCalls: number }>).every((v) => v.modelCalls > 0)).toBe(true);
+
+    // Run again on it, it would take every event for a duplicate (modelCalls 0): refused.
+    const again = orderly('scenario', 'worked-example', '--state-dir', stateDir, '--json');
+    expect(again.status).toBe(1);
+    expect(again.stdout).toBe('');
+    expect(again.stderr).toContain(`orderly scenario worked-example: --state-dir '${stateDir}' is not empty (it holds 'crash-commit-each'`);
+    expect(again.stderr).toContain(
+      "an earlier run's state): each run's log is in memory and starts at offset 0 again, so the effect records stored there would mark every event a duplicate (modelCalls 0); " +
+        'give an empty or new directory, or omit --state-dir for a temporary one',
+    );
+    // An empty directory is taken.
+    const empty = join(dir, 'empty');
+    mkdirSync(empty);
+    expect(orderly('scenario', 'migration', '--state-dir', empty, '--json').status).toBe(0);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -109,11 +109,36 @@ describe('refusals at build time', () => {
     expect(error.message).toContain('add .applyOnce(effect) after its park()');
   });
 
-  it.each([0, 1.5, -1, Number.NaN])('refuses keyedSerial maxInFlight %s, naming the operator and the valid range', (maxInFlight) => {
-    const error = refusal(() => stream<Dispute>('disputes').keyedSerial({ maxInFlight }));
+  it.each([
+    [0, '0'],
+    [1.5, '1.5'],
+    [-1, '-1'],
+    [Number.NaN, 'NaN'],
+    [Infinity, 'Infinity'],
+    [-0, '-0'],
+    ['2', '"2"'],
+  ])('refuses keyedSerial maxInFlight %s, naming the operator, the valid range and the value as given', (maxInFlight, shown) => {
+    const error = refusal(() => stream<Dispute>('disputes').keyedSerial({ maxInFlight: maxInFlight as number }));
     expect(error.operator).toBe('keyedSerial');
-    expect(error.message).toContain('keyedSerial: maxInFlight must be a whole number of at least 1');
-    expect(error.message).toContain(`got ${JSON.stringify(maxInFlight)}`);
+    expect(error.message).toBe(`keyedSerial: maxInFlight must be a whole number of at least 1, got ${shown}`);
+  });
+
+  it.each([
+    [{ retryDelayMs: Number.NaN }, 'retryDelayMs must be a number at least 0, got NaN'],
+    [{ retryDelayMs: -Infinity }, 'retryDelayMs must be a number at least 0, got -Infinity'],
+    [{ retryJitter: Infinity }, 'retryJitter must be a number between 0 and 1, got Infinity'],
+    [{ attempts: undefined }, 'attempts must be a whole number of at least 1, got undefined'],
+    [{ topic: 'a topic' }, `topic must be a non-empty string of letters, digits, '.', '_' or '-', got "a topic"`],
+    [{ onExhausted: 'drop' }, `onExhausted must be one of 'park', 'dlq', 'skip', 'fail', got "drop"`],
+    [{ onExhausted: Number.NaN }, `onExhausted must be one of 'park', 'dlq', 'skip', 'fail', got NaN`],
+  ])("prints a park option's value as given (%o)", (options, message) => {
+    const error = refusal(() =>
+      stream<Dispute>('disputes')
+        .keyedSerial()
+        .agentStep('decide', decide)
+        .park({ attempts: 3, ...options } as never),
+    );
+    expect(error.message).toBe(`park after 'decide': ${message}`);
   });
 
   it.each([0, 2.5, -3])('refuses park attempts %s, naming the park after its step and the valid range', (attempts) => {
@@ -154,7 +179,36 @@ describe('refusals at build time', () => {
         .filter(() => true, { name: 'keep' })
         .build(),
     );
-    expect(error.message).toBe("filter 'keep': two operators are named 'keep'; names key state and metrics, so give one of them another name");
+    expect(error.message).toBe(
+      "filter 'keep': two operators are named 'keep': this one and an earlier filter; names key state and metrics, so give one of them another name (.filter(fn, { name: '...' }) names the filter)",
+    );
+  });
+
+  it("refuses an effect named as a park's default name, naming the park, that its name is the default, and both fixes", () => {
+    const error = refusal(() =>
+      stream<Dispute>('disputes')
+        .keyedSerial()
+        .agentStep('assess', decide)
+        .park({ attempts: 3 })
+        .applyOnce(effect('assess-park', (v: unknown) => v))
+        .build(),
+    );
+    expect(error.operator).toBe('assess-park');
+    expect(error.message).toBe(
+      "applyOnce 'assess-park': two operators are named 'assess-park': this one and the park of agentStep 'assess' (its default name, <step>-park); " +
+        "names key state and metrics, so give one of them another name (.park({ ..., name: '...' }) names the park; effect('...', apply) or .applyOnce(effect, { name: '...' }) names the applyOnce)",
+    );
+  });
+
+  it('refuses an operator named as the source, naming the source and only the fix that applies', () => {
+    const error = refusal(() =>
+      stream<Dispute>('disputes')
+        .filter(() => true, { name: 'disputes-source' })
+        .build(),
+    );
+    expect(error.message).toBe(
+      "filter 'disputes-source': two operators are named 'disputes-source': this one and the source of topic 'disputes' (its default name, <topic>-source); names key state and metrics, so give one of them another name (.filter(fn, { name: '...' }) names the filter)",
+    );
   });
 
   it.each([
