@@ -16,7 +16,7 @@ import type { Effect } from '../graph/effect.js';
 import { json, type Serde } from '../graph/serde.js';
 import { Topology } from '../graph/topology.js';
 import { isEffect } from './effect.js';
-import { requireFunction, requireInteger, requireName, requireNumber, shown } from './options.js';
+import { requireFunction, requireInteger, requireKnownOptions, requireName, requireNumber, shown } from './options.js';
 import { sameJson } from './sameJson.js';
 import { validateTopology } from './validateTopology.js';
 import { TopologyError } from './topologyError.js';
@@ -164,6 +164,7 @@ export class StreamBuilder<T, Ds extends Decisions = NoDecisions> {
   /** Keeps the events for which `predicate` holds; the others finish as FILTERED. Stateless. */
   filter(predicate: (value: T, key: string | null) => boolean, options: NameOption = {}): StreamBuilder<T, Ds> {
     requireFunction('filter', 'its predicate', predicate);
+    requireKnownOptions('filter', options, ['name']);
     const name = options.name ?? `filter-${this.count('filter') + 1}`;
     return this.with({ kind: 'filter', name, predicate: predicate as (v: unknown, k: string | null) => boolean });
   }
@@ -171,6 +172,7 @@ export class StreamBuilder<T, Ds extends Decisions = NoDecisions> {
   /** Replaces each value by `mapper(value, key)`. Stateless. */
   mapValues<U>(mapper: (value: T, key: string | null) => U, options: NameOption = {}): StreamBuilder<U, Ds> {
     requireFunction('mapValues', 'its mapper', mapper);
+    requireKnownOptions('mapValues', options, ['name']);
     const name = options.name ?? `map-values-${this.count('mapValues') + 1}`;
     return this.with({ kind: 'mapValues', name, mapper: mapper as (v: unknown, k: string | null) => unknown });
   }
@@ -181,6 +183,7 @@ export class StreamBuilder<T, Ds extends Decisions = NoDecisions> {
    * Required upstream of {@link StreamBuilder.agentStep}.
    */
   keyedSerial(options: KeyedSerialOptions = {}): StreamBuilder<T, Ds> {
+    requireKnownOptions('keyedSerial', options, ['maxInFlight', 'name']);
     const maxInFlight = requireInteger('keyedSerial', 'maxInFlight', options.maxInFlight ?? 1, 1);
     const name = options.name ?? `${this.source.topic}-keyed-serial`;
     return this.with({ kind: 'keyedSerial', name, maxInFlight });
@@ -227,6 +230,7 @@ export class StreamBuilder<T, Ds extends Decisions = NoDecisions> {
   ): StreamBuilder<Decided<T, DecisionOf<S, D>>, Ds & { readonly [K in N]: DecisionOf<S, D> }> {
     requireName('agentStep', 'its name', name);
     requireFunction(`agentStep '${name}'`, 'decide', decide);
+    requireKnownOptions(`agentStep '${name}'`, options, ['schema', 'limit', 'timeoutMs']);
     if (options.schema !== undefined && typeof options.schema?.['~standard']?.validate !== 'function') {
       throw new TopologyError(`agentStep '${name}'`, `agentStep '${name}': schema must be a Standard Schema (zod, valibot, arktype, ...)`);
     }
@@ -252,6 +256,7 @@ export class StreamBuilder<T, Ds extends Decisions = NoDecisions> {
   park(options: ParkOptions): StreamBuilder<T, Ds> {
     const step = this.lastAgentStep();
     const operator = step ? `park after '${step}'` : 'park';
+    requireKnownOptions(operator, options, ['attempts', 'retryDelayMs', 'retryJitter', 'topic', 'onExhausted', 'name']);
     const attempts = requireInteger(operator, 'attempts', options?.attempts, 1);
     const retryDelayMs = requireNumber(operator, 'retryDelayMs', options.retryDelayMs ?? 1_000, 0);
     const retryJitter = requireNumber(operator, 'retryJitter', options.retryJitter ?? 0, 0, 1);
@@ -285,6 +290,7 @@ export class StreamBuilder<T, Ds extends Decisions = NoDecisions> {
     requireName('shadow', 'its name', name);
     const operator = `shadow '${name}'`;
     requireFunction(operator, 'its handler', handler);
+    requireKnownOptions(operator, options, ['agrees', 'topic', 'maxWaitMs']);
     if (options.agrees !== undefined) requireFunction(operator, 'agrees', options.agrees);
     const topic = requireName(operator, 'topic', options.topic ?? `${this.source.topic}.shadow`);
     const agrees = (options.agrees ?? sameJson) as (agent: unknown, applied: unknown) => boolean;
@@ -323,6 +329,7 @@ export class StreamBuilder<T, Ds extends Decisions = NoDecisions> {
     requireName('fallback', 'its name', name);
     const operator = `fallback '${name}'`;
     requireFunction(operator, 'its handler', handler);
+    requireKnownOptions(operator, options, ['afterMs', 'halfOpenAfterMs']);
     const afterMs = requireInteger(operator, 'afterMs', options?.afterMs, 1);
     const halfOpenAfterMs = requireInteger(operator, 'halfOpenAfterMs', options?.halfOpenAfterMs ?? afterMs, 1);
     const step = this.guardedStep(operator, 'fallback', 'stands in for');
@@ -337,6 +344,7 @@ export class StreamBuilder<T, Ds extends Decisions = NoDecisions> {
    */
   applyOnce<R>(effect: Effect<T, R>, options: ApplyOnceOptions = {}): StreamBuilder<R, Ds> {
     if (!isEffect(effect)) throw new TopologyError('applyOnce', notAnEffect(effect));
+    requireKnownOptions(`applyOnce '${effect.name}'`, options, ['name', 'idRetentionMs']);
     const name = requireName('applyOnce', 'its name', options.name ?? effect.name);
     const retention =
       options.idRetentionMs === undefined ? {} : { idRetentionMs: requireInteger(`applyOnce '${name}'`, 'idRetentionMs', options.idRetentionMs, 1) };
@@ -346,6 +354,7 @@ export class StreamBuilder<T, Ds extends Decisions = NoDecisions> {
   /** Writes each value to `topic`, keyed as the input, and passes it on. */
   to(topic: string, options: ToOptions<T> = {}): StreamBuilder<T, Ds> {
     requireName('to', 'topic', topic);
+    requireKnownOptions(`to '${topic}'`, options, ['value', 'name']);
     const value = (options.value ?? json<T>()) as Serde<unknown>;
     return this.with({ kind: 'sink', name: options.name ?? `${topic}-sink`, topic, value });
   }
@@ -359,6 +368,7 @@ export class StreamBuilder<T, Ds extends Decisions = NoDecisions> {
    */
   respond(topic: string, options: RespondOptions = {}): StreamBuilder<T, Ds> {
     requireName('respond', 'topic', topic);
+    requireKnownOptions(`respond '${topic}'`, options, ['statusTopic', 'name']);
     const statusTopic = requireName('respond', 'statusTopic', options.statusTopic ?? `${this.source.topic}.status`);
     return this.with({ kind: 'respond', name: options.name ?? `${topic}-respond`, topic, statusTopic });
   }
@@ -425,6 +435,7 @@ function notAnEffect(value: unknown): string {
 
 function checkLimit(step: string, limit: RateLimit): RateLimit {
   const operator = `agentStep '${step}'`;
+  requireKnownOptions(operator, limit, ['calls', 'tokens', 'windowMs', 'expectedTokens'], 'limit.');
   if (limit?.calls === undefined && limit?.tokens === undefined) {
     throw new TopologyError(operator, `${operator}: limit needs calls, tokens or both per windowMs, e.g. { calls: 60, tokens: 90_000, windowMs: 60_000 }`);
   }
@@ -450,6 +461,7 @@ function checkLimit(step: string, limit: RateLimit): RateLimit {
  */
 export function stream<T>(topic: string, options: StreamOptions<T> = {}): StreamBuilder<T, NoDecisions> {
   requireName('stream', 'topic', topic);
+  requireKnownOptions(`stream '${topic}'`, options, ['value', 'deadLetterTopic', 'effectId']);
   const deadLetterTopic = requireName('stream', 'deadLetterTopic', options.deadLetterTopic ?? `${topic}.dlq`);
   if (options.effectId !== undefined) requireFunction('stream', 'effectId', options.effectId);
   const source: SourceNode = {

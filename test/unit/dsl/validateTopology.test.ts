@@ -247,6 +247,47 @@ describe('refusals at build time', () => {
     expect(error.message).toBe("agentStep 'decide': limit.calls must be a whole number of at least 1, got 0");
   });
 
+  it.each([
+    [
+      'keyedSerial',
+      () => stream<Dispute>('disputes').keyedSerial({ maxInFlite: 4 } as never),
+      "keyedSerial: unknown option 'maxInFlite' (did you mean 'maxInFlight'?); its options are maxInFlight, name",
+    ],
+    [
+      'park',
+      () =>
+        stream<Dispute>('disputes')
+          .keyedSerial()
+          .agentStep('decide', decide)
+          .park({ attempts: 3, retryDelay: 500 } as never),
+      "park after 'decide': unknown option 'retryDelay' (did you mean 'retryDelayMs'?); its options are attempts, retryDelayMs, retryJitter, topic, onExhausted, name",
+    ],
+    [
+      'a limit',
+      () =>
+        stream<Dispute>('disputes')
+          .keyedSerial()
+          .agentStep('decide', decide, { limit: { calls: 5, windowMs: 1_000, limt: 3 } as never }),
+      "agentStep 'decide': unknown option 'limit.limt'; its options are limit.calls, limit.tokens, limit.windowMs, limit.expectedTokens",
+    ],
+    [
+      'agentStep',
+      () =>
+        stream<Dispute>('disputes')
+          .keyedSerial()
+          .agentStep('decide', decide, { Schema: Decision } as never),
+      "agentStep 'decide': unknown option 'Schema' (did you mean 'schema'?); its options are schema, limit, timeoutMs",
+    ],
+    [
+      'stream',
+      () => stream<Dispute>('disputes', { deadLetter: 'disputes.dead' } as never),
+      "stream 'disputes': unknown option 'deadLetter' (did you mean 'deadLetterTopic'?); its options are value, deadLetterTopic, effectId",
+    ],
+    ['a non-object', () => stream<Dispute>('disputes').keyedSerial(4 as never), 'keyedSerial: its options must be an object, got 4'],
+  ])('refuses an unknown option of %s (a typo in plain JavaScript would be ignored), naming it and the nearest', (_what, build, message) => {
+    expect(refusal(build).message).toBe(message);
+  });
+
   it('takes several agent steps, each with its own park (sharing the default parking topic)', () => {
     const topology = stream<Dispute>('disputes')
       .keyedSerial()
