@@ -315,8 +315,9 @@ export class StreamBuilder<T, Ds extends Decisions = NoDecisions> {
    * go to the handler); an answer closes the circuit, a failure or a 429 opens it again. The
    * circuit's state is reported (observer `circuit`, metric `orderly_circuit_state`). An event
    * whose attempts run out while the circuit is closed is parked (a poison event is not an
-   * outage, and its failures then leave the circuit's count), unless another event's calls
-   * failed too since the step last answered: then the handler decides it.
+   * outage), unless another event's calls failed too since the step last answered: then the
+   * handler decides it. The circuit opens at `afterMs` only while an event that failed waits at
+   * the step; else at the next failure.
    * Put it right after the step's `.park()`.
    *
    * @example

@@ -35,7 +35,8 @@ export class CircuitOpenError extends Error {
 
 /**
  * The circuit of one agent step in one engine, shared by its partitions. It opens when the step's
- * attempts have failed or been refused, none answered, for `afterMs`; it half-opens
+ * attempts have failed or been refused, none answered, for `afterMs`, and an event they failed
+ * waits at the step (else at the next failure: see `lapsed`); it half-opens
  * `halfOpenAfterMs` later, when one call probes the step: an answer closes it, a failure or a 429
  * opens it again. Both moves run on timers of the clock port, so the driver runs them on virtual
  * time, each at its moment (a virtual run goes on until the circuit is half-open). `opened` is aborted when the circuit opens: the
@@ -45,15 +46,14 @@ export class CircuitBreaker {
   private current: CircuitState = 'closed';
   /** When the current run of failures and refusals began (the open timer counts from it); undefined while the step answers. */
   private failingSinceMs: number | undefined;
-  /** When the current run's first refusal (a 429) came; undefined if none came. */
-  private refusedSinceMs: number | undefined;
   /** How the step's last call that did not answer ended: its error, or a refusal (reported with an opening). */
   private lastFailure: string | undefined;
-  /**
-   * The events whose calls failed (not refused: a 429 says nothing of poison) in the current run,
-   * by their place in the log, each with when its first failed call ended (see {@link judge}).
-   */
-  private readonly failing = new Map<string, number>();
+  /** The events whose calls failed (not refused: a 429 says nothing of poison) in the current run, by their place in the log (see {@link judge}). */
+  private readonly failing = new Set<string>();
+  /** The events whose calls were refused (a 429) in the current run, by their place in the log. */
+  private readonly refused = new Set<string>();
+  /** The events at the step now (calling it, or waiting to), by their place in the log, with how many of each (a redelivery may overlap its given-up run). */
+  private readonly atStep = new Map<string, number>();
   private timer: Timer | undefined;
   private period = listenedPeriod();
   private probing = false;
@@ -105,13 +105,41 @@ export class CircuitBreaker {
       return;
     }
     const now = this.clock.now();
-    if (attempt.kind === 'failed') {
-      const id = idOf(event);
-      if (!this.failing.has(id)) this.failing.set(id, now);
-    } else this.refusedSinceMs ??= now;
-    if (this.failingSinceMs !== undefined) return;
-    this.failingSinceMs = now;
-    this.timer = this.clock.setTimer(this.afterMs, () => this.open());
+    const id = idOf(event);
+    if (attempt.kind !== 'failed') this.refused.add(id);
+    else this.failing.add(id);
+    if (this.failingSinceMs === undefined) {
+      this.failingSinceMs = now;
+      this.timer = this.clock.setTimer(this.afterMs, () => this.lapsed());
+    } else if (this.timer === undefined && now - this.failingSinceMs >= this.afterMs) {
+      // The run lasted afterMs while no failing event waited at the step (see lapsed): this failure opens it.
+      this.open();
+    }
+  }
+
+  /** `event` comes to the step (its calls and waits begin); {@link left} when it is done with it. */
+  entered(event: CircuitEvent): void {
+    const id = idOf(event);
+    this.atStep.set(id, (this.atStep.get(id) ?? 0) + 1);
+  }
+
+  /** `event` is done with the step (decided, judged, or given up). */
+  left(event: CircuitEvent): void {
+    const id = idOf(event);
+    const count = (this.atStep.get(id) ?? 0) - 1;
+    if (count > 0) this.atStep.set(id, count);
+    else this.atStep.delete(id);
+  }
+
+  /**
+   * The run has lasted `afterMs`: the circuit opens if an event whose calls failed or were refused
+   * in it still waits at the step (for its retry, a Retry-After, its call). Only then is there an
+   * outage to stand in for now: when every such event has ended (parked as poison) and none has
+   * called since, the circuit stays closed, and the run's next failure or refusal opens it.
+   */
+  private lapsed(): void {
+    this.timer = undefined;
+    for (const id of this.atStep.keys()) if (this.failing.has(id) || this.refused.has(id)) return this.open();
   }
 
   /**
@@ -125,7 +153,7 @@ export class CircuitBreaker {
     const now = this.clock.now();
     const recent = errors.some((e) => e.answered !== true && e.atMs >= now - this.afterMs);
     const id = idOf(event);
-    if (recent && !this.failing.has(id)) this.failing.set(id, now);
+    if (recent) this.failing.add(id);
   }
 
   /**
@@ -134,16 +162,13 @@ export class CircuitBreaker {
    * is not this event alone; poison otherwise (the step answers others, refuses them with 429s,
    * or nothing else has called it). So a step failing many events' calls sends them to the fallback
    * however `afterMs` compares with the park's `attempts × retryDelayMs`, without holding any of
-   * them until the circuit opens. A poison event's failures then say nothing of the step: they
-   * leave the run, and the open timer counts from the failures and refusals left, if any.
+   * them until the circuit opens. A parked event's failures stay in the run: with no answer
+   * since, the next event whose calls all fail is taken for an outage (events that come one at a
+   * time in an outage are parked once, not each).
    */
   judge(event: CircuitEvent): Exhausted {
     if (this.current !== 'closed') return 'outage';
-    const id = idOf(event);
-    if (this.failing.size > (this.failing.has(id) ? 1 : 0)) return 'outage';
-    this.failing.delete(id);
-    this.restartRun();
-    return 'poison';
+    return this.failing.size > (this.failing.has(idOf(event)) ? 1 : 0) ? 'outage' : 'poison';
   }
 
   /** The event that had `permit` is done with the step: a probe that gave no verdict leaves the probe to the next event. */
@@ -189,18 +214,8 @@ export class CircuitBreaker {
 
   private clearRun(): void {
     this.failingSinceMs = undefined;
-    this.refusedSinceMs = undefined;
     this.failing.clear();
-  }
-
-  /** The run without a poison event's failures: it starts at the earliest failure or refusal left, or there is none. */
-  private restartRun(): void {
-    let since = this.refusedSinceMs;
-    for (const at of this.failing.values()) if (since === undefined || at < since) since = at;
-    if (since === this.failingSinceMs) return;
-    this.cancelTimer();
-    this.failingSinceMs = since;
-    if (since !== undefined) this.timer = this.clock.setTimer(Math.max(0, since + this.afterMs - this.clock.now()), () => this.open());
+    this.refused.clear();
   }
 
   private cancelTimer(): void {

@@ -35,6 +35,7 @@ export const fallbackProcessor: ProcessorFactory<FallbackNode> = (node, ctx, par
     if (before.count > 0) breaker.failedBefore(unit.event, before.errors);
     const either = eitherSignal(unit.signal, breaker.opened);
     let tried;
+    breaker.entered(unit.event);
     try {
       tried = await guarded.attempts({ ...unit, signal: either.signal }, (attempt) => breaker.saw(attempt, unit.event));
     } catch (error) {
@@ -42,6 +43,7 @@ export const fallbackProcessor: ProcessorFactory<FallbackNode> = (node, ctx, par
       return byHandler(guarded, unit);
     } finally {
       either.end();
+      breaker.left(unit.event);
       // A probe that made no attempt (its event given up, or its attempts already spent) leaves the probe to the next event.
       breaker.released(permit);
     }
