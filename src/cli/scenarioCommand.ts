@@ -38,7 +38,8 @@ export function registerScenarioCommand(program: Command): void {
         }
       }
       const temporary = options.memory || options.stateDir ? undefined : await mkdtemp(join(tmpdir(), 'orderly-scenario-'));
-      const root = options.stateDir ?? temporary;
+      // --memory keeps every variant's state in memory-level: --state-dir then names nothing.
+      const root = options.memory ? undefined : (options.stateDir ?? temporary);
       try {
         // The scenario's code (the test driver, LevelDB) is loaded only when this command runs.
         if (name === 'migration') {

@@ -1,5 +1,5 @@
 import { madeByEffect, type Effect, type EffectContext } from '../graph/effect.js';
-import { requireFunction, requireInteger, requireName } from './options.js';
+import { requireFunction, requireInteger, requireKnownOptions, requireName } from './options.js';
 
 // The contract lives in graph/ (the engine reads it); re-exported for the DSL's importers.
 export { madeByEffect } from '../graph/effect.js';
@@ -26,6 +26,7 @@ export interface EffectOptions {
 export function effect<T, R = T>(name: string, apply: (value: T, ctx: EffectContext) => R | Promise<R>, options: EffectOptions = {}): Effect<T, R> {
   requireName('effect', 'its name', name);
   requireFunction(`effect '${name}'`, 'apply', apply);
+  requireKnownOptions(`effect '${name}'`, options, ['timeoutMs']);
   if (options.timeoutMs === undefined) return Object.freeze({ name, apply, [madeByEffect]: true as const });
   const timeoutMs = requireInteger(`effect '${name}'`, 'timeoutMs', options.timeoutMs, 1);
   return Object.freeze({ name, apply, timeoutMs, [madeByEffect]: true as const });

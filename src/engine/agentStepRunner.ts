@@ -230,11 +230,11 @@ function verdict(step: AgentStepNode, result: StandardSchemaV1.Result<unknown>):
  * fails the attempt as an answer refused, rather than the batch that would store it.
  */
 function storable(step: AgentStepNode, decision: unknown): Validated {
+  // Not an answer: a client that read no decision out of its response (`res.choices?.[0]...`) returns nothing, as in an outage.
   if (decision === undefined)
     return {
       kind: 'failed',
       error: `agentStep '${step.name}': its decision is undefined; return the decision (a JSON value), or throw to fail the attempt`,
-      answered: true,
     };
   let json: string | undefined;
   try {
@@ -248,7 +248,9 @@ function storable(step: AgentStepNode, decision: unknown): Validated {
   }
   if (json === undefined)
     return { kind: 'failed', error: `agentStep '${step.name}': its decision (a ${typeof decision}) has no JSON form; return a JSON value`, answered: true };
-  return { kind: 'done', value: decision };
+  // Passed on as its JSON's copy: what runs later (a later step, the effect) cannot change the decision
+  // into one the store cannot hold, and it sees what a replay from the store would see.
+  return { kind: 'done', value: JSON.parse(json) as unknown };
 }
 
 function schemaThrew(step: AgentStepNode, error: unknown): Validated {

@@ -46,6 +46,8 @@ export class CircuitBreaker {
   private current: CircuitState = 'closed';
   /** When the current run of failures and refusals began (the open timer counts from it); undefined while the step answers. */
   private failingSinceMs: number | undefined;
+  /** When the current run's last failure or refusal came. */
+  private lastTroubleMs = 0;
   /** How the step's last call that did not answer ended: its error, or a refusal (reported with an opening). */
   private lastFailure: string | undefined;
   /** The events whose calls failed (not refused: a 429 says nothing of poison) in the current run, by their place in the log (see {@link judge}). */
@@ -105,6 +107,10 @@ export class CircuitBreaker {
       return;
     }
     const now = this.clock.now();
+    // A run whose events all ended (no timer, nothing waiting) more than afterMs before this is over:
+    // a failure or a 429 long after a lone poison event starts a run of its own.
+    if (this.failingSinceMs !== undefined && this.timer === undefined && now - this.lastTroubleMs > this.afterMs) this.clearRun();
+    this.lastTroubleMs = now;
     const id = idOf(event);
     if (attempt.kind !== 'failed') this.refused.add(id);
     else this.failing.add(id);

@@ -64,6 +64,14 @@ function topology(model: Model, attempts = 3, afterMs = 2_000) {
   return { built, calls };
 }
 
+/** Each output's event id and who decided it at the step. */
+function deciders(driver: TopologyTestDriver): Array<[string, DecidedBy | undefined]> {
+  return driver
+    .createOutputTopic<Applied>('out')
+    .readValuesToList()
+    .map((v) => [v.id, v.decidedBy.decide]);
+}
+
 /** A driver of `built` and the circuit's moves it reports, as `state@atMs`. */
 function drivenWithCircuit(built: ReturnType<typeof topology>['built']): TopologyTestDriver & { readonly circuit: string[] } {
   const circuit: string[] = [];
@@ -266,12 +274,7 @@ describe('fallback', () => {
       input.pipeInput('d', { id: 'd1', bad: true }, { partition: 0 });
       await driver.advanceWallClockTime(3_000);
       expect(readParked(driver).map((p) => p.key)).toEqual(['a', 'b']);
-      expect(
-        driver
-          .createOutputTopic<Applied>('out')
-          .readValuesToList()
-          .map((v) => [v.id, v.decidedBy.decide]),
-      ).toEqual([
+      expect(deciders(driver)).toEqual([
         ['c1', 'agent'],
         ['d1', 'fallback'],
       ]);
@@ -311,12 +314,7 @@ describe('fallback', () => {
         }
         await driver.advanceWallClockTime(3_000);
         expect(readParked(driver)).toEqual([]);
-        expect(
-          driver
-            .createOutputTopic<Applied>('out')
-            .readValuesToList()
-            .map((v) => [v.id, v.decidedBy.decide]),
-        ).toEqual([
+        expect(deciders(driver)).toEqual([
           ['a1', 'fallback'],
           ['b1', 'fallback'],
         ]);

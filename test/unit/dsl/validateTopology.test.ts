@@ -284,6 +284,11 @@ describe('refusals at build time', () => {
       "stream 'disputes': unknown option 'deadLetter' (did you mean 'deadLetterTopic'?); its options are value, deadLetterTopic, effectId",
     ],
     ['a non-object', () => stream<Dispute>('disputes').keyedSerial(4 as never), 'keyedSerial: its options must be an object, got 4'],
+    [
+      'effect()',
+      () => effect('fx', (v: unknown) => v, { timeoutMS: 5_000 } as never),
+      "effect 'fx': unknown option 'timeoutMS' (did you mean 'timeoutMs'?); its options are timeoutMs",
+    ],
   ])('refuses an unknown option of %s (a typo in plain JavaScript would be ignored), naming it and the nearest', (_what, build, message) => {
     expect(refusal(build).message).toBe(message);
   });

@@ -107,13 +107,30 @@ describe('CircuitBreaker', () => {
     breaker.entered(e1);
     breaker.saw(FAILED, e1);
     runTo(1_000);
+    breaker.saw(FAILED, e1);
     breaker.left(e1); // parked: poison, or the first event of an outage
     breaker.entered(e3); // a call under way, no failure yet
-    runTo(5_000);
+    runTo(2_500);
     expect(changes).toEqual(['closed@0']); // nothing that failed waited at the step at 2,000
     breaker.entered(e2);
     breaker.saw(REFUSED, e2); // the run, unanswered since 0, has lasted afterMs
-    expect(changes).toEqual(['closed@0', 'open@5000']);
+    expect(changes).toEqual(['closed@0', 'open@2500']);
+  });
+
+  it('ends a run whose events all ended more than afterMs before its next failure or refusal: a 429 long after a lone poison opens nothing', () => {
+    const { breaker, changes, runTo } = setup();
+    breaker.entered(e1);
+    breaker.saw(FAILED, e1);
+    runTo(1_000);
+    breaker.saw(FAILED, e1);
+    breaker.left(e1); // parked
+    runTo(3_600_000);
+    breaker.entered(e2);
+    breaker.saw(REFUSED, e2); // a new run: it opens only afterMs from now, if e2 still waits then
+    expect(breaker.judge(e3)).toBe('poison'); // e1's failures are no longer in it
+    expect(changes).toEqual(['closed@0']);
+    runTo(3_602_000);
+    expect(changes).toEqual(['closed@0', 'open@3602000']);
   });
 
   it('counts failures stored before (a restart) for the judgement when they are recent and unanswered, without starting the open timer', () => {
