@@ -4,6 +4,7 @@ import type { Store, StoreOp } from '../ports/store.js';
 import { stateKeys } from '../state/stateKeys.js';
 import type { AttemptError } from './attemptsRecords.js';
 import type { StoredEvent } from './events.js';
+import type { LastCall } from './statusUpdates.js';
 
 /** How a person resolves a parked key. Only its parked (head) event is affected; the rest replay. */
 export type Resolution = { readonly decision: unknown } | { readonly retry: true } | { readonly discard: true };
@@ -29,6 +30,12 @@ export interface ParkedEvent {
    * decisions were all made by the agent steps.
    */
   readonly decidedBy?: Readonly<Record<string, DecidedBy>>;
+  /**
+   * With `.respond()`, each agent step's last call as the parking's response named it: a
+   * redelivery (a crash between the parking and its records) sends that response again. Absent
+   * for a held event, without `.respond()`, and in records of older versions.
+   */
+  readonly calls?: readonly LastCall[];
 }
 
 /** A parked key: its held events are `headSeq` up to (not including) `nextSeq`. */

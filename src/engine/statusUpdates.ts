@@ -14,6 +14,16 @@ interface CallTrail {
   count: number;
 }
 
+/**
+ * One agent step's last call of an event and how many updates it published, as a parked event
+ * keeps it: a redelivery of the event sends the response the parking made, naming the same call.
+ */
+export interface LastCall {
+  readonly step: string;
+  readonly call: string;
+  readonly statusCount: number;
+}
+
 /** How an event ended, as its response says. */
 export type Ending = { readonly state: 'done'; readonly result: unknown } | { readonly state: Exclude<JobEnd, 'done'>; readonly reason: string };
 
@@ -68,11 +78,20 @@ export class StatusUpdates {
     };
   }
 
-  /** The response record that ends `event`, or none when the topology has no `.respond()`. */
-  response(event: Omit<EngineEvent, 'value'>, ending: Ending): OutRecord[] {
+  /** Each step's last call of `event` so far (none without `.respond()`), left for its response to take. */
+  lastCalls(event: Pick<EngineEvent, 'effectId'>): LastCall[] | undefined {
+    if (!this.ports.topology.respond) return undefined;
+    return (this.calls.get(event.effectId) ?? []).map((t) => ({ step: t.step, call: t.call, statusCount: t.count }));
+  }
+
+  /**
+   * The response record that ends `event`, or none when the topology has no `.respond()`. It names
+   * `stored` calls when given (a parked event's, kept with it), else those made on this worker.
+   */
+  response(event: Omit<EngineEvent, 'value'>, ending: Ending, stored?: readonly LastCall[]): OutRecord[] {
     const respond = this.ports.topology.respond;
     if (!respond) return [];
-    const trails = this.calls.get(event.effectId) ?? [];
+    const trails = stored ?? (this.calls.get(event.effectId) ?? []).map((t) => ({ step: t.step, call: t.call, statusCount: t.count }));
     const trail = trails[trails.length - 1];
     const body = {
       version: JOB_SCHEMA_VERSION,
@@ -81,9 +100,11 @@ export class StatusUpdates {
       effectId: event.effectId,
       ...ending,
       call: trail?.call ?? null,
-      statusCount: trail?.count ?? 0,
+      statusCount: trail?.statusCount ?? 0,
       // With several steps, each one's last call: a reader waits for the updates of every one.
-      ...(this.ports.topology.agentSteps.length > 1 ? { steps: Object.fromEntries(trails.map((t) => [t.step, { call: t.call, statusCount: t.count }])) } : {}),
+      ...(this.ports.topology.agentSteps.length > 1
+        ? { steps: Object.fromEntries(trails.map((t) => [t.step, { call: t.call, statusCount: t.statusCount }])) }
+        : {}),
       atMs: this.ports.clock.now(),
     } as const;
     const record = jobRecord(respond.topic, event, body);

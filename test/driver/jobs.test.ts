@@ -114,6 +114,26 @@ describe('ctx.status and .respond()', () => {
     expect(answers[1]).toMatchObject({ reason: 'held: an earlier event of its key is parked', call: null, statusCount: 0 });
   });
 
+  it('a crash between the parking and its response: the redelivered event sends the same response, naming the call and its updates', async () => {
+    const { d, input, status, responses } = start();
+    input.pipeInput('k1', { prompt: 'poison' }, job('job-p'));
+    d.crash({ point: 'parking' });
+    await d.runUntilIdle();
+    expect(responses.readValuesToList()).toEqual([]);
+    d.restart();
+    await d.runUntilIdle();
+    const updates = status.readValuesToList();
+    expect(updates.map((u) => [u.attempt, u.seq])).toEqual([
+      [1, 1],
+      [1, 2],
+      [2, 1],
+      [2, 2],
+    ]);
+    const [response, ...more] = responses.readValuesToList();
+    expect(more).toEqual([]);
+    expect(response).toMatchObject({ jobId: 'job-p', state: 'parked', call: updates[2]!.call, statusCount: 2 });
+  });
+
   it.each(['dlq', 'skip'] as const)("answers failed when attempts run out with onExhausted '%s'", async (onExhausted) => {
     const { d, input, responses } = start({ onExhausted });
     input.pipeInput('k1', { prompt: 'poison' }, job('job-p'));

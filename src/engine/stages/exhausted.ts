@@ -91,14 +91,24 @@ function endDeletes(ctx: EngineContext, event: EngineEvent): StoreOp[] {
 export function parkedResponse(ctx: EngineContext, parked: ParkedEvent): OutRecord[] {
   const last = parked.errors[parked.errors.length - 1];
   const reason = parked.reason === 'HELD' ? 'held: an earlier event of its key is parked' : `parked: ${last?.error ?? 'its attempts ran out'}`;
-  return ctx.jobs.response(parked.event, { state: 'parked', reason });
+  return ctx.jobs.response(parked.event, { state: 'parked', reason }, parked.calls);
 }
 
 /** The parked form of an event, with the decisions made before the step that failed and who made them (a replay uses them). */
 function poisonOf(ctx: EngineContext, event: EngineEvent, stopped: Parked, { decisions, decidedBy }: EventInFlight): ParkedEvent {
   const { step, attempts } = stopped;
   const before = Object.keys(decisions).length > 0 ? { decisions, decidedBy } : {};
-  return { event: toStoredEvent(event), reason: 'POISON', step, attempts: attempts.count, errors: attempts.errors, parkedAtMs: ctx.clock.now(), ...before };
+  const calls = ctx.jobs.lastCalls(event);
+  return {
+    event: toStoredEvent(event),
+    reason: 'POISON',
+    step,
+    attempts: attempts.count,
+    errors: attempts.errors,
+    parkedAtMs: ctx.clock.now(),
+    ...before,
+    ...(calls ? { calls } : {}),
+  };
 }
 
 export function reportParked(ctx: EngineContext, poison: ParkedEvent, replayed = false): void {
