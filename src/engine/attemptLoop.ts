@@ -28,6 +28,8 @@ export function withAttempts<T>(ctx: EngineContext, tried: Attempter<T>, unit: E
   const attempts = tried.park ? ctx.attempts.of(tried.owner, unit.event) : NO_ATTEMPTS;
   if (attempts.count >= max) return { ok: false, attempts };
   if (unit.signal.aborted) throw unit.signal.reason;
+  const waitMs = attempts.count > 0 ? resumedDelayMs(ctx, tried.park!, attempts) : 0;
+  if (waitMs > 0) return resumeAfter(ctx, tried, unit, max, attempts, waitMs);
   const first = tried.attempt(unit, attempts.count + 1, attempts.errors, false);
   if (!isThenable(first) && first.kind === 'done') return { ok: true, value: first.value, attemptsStored: attempts.count > 0 };
   return attemptsFrom(ctx, tried, unit, max, attempts, first);
@@ -66,6 +68,29 @@ async function attemptsFrom<T>(
     await sleep(ctx.clock, retryDelayMs(ctx, tried.park!), signal);
   }
   return { ok: false, attempts };
+}
+
+/**
+ * What is left of the retry delay after the last stored failure, for an event that resumes its
+ * attempts (its worker restarted, or its partition moved, while it waited): the delay is kept
+ * across a crash as the count is. The base delay: the jitter drawn before the crash is not stored.
+ */
+function resumedDelayMs(ctx: EngineContext, park: ParkNode, attempts: AttemptsRecord): number {
+  const last = attempts.errors.at(-1);
+  if (last === undefined) return 0;
+  return Math.min(park.retryDelayMs, last.atMs + park.retryDelayMs - ctx.clock.now());
+}
+
+async function resumeAfter<T>(
+  ctx: EngineContext,
+  tried: Attempter<T>,
+  unit: EventInFlight,
+  max: number,
+  attempts: AttemptsRecord,
+  waitMs: number,
+): Promise<Tried<T>> {
+  await sleep(ctx.clock, waitMs, unit.signal);
+  return attemptsFrom(ctx, tried, unit, max, attempts, tried.attempt(unit, attempts.count + 1, attempts.errors, false));
 }
 
 /** The park's retry delay with its jitter, from the seeded random. */

@@ -244,7 +244,8 @@ describe('fallback', () => {
       await driver.revoke([0]);
       await driver.assign([0]);
       await driver.runUntilIdle();
-      expect(calls).toEqual(['a1@0', 'a1@500', 'a1@1500']);
+      // Assigned back at 500, a1 keeps its retry delay: its second call is due at 1,000.
+      expect(calls).toEqual(['a1@0', 'a1@1000', 'a1@2000']);
       expect(readParked(driver).map((p) => p.key)).toEqual(['a']);
       expect(driver.createOutputTopic<Applied>('out').readValuesToList()).toEqual([]);
       expect(circuit).toEqual(['closed@0']);

@@ -608,3 +608,21 @@ describe('the parking topic under exactly-once (a transactional log)', () => {
     expect(d.parked()).toEqual([expect.objectContaining({ key: 'a', headSeq: 0, nextSeq: 2 })]);
   });
 });
+
+describe('a retry delay across a restart', () => {
+  it('an event that crashed while it waited for its retry resumes after what is left of the delay, not at once', async () => {
+    const m = model();
+    m.throwing.add('a1');
+    driver = new TopologyTestDriver(decisionTopology(m.decide, { attempts: 3, retryDelayMs: 1_000 }));
+    driver.createInputTopic<Ev>('events').pipeInput('a', { id: 'a1' });
+    await driver.advanceWallClockTime(400); // a1's first call failed at 100: its retry is due at 1,100
+    driver.crash();
+    driver.restart();
+    await driver.advanceWallClockTime(5_000);
+    expect(m.callsOf('a1').map((c) => [c.attempt, c.atMs])).toEqual([
+      [1, 0],
+      [2, 1_100],
+      [3, 2_200],
+    ]);
+  });
+});

@@ -132,7 +132,7 @@ describe('a revoked or lost partition gives up its work in flight', () => {
     expect(outcomesAt(driver, 0, 1)).toEqual(['APPLIED']);
   });
 
-  it('revoke: ends a retry delay at once; the attempts made so far stay counted', async () => {
+  it('revoke: ends a retry delay at once; the attempts made so far stay counted, and so does the delay: assigned back, the event retries when it was due', async () => {
     const calls: Call[] = [];
     const decide: DecideFn<Ev, unknown> = async (event, ctx) => {
       calls.push({ id: event.id, atMs: ctx.clock.now(), attempt: ctx.attempt });
@@ -151,7 +151,7 @@ describe('a revoked or lost partition gives up its work in flight', () => {
     await driver.runUntilIdle();
     expect(calls.map((c) => [c.id, c.atMs, c.attempt])).toEqual([
       ['z1', 0, 1],
-      ['z1', 1_000, 2],
+      ['z1', 30_100, 2], // its first call failed at 100, 30,000 ms of retry delay before it
     ]);
     expect(outcomesAt(driver, 0, 0)).toEqual(['RETRY', 'APPLIED']);
   });
