@@ -455,7 +455,11 @@ export class TopologyTestDriver {
 
   /** The event at the head of a parked key: the one a resolution decides. */
   parkedHead(partition: number, lane: string): ParkedEvent {
-    if (this.instance?.alive) return this.instance.engine.parkedHead(partition, lane);
+    if (this.instance?.alive) {
+      const { engine, consumer } = this.instance;
+      if (this.topology.park && consumer.ready(partition)) this.requireParkedOn(engine.parked(), partition, lane, 'parkedHead');
+      return engine.parkedHead(partition, lane);
+    }
     // Crashed: the head as the durable state holds it, which the next engine will find.
     const key = this.parkedKeyInState(partition, lane);
     const state = key && (this.observations.parkedState.get(key) as ParkedKeyState | undefined);
@@ -487,7 +491,7 @@ export class TopologyTestDriver {
       while (!(this.instance?.alive && this.instance.consumer.ready(partition)) && (await this.step(Infinity)));
     }
     const instance = this.requireLive('resolve');
-    if (this.topology.park && instance.consumer.ready(partition)) this.requireParkedOn(instance.engine.parked(), partition, lane);
+    if (this.topology.park && instance.consumer.ready(partition)) this.requireParkedOn(instance.engine.parked(), partition, lane, 'resolve');
     const done = instance.engine.resolve(partition, lane, resolution);
     let settled = false;
     done.then(
@@ -501,16 +505,16 @@ export class TopologyTestDriver {
   }
 
   /** Throws unless `lane` is parked on `partition`, naming the partition it is parked on instead, if any. */
-  private requireParkedOn(parked: readonly ParkedKeyInfo[], partition: number, lane: string): void {
+  private requireParkedOn(parked: readonly ParkedKeyInfo[], partition: number, lane: string, call: 'resolve' | 'parkedHead'): void {
     if (parked.some((k) => k.partition === partition && k.lane === lane)) return;
     const topic = this.topology.source.topic;
     const elsewhere = [...new Set(parked.filter((k) => k.lane === lane).map((k) => k.partition))];
     const lanes = [...new Set(parked.map((k) => `'${k.lane}' on ${topic}/${k.partition}`))];
     const listed = lanes.length === 0 ? 'none' : lanes.length <= 5 ? lanes.join(', ') : `${lanes.slice(0, 5).join(', ')} and ${lanes.length - 5} more`;
     throw new Error(
-      `resolve: key '${lane}' of ${topic}/${partition} is not parked; ` +
+      `${call}: key '${lane}' of ${topic}/${partition} is not parked; ` +
         (elsewhere.length > 0
-          ? `it is parked on ${elsewhere.map((p) => `${topic}/${p}: resolve(${p}, '${lane}', ...)`).join(' or ')}`
+          ? `it is parked on ${elsewhere.map((p) => `${topic}/${p}: ${call}(${p}, '${lane}'${call === 'resolve' ? ', ...' : ''})`).join(' or ')}`
           : `it is not parked on any partition of ${topic} (parked now: ${listed}); an event with a null key is parked under its lane '~no-key/<offset>', as parked() lists it`),
     );
   }
@@ -893,7 +897,12 @@ function refuseUsedStateDir(dir: string): void {
     // Loaded here, not imported: the lab bundles the driver for the browser, where no stateDir is given.
     entries = process.getBuiltinModule('node:fs').readdirSync(dir);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return; // created at the start
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return; // created at the start
+    if (code === 'ENOTDIR')
+      throw new Error(`TopologyTestDriver: stateDir '${dir}' is a file (or lies under one), not a directory; pass a directory, new or empty`, {
+        cause: error,
+      });
     throw error;
   }
   if (entries.length === 0) return;

@@ -314,6 +314,8 @@ describe('resolve', () => {
     await expect(d.resolve(0, 'R-1', { discard: true })).rejects.toThrow(
       "resolve: key 'R-1' of events/0 is not parked; it is parked on events/1: resolve(1, 'R-1', ...)",
     );
+    expect(() => d.parkedHead(0, 'R-1')).toThrow("parkedHead: key 'R-1' of events/0 is not parked; it is parked on events/1: parkedHead(1, 'R-1')");
+    expect(d.parkedHead(1, 'R-1').event.offset).toBe(0);
     await d.resolve(1, 'R-1', { discard: true });
     await d.runUntilIdle();
     expect(d.parked()).toEqual([]);

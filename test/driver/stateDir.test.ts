@@ -1,7 +1,7 @@
 // A driver's stateDir: its own crash() and restart() reopen it, a new driver refuses one that holds
 // state (its in-memory log starts at offset 0 again, so the stored effect records would take every
 // event for a DUPLICATE), unless told that the state is there on purpose.
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -56,6 +56,15 @@ describe('stateDir', () => {
     expect(outcomesAt(d, 0, 1)).toEqual(['DUPLICATE']);
     expect(model.stats().calls).toHaveLength(2);
     expect(d.metrics().doubleEffects).toBe(0);
+  });
+
+  it('refuses a stateDir that is a file, or lies under one, saying so', async () => {
+    const file = join(root, 'state.txt');
+    await writeFile(file, 'not a directory');
+    for (const stateDir of [file, join(file, 'state')])
+      expect(() => driverOn(stateDir)).toThrow(
+        `TopologyTestDriver: stateDir '${stateDir}' is a file (or lies under one), not a directory; pass a directory, new or empty`,
+      );
   });
 
   it('takes a directory that does not exist yet, or an empty one', async () => {
