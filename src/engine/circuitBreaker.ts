@@ -48,6 +48,8 @@ export class CircuitBreaker {
   private failingSinceMs: number | undefined;
   /** When the current run's last failure or refusal came. */
   private lastTroubleMs = 0;
+  /** When this engine last saw the step answer: failures stored before it are not of the current run. */
+  private answeredAtMs = -Infinity;
   /** How the step's last call that did not answer ended: its error, or a refusal (reported with an opening). */
   private lastFailure: string | undefined;
   /** The events whose calls failed (not refused: a 429 says nothing of poison) in the current run, by their place in the log (see {@link judge}). */
@@ -103,6 +105,7 @@ export class CircuitBreaker {
     }
     if (this.current !== 'closed') return;
     if (ok) {
+      this.answeredAtMs = this.clock.now();
       this.endRun();
       return;
     }
@@ -149,17 +152,26 @@ export class CircuitBreaker {
   }
 
   /**
-   * `event` comes to the step with attempts stored before (by an engine before a restart, or
-   * before its partition moved): those that failed without an answer within the last `afterMs`
-   * count as its failures in the current run, for {@link judge} only (the open timer starts
-   * with this engine's own calls), so that an outage across a restart is not taken for poison.
+   * `event` has attempts stored before (by an engine before a restart, or before its partition
+   * moved): it comes to the step with them, or it was parked with them. Those that failed
+   * without an answer within the last `afterMs`, and after the step last answered here, count in
+   * the current run as if this engine had seen them: for {@link judge}, for when the run began (the
+   * open timer counts from its first failure) and for its last trouble. So an outage across a
+   * restart is not taken for poison.
    */
   failedBefore(event: CircuitEvent, errors: readonly AttemptError[]): void {
     if (this.current !== 'closed') return;
     const now = this.clock.now();
-    const recent = errors.some((e) => e.answered !== true && e.atMs >= now - this.afterMs);
-    const id = idOf(event);
-    if (recent) this.failing.add(id);
+    const since = Math.max(now - this.afterMs, this.answeredAtMs);
+    const recent = errors.filter((e) => e.answered !== true && e.atMs >= since && e.atMs <= now);
+    if (recent.length === 0) return;
+    this.failing.add(idOf(event));
+    const first = recent[0]!.atMs;
+    this.lastTroubleMs = Math.max(this.lastTroubleMs, recent[recent.length - 1]!.atMs);
+    if (this.failingSinceMs !== undefined && this.failingSinceMs <= first) return;
+    this.failingSinceMs = first;
+    this.cancelTimer();
+    this.timer = this.clock.setTimer(first + this.afterMs - now, () => this.lapsed());
   }
 
   /**
@@ -201,6 +213,7 @@ export class CircuitBreaker {
 
   private close(): void {
     this.current = 'closed';
+    this.answeredAtMs = this.clock.now();
     this.changed('closed', this.clock.now());
   }
 

@@ -13,6 +13,7 @@ import type { Landed } from './eventEnd.js';
 import { EventUnits } from './eventUnits.js';
 import { MinHeap } from './minHeap.js';
 import { ParkedKeys, type ParkedEvent, type ParkedKeyState, type Resolution } from './parkedKeys.js';
+import { processorsSeeParked } from './processors/index.js';
 
 /** A partition's lifecycle; any other transition is a bug and throws. */
 export type TaskState = 'restoring' | 'running' | 'closing' | 'closed';
@@ -149,6 +150,7 @@ export class PartitionTask {
     if (this.parked) {
       const entries = await this.ctx.store.entries<ParkedKeyState>(this.parked.prefix);
       for (const interrupted of this.parked.load(entries)) this.startReplay(interrupted.lane);
+      processorsSeeParked(this.ctx, this.parked);
     }
     // Effect records a crash, another worker or an older version left below the committed offset.
     const leftovers = (await this.pruning?.load(this.options.committedAtAssignment)) ?? [];

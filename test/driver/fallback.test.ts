@@ -300,6 +300,47 @@ describe('fallback', () => {
       expect(circuit.slice(0, 2)).toEqual(['closed@0', 'open@10000']);
     });
 
+    it('an outage whose events come one at a time, across a crash and a restart after the first is parked: only the first is parked', async () => {
+      const { built } = topology({ downUntilMs: 120_000, down: 'fails' }, 3, 10_000);
+      const { circuit } = (driver = drivenWithCircuit(built));
+      const input = driver.createInputTopic<Ev>('events');
+      for (let i = 0; i < 4; i++) {
+        input.pipeInput(`k${i}`, { id: `e${i}` }, { partition: 0 });
+        await driver.advanceWallClockTime(3_000);
+        if (i === 0) {
+          // k0 was parked at 2,000; the restarted engine learns its failures from its park.
+          expect(readParked(driver).map((p) => p.key)).toEqual(['k0']);
+          driver.crash();
+          driver.restart();
+        }
+      }
+      // k0's park record twice: the restarted engine sent it again (its offset was not committed).
+      expect(new Set(readParked(driver).map((p) => p.key))).toEqual(new Set(['k0']));
+      expect(deciders(driver)).toEqual([
+        ['e1', 'fallback'],
+        ['e2', 'fallback'],
+        ['e3', 'fallback'],
+      ]);
+      // The run began with k0's first failure at 0: at 10,000 e3 (come at 9,000) waits for its retry, and the circuit opens, as without the crash.
+      expect(circuit.filter((c) => c.startsWith('open'))[0]).toBe('open@10000');
+    });
+
+    it('a poison event parked before its partition came back, with an answer after it: a later lone failing event is parked too', async () => {
+      const { built } = topology(poison, 3, 10_000);
+      driver = drivenWithCircuit(built);
+      const input = driver.createInputTopic<Ev>('events');
+      input.pipeInput('p', { id: 'p1', bad: true }, { partition: 0 });
+      await driver.advanceWallClockTime(2_500);
+      input.pipeInput('q', { id: 'q1' }, { partition: 0 }); // answered at 2,500: p1's failures are not of a run any more
+      await driver.advanceWallClockTime(500);
+      await driver.revoke([0]);
+      await driver.assign([0]);
+      input.pipeInput('r', { id: 'r1', bad: true }, { partition: 0 });
+      await driver.advanceWallClockTime(3_000);
+      expect(new Set(readParked(driver).map((p) => p.key))).toEqual(new Set(['p', 'r']));
+      expect(deciders(driver)).toEqual([['q1', 'agent']]);
+    });
+
     for (const crash of [false, true]) {
       it(`an outage ${crash ? 'across a crash and a restart' : 'in one engine'}: both failing events go to the handler, none is parked`, async () => {
         const { built } = topology({ downUntilMs: 60_000, down: 'fails' }, 3, 10_000);

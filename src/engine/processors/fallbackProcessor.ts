@@ -3,6 +3,7 @@ import { isThenable } from '../attemptLoop.js';
 import { CircuitBreaker, CircuitOpenError, type CircuitPermit } from '../circuitBreaker.js';
 import { eitherSignal } from '../eitherSignal.js';
 import type { EngineContext } from '../engineContext.js';
+import type { ParkedKeys } from '../parkedKeys.js';
 import type { EventInFlight, GuardedStep, Processed, Processor, ProcessorFactory } from './processor.js';
 import { callRule, type Ruled } from './ruleCall.js';
 
@@ -58,6 +59,26 @@ export const fallbackProcessor: ProcessorFactory<FallbackNode> = (node, ctx, par
   });
   return NOTHING;
 };
+
+/**
+ * Tells each fallback's circuit of the poison events of its step parked on a partition just
+ * restored: their failures count in the run as the failures of events still unfinished do (see
+ * CircuitBreaker.failedBefore), so that after a restart in an outage whose events come one at a
+ * time, the first to run out is not parked too. Only keys parked within `afterMs` are read.
+ */
+export function circuitsSeeParked(ctx: EngineContext, parked: ParkedKeys): void {
+  const fallbacks = ctx.topology.processors.filter((n): n is FallbackNode => n.kind === 'fallback');
+  if (fallbacks.length === 0) return;
+  const now = ctx.clock.now();
+  for (const node of fallbacks) {
+    const breaker = breakerOf(ctx, node);
+    for (const key of parked.all()) {
+      if (key.status !== 'parked' || key.parkedAtMs < now - node.afterMs) continue;
+      const head = parked.head(key.lane);
+      if (head.reason === 'POISON' && head.step === node.step) breaker.failedBefore(head.event, head.errors);
+    }
+  }
+}
 
 /** Cancels the timers of the engine's circuits: it stops (see CircuitBreaker.dispose). */
 export function disposeCircuits(ctx: EngineContext): void {

@@ -2,7 +2,8 @@ import type { ParkNode, ProcessorNode } from '../../graph/nodes.js';
 import type { EngineContext } from '../engineContext.js';
 import { agentStepProcessor } from './agentStepProcessor.js';
 import { applyOnceProcessor } from './applyOnceProcessor.js';
-import { disposeCircuits, fallbackProcessor } from './fallbackProcessor.js';
+import { circuitsSeeParked, disposeCircuits, fallbackProcessor } from './fallbackProcessor.js';
+import type { ParkedKeys } from '../parkedKeys.js';
 import { filterProcessor } from './filterProcessor.js';
 import { mapValuesProcessor } from './mapValuesProcessor.js';
 import type { Parking, Processor, ProcessorFactory, StepGuard, StepGuards } from './processor.js';
@@ -36,6 +37,11 @@ export function buildProcessors(ctx: EngineContext, nodes: readonly ProcessorNod
 /** What the processors of an engine keep beyond its partitions (a fallback's circuit and its timer), let go when the engine stops. */
 export function disposeProcessors(ctx: EngineContext): void {
   disposeCircuits(ctx);
+}
+
+/** What the processors of an engine learn from a partition's parked keys, once they are restored (a fallback's circuit: the failures of its step's poison events). */
+export function processorsSeeParked(ctx: EngineContext, parked: ParkedKeys): void {
+  circuitsSeeParked(ctx, parked);
 }
 
 /** The guards of one set of processors: an agent step's processor is built before its guard's, so it looks its guard up as events come. */
