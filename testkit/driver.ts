@@ -34,6 +34,7 @@ import { SeededRandom } from './seededRandom.js';
 import { TestInputTopic, TestOutputTopic } from './topics.js';
 import { VirtualClock } from './virtualClock.js';
 import { WriteBehindStore } from './writeBehindStore.js';
+import { shown } from '../src/graph/shown.js';
 
 /** Options of {@link TopologyTestDriver}. */
 export interface DriverOptions {
@@ -224,12 +225,11 @@ export class TopologyTestDriver {
     if (options.stateDir !== undefined && options.reuseStateDir !== true) refuseUsedStateDir(options.stateDir);
     this.random = new SeededRandom(options.seed ?? 0);
     this.mode = options.mode ?? 'plain';
-    if (!driverModes.includes(this.mode))
-      throw new RangeError(`TopologyTestDriver: mode must be one of ${driverModes.join(', ')}, got ${JSON.stringify(options.mode)}`);
+    if (!driverModes.includes(this.mode)) throw new RangeError(`TopologyTestDriver: mode must be one of ${driverModes.join(', ')}, got ${shown(options.mode)}`);
     const restoreMs = options.restoreMs;
     if (typeof restoreMs === 'number') validRestoreMs(restoreMs);
     else if (restoreMs !== undefined && typeof restoreMs !== 'function')
-      throw new TypeError(`TopologyTestDriver: restoreMs is a number of ms or a function of the partition, got ${JSON.stringify(restoreMs)}`);
+      throw new TypeError(`TopologyTestDriver: restoreMs is a number of ms or a function of the partition, got ${shown(restoreMs)}`);
     // Plain, every operation runs in request order; staged, acknowledgements interleave with them.
     this.io = new DriverIo(this.mode === 'plain' ? undefined : this.random.derive('io'));
     this.observations = new DriverObservations(topology, (partition, offset) => this.declaredEffectIdAt(partition, offset));
@@ -884,7 +884,7 @@ export class TopologyTestDriver {
 function validRestoreMs(ms: number, partition?: number): number {
   if (typeof ms === 'number' && Number.isFinite(ms) && ms >= 0) return ms;
   const from = partition === undefined ? '' : ` for partition ${partition}`;
-  throw new RangeError(`TopologyTestDriver: restoreMs must be 0 or more ms${from}, got ${JSON.stringify(ms)}`);
+  throw new RangeError(`TopologyTestDriver: restoreMs must be 0 or more ms${from}, got ${shown(ms)}`);
 }
 
 /**

@@ -14,6 +14,7 @@ import {
 } from './topologyRun.js';
 import type { ScenarioCrash } from './faultSchedule.js';
 import type { InvariantViolation } from './violations.js';
+import { shown } from '../src/graph/shown.js';
 
 /**
  * A property of the user's own over a finished run: return (or throw) what went wrong, in words;
@@ -261,7 +262,7 @@ function givenCount(given: number | undefined): string {
 function restoreMsArbitrary(restores: false | { readonly maxMs: number }): fc.Arbitrary<readonly number[] | undefined> {
   if (restores === false) return fc.constant(undefined);
   if (!Number.isFinite(restores.maxMs) || restores.maxMs < 0)
-    throw new RangeError(`topologyProperty: restores.maxMs must be 0 or more, got ${JSON.stringify(restores.maxMs)}; or restores: false for none`);
+    throw new RangeError(`topologyProperty: restores.maxMs must be 0 or more, got ${shown(restores.maxMs)}; or restores: false for none`);
   return fc.option(fc.array(fc.integer({ min: 0, max: Math.floor(restores.maxMs) }), { minLength: 1, maxLength: 4 }), { nil: undefined, freq: 2 });
 }
 

@@ -33,6 +33,7 @@ import { COMMIT_METADATA_MAX_BYTES } from './offsetMetadata.js';
 import { RateGate } from './rateGate.js';
 import { RunJournals } from './runJournals.js';
 import { StateWriter } from './stateWriter.js';
+import { shown } from '../graph/shown.js';
 
 /**
  * When the finished prefix is committed: `'each'` after every finished event, or on the
@@ -485,7 +486,7 @@ function commitOffset(tp: TopicPartition, commit: TrackerCommit): CommitOffset {
 function checkMetadataMaxBytes(bytes: number): number {
   if (!Number.isInteger(bytes) || bytes < 0) {
     throw new RangeError(
-      `Engine: commitMetadataMaxBytes must be a whole number of 0 or more (the broker's offset.metadata.max.bytes or less), got ${JSON.stringify(bytes)}`,
+      `Engine: commitMetadataMaxBytes must be a whole number of 0 or more (the broker's offset.metadata.max.bytes or less), got ${shown(bytes)}`,
     );
   }
   return bytes;
@@ -494,7 +495,7 @@ function checkMetadataMaxBytes(bytes: number): number {
 function checkCommitPolicy(policy: CommitPolicy): CommitPolicy {
   if (policy === 'each') return policy;
   if (!Number.isInteger(policy?.everyMs) || policy.everyMs < 1) {
-    throw new RangeError(`Engine: commit.everyMs must be a whole number of at least 1, got ${JSON.stringify(policy?.everyMs)}; or commit: 'each'`);
+    throw new RangeError(`Engine: commit.everyMs must be a whole number of at least 1, got ${shown(policy?.everyMs)}; or commit: 'each'`);
   }
   return policy;
 }

@@ -1,4 +1,5 @@
 import type { Clock } from '../ports/clock.js';
+import { shown } from '../graph/shown.js';
 
 /** A provider's token budget: at most `tokens` in any `windowMs`. */
 export interface TokenLimit {
@@ -35,7 +36,7 @@ export class TokenPacer {
     private readonly clock: Clock,
   ) {
     if (!(limit.tokens > 0) || !(limit.windowMs > 0)) {
-      throw new RangeError(`tokenLimit needs tokens and windowMs above 0, got ${JSON.stringify(limit)}; declare the provider's tokens per window`);
+      throw new RangeError(`tokenLimit needs tokens and windowMs above 0, got ${shown(limit)}; declare the provider's tokens per window`);
     }
   }
 

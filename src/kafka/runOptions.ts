@@ -14,6 +14,7 @@ import { checkUserProperties, KAFKA_MAX_BUFFERED_PER_PARTITION, type KafkaSettin
 import type { KafkaLogOptions } from './log/kafkaLog.js';
 import type { RateLimitWarningOptions } from './rateLimitWarnings.js';
 import type { TopicPlan } from './topics.js';
+import { shown } from '../graph/shown.js';
 
 /** What {@link runTopology} needs: the topology, the cluster, the group and where the state lives. */
 export interface RunTopologyOptions {
@@ -122,7 +123,7 @@ export async function checkRunOptions(options: RunTopologyOptions): Promise<Chec
   checkUserProperties(settings, exactlyOnce !== undefined);
   if ((options.storedFormat as number | undefined) === 3) throw new RangeError(`runTopology: storedFormat: ${FORMAT_3_NOT_WRITTEN}`);
   if (options.storedFormat !== undefined && options.storedFormat !== 2 && options.storedFormat !== 4) {
-    throw new RangeError(`runTopology: storedFormat must be 2 or 4, got ${JSON.stringify(options.storedFormat)}`);
+    throw new RangeError(`runTopology: storedFormat must be 2 or 4, got ${shown(options.storedFormat)}`);
   }
   await checkBootstrap(options.bootstrap);
   const stores = topologyStores(topology.nodes);
@@ -160,9 +161,7 @@ export function maxBufferedPerPartition(options: Pick<RunTopologyOptions, 'maxBu
 function transactionSettings(options: RunTopologyOptions, eos: ExactlyOnceOptions): TransactionSettings {
   const timeoutMs = eos.transactionTimeoutMs ?? 10_000;
   if (!Number.isInteger(timeoutMs) || timeoutMs < 1_000) {
-    throw new RangeError(
-      `runTopology: exactlyOnce.transactionTimeoutMs must be a whole number of at least 1000, got ${JSON.stringify(eos.transactionTimeoutMs)}`,
-    );
+    throw new RangeError(`runTopology: exactlyOnce.transactionTimeoutMs must be a whole number of at least 1000, got ${shown(eos.transactionTimeoutMs)}`);
   }
   const where = createHash('sha256')
     .update(`${hostname()}:${resolve(options.stateDir)}`)

@@ -126,5 +126,8 @@ describe('commit policy', () => {
   it('refuses a commit interval that is not a whole number of at least 1', async () => {
     const { d } = setup({ commit: { everyMs: 0 } });
     await expect(d.runUntilIdle()).rejects.toThrow("Engine: commit.everyMs must be a whole number of at least 1, got 0; or commit: 'each'");
+    await d.close().catch(() => undefined);
+    const { d: infinite } = setup({ commit: { everyMs: Number.POSITIVE_INFINITY } });
+    await expect(infinite.runUntilIdle()).rejects.toThrow("Engine: commit.everyMs must be a whole number of at least 1, got Infinity; or commit: 'each'");
   });
 });
