@@ -54,6 +54,7 @@ export { PARK_REASON_HEADER } from './engine/parkRecords.js';
 export { DEAD_LETTER_ERROR_HEADER, DEAD_LETTER_SOURCE_HEADER, DEAD_LETTER_ATTEMPTS_HEADER, DEAD_LETTER_ERRORS_HEADER } from './engine/deadLetters.js';
 export { JOB_ID_HEADER, JOB_SCHEMA_VERSION, jobIdOf } from './engine/jobRecords.js';
 export type { JobEnd, StatusBody, ResponseBody } from './engine/jobRecords.js';
+export type { LastCall } from './engine/statusUpdates.js';
 export { openLevelStore, openMemoryStore, StateDirectoryError } from './state/levelStore.js';
 export { StoredFormatError, STORED_FORMAT_VERSION } from './state/storedFormat.js';
 export { stateKeys } from './state/stateKeys.js';

@@ -12,7 +12,8 @@ import { PartitionResetError, type CommitOffset, type TopicPartition } from '../
 import type { StoreOp } from '../src/ports/store.js';
 import { openLevelStore, openMemoryStore } from '../src/state/levelStore.js';
 import { decodeRecord } from '../src/engine/stages/decode.js';
-import { crashPhase, type CrashPoint, type IoRequest } from './crashPoints.js';
+import { crashPhase, crashPoints, type CrashPoint, type IoRequest } from './crashPoints.js';
+import { nearest } from '../src/dsl/options.js';
 import { DriverIo, type PendingIo } from './driverIo.js';
 import { DriverConsumer, GatedStore, type StoreFaults } from './driverPorts.js';
 import { DriverTransaction } from './driverTransaction.js';
@@ -305,6 +306,7 @@ export class TopologyTestDriver {
    * {@link TopologyTestDriver.disarm}).
    */
   crash(options: CrashOptions = {}): PendingCrash {
+    checkCrashOptions(options);
     if (options.point !== undefined) {
       const armed = { point: options.point, remaining: options.nth ?? 1 };
       this.armed = armed;
@@ -329,6 +331,9 @@ export class TopologyTestDriver {
 
   /** Starts a new engine from the committed offsets over the same state, now or `after` ms from now. */
   restart(options: { after?: number } = {}): void {
+    if (options.after !== undefined && !(Number.isFinite(options.after) && options.after >= 0)) {
+      throw new RangeError(`TopologyTestDriver.restart: after must be 0 or more ms, got ${shown(options.after)}`);
+    }
     this.restartsPending += 1;
     const restart = () =>
       this.actions.push(() => {
@@ -885,6 +890,29 @@ function validRestoreMs(ms: number, partition?: number): number {
   if (typeof ms === 'number' && Number.isFinite(ms) && ms >= 0) return ms;
   const from = partition === undefined ? '' : ` for partition ${partition}`;
   throw new RangeError(`TopologyTestDriver: restoreMs must be 0 or more ms${from}, got ${shown(ms)}`);
+}
+
+/** Refuses crash options that would never fire (a misspelt point, an nth below 1) instead of arming them silently. */
+function checkCrashOptions(options: CrashOptions): void {
+  const known = ['at', 'point', 'nth'];
+  for (const key of Object.keys(options)) {
+    if (known.includes(key)) continue;
+    const near = nearest(key, known);
+    throw new TypeError(`TopologyTestDriver.crash: unknown option '${key}'${near ? ` (did you mean '${near}'?)` : ''}; its options are at, point, nth`);
+  }
+  const { point, nth, at } = options;
+  if (point !== undefined && !crashPoints.includes(point)) {
+    const near = typeof point === 'string' ? nearest(point, crashPoints) : undefined;
+    throw new RangeError(
+      `TopologyTestDriver.crash: no crash point ${shown(point)}${near ? ` (did you mean '${near}'?)` : ''}; the points are ${crashPoints.join(', ')}`,
+    );
+  }
+  if (nth !== undefined && !(Number.isInteger(nth) && nth >= 1))
+    throw new RangeError(`TopologyTestDriver.crash: nth must be a whole number of at least 1, got ${shown(nth)}`);
+  if (nth !== undefined && point === undefined) throw new TypeError('TopologyTestDriver.crash: nth counts the times a point is reached; give it with point');
+  if (at !== undefined && !(Number.isFinite(at) && at >= 0))
+    throw new RangeError(`TopologyTestDriver.crash: at must be a virtual time of 0 or more ms, got ${shown(at)}`);
+  if (at !== undefined && point !== undefined) throw new TypeError('TopologyTestDriver.crash: give at or point, not both');
 }
 
 /**

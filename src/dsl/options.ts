@@ -46,7 +46,7 @@ export function requireKnownOptions(operator: string, options: unknown, known: r
 }
 
 /** The known option `key` begins (`deadLetter`), else the closest by edit distance if it is close (a typo, a case slip). */
-function nearest(key: string, known: readonly string[]): string | undefined {
+export function nearest(key: string, known: readonly string[]): string | undefined {
   const lower = key.toLowerCase();
   const begun = known.find((candidate) => candidate.toLowerCase().startsWith(lower));
   if (begun !== undefined && key.length >= 3) return begun;

@@ -163,11 +163,12 @@ export class CircuitBreaker {
     if (this.current !== 'closed') return;
     const now = this.clock.now();
     const since = Math.max(now - this.afterMs, this.answeredAtMs);
-    const recent = errors.filter((e) => e.answered !== true && e.atMs >= since && e.atMs <= now);
+    // Stamped by another worker's clock, a failure may lie ahead of this one's: it happened now at the latest.
+    const recent = errors.filter((e) => e.answered !== true && e.atMs >= since).map((e) => Math.min(e.atMs, now));
     if (recent.length === 0) return;
     this.failing.add(idOf(event));
-    const first = recent[0]!.atMs;
-    this.lastTroubleMs = Math.max(this.lastTroubleMs, recent[recent.length - 1]!.atMs);
+    const first = recent[0]!;
+    this.lastTroubleMs = Math.max(this.lastTroubleMs, recent[recent.length - 1]!);
     if (this.failingSinceMs !== undefined && this.failingSinceMs <= first) return;
     this.failingSinceMs = first;
     this.cancelTimer();

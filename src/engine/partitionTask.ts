@@ -150,7 +150,6 @@ export class PartitionTask {
     if (this.parked) {
       const entries = await this.ctx.store.entries<ParkedKeyState>(this.parked.prefix);
       for (const interrupted of this.parked.load(entries)) this.startReplay(interrupted.lane);
-      processorsSeeParked(this.ctx, this.parked);
     }
     // Effect records a crash, another worker or an older version left below the committed offset.
     const leftovers = (await this.pruning?.load(this.options.committedAtAssignment)) ?? [];
@@ -165,6 +164,8 @@ export class PartitionTask {
     }
     // Closed while it restored (the engine stopped, or the partition was revoked or lost): it never runs.
     if (this.state !== 'restoring') return;
+    // Only a partition that runs tells the circuits: one stopped or revoked while it restored must arm no timer.
+    if (this.parked) processorsSeeParked(this.ctx, this.parked);
     this.moveTo('running');
     this.pump();
   }

@@ -133,7 +133,7 @@ describe('CircuitBreaker', () => {
     expect(changes).toEqual(['closed@0', 'open@3602000']);
   });
 
-  it('counts failures stored before (a restart) for the judgement when they are recent and unanswered, without starting the open timer', () => {
+  it('counts failures stored before (a restart) for the judgement when they are recent and unanswered; no event at the step, the circuit stays closed', () => {
     const { breaker, changes, runTo } = setup();
     runTo(10_000);
     breaker.failedBefore(e2, [{ attempt: 1, atMs: 7_000, error: 'the provider answered 503' }]); // older than afterMs (2,000)
@@ -143,6 +143,35 @@ describe('CircuitBreaker', () => {
     expect(breaker.judge(e1)).toBe('outage');
     runTo(60_000);
     expect(changes).toEqual(['closed@0']);
+  });
+
+  it('a run seeded by stored failures counts from the first of them: an event still at the step then opens the circuit afterMs after it', () => {
+    const { breaker, changes, runTo } = setup();
+    runTo(10_000);
+    breaker.failedBefore(e2, [{ attempt: 1, atMs: 9_000, error: 'the provider answered 503' }]);
+    breaker.entered(e2);
+    runTo(10_999);
+    expect(changes).toEqual(['closed@0']);
+    runTo(11_000); // 9,000 + afterMs (2,000)
+    expect(changes).toEqual(['closed@0', 'open@11000']);
+  });
+
+  it('stored failures after the step last answered here count; those before it do not', () => {
+    const { breaker, runTo } = setup();
+    runTo(10_000);
+    breaker.saw(ANSWERED, e3); // answered at 10,000
+    runTo(10_500);
+    breaker.failedBefore(e2, [{ attempt: 1, atMs: 9_500, error: 'the provider answered 503' }]);
+    expect(breaker.judge(e1)).toBe('poison');
+    breaker.failedBefore(e2, [{ attempt: 2, atMs: 10_200, error: 'the provider answered 503' }]);
+    expect(breaker.judge(e1)).toBe('outage');
+  });
+
+  it("a stored failure stamped ahead of this clock (another worker's) counts, as if it happened now", () => {
+    const { breaker, runTo } = setup();
+    runTo(10_000);
+    breaker.failedBefore(e2, [{ attempt: 1, atMs: 10_100, error: 'the provider answered 503' }]);
+    expect(breaker.judge(e1)).toBe('outage');
   });
 
   it('dispose cancels the timer that would open or half-open it: a stopped engine leaves none behind', () => {
