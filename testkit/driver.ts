@@ -13,7 +13,7 @@ import type { StoreOp } from '../src/ports/store.js';
 import { openLevelStore, openMemoryStore } from '../src/state/levelStore.js';
 import { decodeRecord } from '../src/engine/stages/decode.js';
 import { crashPhase, crashPoints, type CrashPoint, type IoRequest } from './crashPoints.js';
-import { nearest } from '../src/dsl/options.js';
+import { nearest, optionsProblem } from '../src/graph/optionNames.js';
 import { DriverIo, type PendingIo } from './driverIo.js';
 import { DriverConsumer, GatedStore, type StoreFaults } from './driverPorts.js';
 import { DriverTransaction } from './driverTransaction.js';
@@ -154,6 +154,27 @@ export interface RestartState {
   readonly crashesPending: number;
 }
 
+/** Every option of {@link DriverOptions}: another name is refused (a misspelt option is otherwise ignored in plain JavaScript). */
+const DRIVER_OPTIONS = [
+  'partitions',
+  'seed',
+  'stateDir',
+  'reuseStateDir',
+  'commit',
+  'maxPollRecords',
+  'maxBufferedPerPartition',
+  'commitMetadataMaxBytes',
+  'effectRingSize',
+  'effectRing',
+  'restoreMs',
+  'mode',
+  'faults',
+  'observer',
+] as const satisfies ReadonlyArray<keyof DriverOptions>;
+// Fails to compile when DriverOptions gains an option the list above lacks.
+const everyDriverOption: Exclude<keyof DriverOptions, (typeof DRIVER_OPTIONS)[number]> extends never ? true : never = true;
+void everyDriverOption;
+
 /** Where and when to crash. With neither, the engine crashes now. */
 export interface CrashOptions {
   /** At this virtual time (ms since the driver started). */
@@ -218,6 +239,8 @@ export class TopologyTestDriver {
     readonly topology: Topology,
     private readonly options: DriverOptions = {},
   ) {
+    const problem = optionsProblem(options, DRIVER_OPTIONS);
+    if (problem !== undefined) throw new TypeError(`TopologyTestDriver: ${problem}`);
     const partitions = options.partitions ?? 1;
     if (!Number.isInteger(partitions) || partitions < 1)
       throw new RangeError(`TopologyTestDriver: partitions must be a whole number of at least 1, got ${partitions}`);
@@ -307,6 +330,11 @@ export class TopologyTestDriver {
    */
   crash(options: CrashOptions = {}): PendingCrash {
     checkCrashOptions(options);
+    if (options.point !== undefined && !this.canCrashAt(options.point)) {
+      throw new RangeError(
+        `TopologyTestDriver.crash: this driver never reaches the point '${options.point}' (${unreachableWhy(options.point)}), so the crash would never come`,
+      );
+    }
     if (options.point !== undefined) {
       const armed = { point: options.point, remaining: options.nth ?? 1 };
       this.armed = armed;
@@ -327,6 +355,25 @@ export class TopologyTestDriver {
     }
     this.crashNow();
     return { cancel: () => undefined };
+  }
+
+  /**
+   * Whether this driver's engine can reach a crash point: `transaction-open` and
+   * `transaction-committed` in mode `exactlyOnce`, `landed-not-durable` in modes `staged` and
+   * `exactlyOnce`, `restoring` with `restoreMs`; the others in every mode.
+   */
+  canCrashAt(point: CrashPoint): boolean {
+    switch (point) {
+      case 'transaction-open':
+      case 'transaction-committed':
+        return this.mode === 'exactlyOnce';
+      case 'landed-not-durable':
+        return this.mode !== 'plain';
+      case 'restoring':
+        return this.options.restoreMs !== undefined;
+      default:
+        return true;
+    }
   }
 
   /** Starts a new engine from the committed offsets over the same state, now or `after` ms from now. */
@@ -894,12 +941,8 @@ function validRestoreMs(ms: number, partition?: number): number {
 
 /** Refuses crash options that would never fire (a misspelt point, an nth below 1) instead of arming them silently. */
 function checkCrashOptions(options: CrashOptions): void {
-  const known = ['at', 'point', 'nth'];
-  for (const key of Object.keys(options)) {
-    if (known.includes(key)) continue;
-    const near = nearest(key, known);
-    throw new TypeError(`TopologyTestDriver.crash: unknown option '${key}'${near ? ` (did you mean '${near}'?)` : ''}; its options are at, point, nth`);
-  }
+  const problem = optionsProblem(options, ['at', 'point', 'nth']);
+  if (problem !== undefined) throw new TypeError(`TopologyTestDriver.crash: ${problem}`);
   const { point, nth, at } = options;
   if (point !== undefined && !crashPoints.includes(point)) {
     const near = typeof point === 'string' ? nearest(point, crashPoints) : undefined;
@@ -913,6 +956,13 @@ function checkCrashOptions(options: CrashOptions): void {
   if (at !== undefined && !(Number.isFinite(at) && at >= 0))
     throw new RangeError(`TopologyTestDriver.crash: at must be a virtual time of 0 or more ms, got ${shown(at)}`);
   if (at !== undefined && point !== undefined) throw new TypeError('TopologyTestDriver.crash: give at or point, not both');
+}
+
+/** Why a driver cannot reach `point` (see TopologyTestDriver.canCrashAt). */
+function unreachableWhy(point: CrashPoint): string {
+  if (point === 'restoring') return 'only with the restoreMs option';
+  if (point === 'landed-not-durable') return "only in mode 'staged' or 'exactlyOnce'";
+  return "only in mode 'exactlyOnce'";
 }
 
 /**

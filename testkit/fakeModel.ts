@@ -2,6 +2,7 @@ import type { DecideContext, DecideFn } from '../src/graph/nodes.js';
 import { sleep } from '../src/ports/clock.js';
 import { RateLimited } from '../src/dsl/rateLimited.js';
 import { SeededRandom } from './seededRandom.js';
+import { optionsProblem } from '../src/graph/optionNames.js';
 
 /** Options of {@link fakeModel}. */
 export interface FakeModelOptions<T, D> {
@@ -96,6 +97,23 @@ export interface FakeModel<T, D> {
   lastCall(effectId: string): ModelCall | undefined;
 }
 
+/** Every option of {@link FakeModelOptions}: another name is refused (a misspelt one is otherwise ignored in plain JavaScript). */
+const FAKE_MODEL_OPTIONS = [
+  'latencyMs',
+  'rejectLatencyMs',
+  'limit',
+  'poison',
+  'poisonDecision',
+  'decide',
+  'seed',
+  'syncShare',
+  'failureShare',
+  'down',
+] as const satisfies ReadonlyArray<keyof FakeModelOptions<unknown, unknown>>;
+// Fails to compile when FakeModelOptions gains an option the list above lacks.
+const everyFakeModelOption: Exclude<keyof FakeModelOptions<unknown, unknown>, (typeof FAKE_MODEL_OPTIONS)[number]> extends never ? true : never = true;
+void everyFakeModelOption;
+
 /**
  * A model provider for the test driver: it takes `latencyMs` of virtual time per call, refuses
  * calls past its limit with a 429 and the Retry-After to the end of the window, and answers an
@@ -103,6 +121,8 @@ export interface FakeModel<T, D> {
  * It honours `ctx.signal`: an aborted call ends at once, with the signal's reason.
  */
 export function fakeModel<T, D>(options: FakeModelOptions<T, D>): FakeModel<T, D> {
+  const problem = optionsProblem(options, FAKE_MODEL_OPTIONS);
+  if (problem !== undefined) throw new TypeError(`fakeModel: ${problem}`);
   const random = new SeededRandom(options.seed ?? 0);
   const answers = random.derive('answers');
   const failures = random.derive('failures');

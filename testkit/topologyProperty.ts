@@ -15,6 +15,7 @@ import {
 import type { ScenarioCrash } from './faultSchedule.js';
 import type { InvariantViolation } from './violations.js';
 import { shown } from '../src/graph/shown.js';
+import { nearest, optionsProblem } from '../src/graph/optionNames.js';
 
 /**
  * A property of the user's own over a finished run: return (or throw) what went wrong, in words;
@@ -123,6 +124,7 @@ export class TopologyPropertyError<T> extends Error {
  * (`fc.assert(property, { seed, path })`).
  */
 export function topologyProperty<T>(options: TopologyPropertyOptions<T>): TopologyProperty<T> {
+  checkPropertyOptions(options);
   const arbitrary = runInputArbitrary(options);
   const settings = {
     topology: options.topology,
@@ -280,5 +282,50 @@ function describeCrash(crash: ScenarioCrash): string {
       return `Kafka refuses the changelog records of staged write ${crash.nth} for good, restart ${crash.restartAfterMs} ms later`;
     case 'stop':
       return `stop as on SIGTERM ${crash.delayMs} ms on, ${crash.graceMs > 0 ? `with ${crash.graceMs} ms of grace` : 'without grace'}, restart ${crash.restartAfterMs} ms later`;
+  }
+}
+
+/** The built-in invariants not among the defaults (see {@link TopologyInvariant}). */
+const OPT_IN_INVARIANTS = ['row-shared-by-keys', 'decision-refused'] as const satisfies readonly TopologyInvariant[];
+
+/** Every option of {@link TopologyPropertyOptions}, and of its model stand-in. */
+const PROPERTY_OPTIONS = [
+  'topology',
+  'events',
+  'model',
+  'partitions',
+  'modes',
+  'commit',
+  'crashes',
+  'restores',
+  'resolutions',
+  'invariants',
+  'userInvariants',
+  'driverFaults',
+] as const satisfies ReadonlyArray<keyof TopologyPropertyOptions<unknown>>;
+const MODEL_OPTIONS = ['decide', 'poison', 'poisonDecision', 'latencyMs', 'limit', 'failureShare', 'syncShare'] as const satisfies ReadonlyArray<
+  keyof ModelStandIn
+>;
+// Fail to compile when an options type gains an option its list above lacks.
+const everyPropertyOption: Exclude<keyof TopologyPropertyOptions<unknown>, (typeof PROPERTY_OPTIONS)[number]> extends never ? true : never = true;
+const everyModelOption: Exclude<keyof ModelStandIn, (typeof MODEL_OPTIONS)[number]> extends never ? true : never = true;
+void everyPropertyOption;
+void everyModelOption;
+
+/**
+ * Refuses a misspelt option (in plain JavaScript it would be ignored: `crash` for `crashes` runs
+ * with the default faults) and an invariant name that is not one (checking only the names given,
+ * a misspelt one would leave every built-in check off).
+ */
+function checkPropertyOptions<T>(options: TopologyPropertyOptions<T>): void {
+  const problem = optionsProblem(options, PROPERTY_OPTIONS) ?? optionsProblem(options.model, MODEL_OPTIONS, 'model.');
+  if (problem !== undefined) throw new TypeError(`topologyProperty: ${problem}`);
+  const known: readonly string[] = [...topologyInvariants, ...OPT_IN_INVARIANTS];
+  for (const name of options.invariants ?? []) {
+    if (known.includes(name)) continue;
+    const near = nearest(String(name), known);
+    throw new RangeError(
+      `topologyProperty: invariants names '${String(name)}', which is not one${near ? ` (did you mean '${near}'?)` : ''}; the built-in invariants are ${known.join(', ')} (your own go in userInvariants)`,
+    );
   }
 }

@@ -2,6 +2,7 @@ import type { Topology } from '../src/dsl/topology.js';
 import type { CommitPolicy } from '../src/engine/engine.js';
 import type { Resolution } from '../src/engine/parkedKeys.js';
 import type { CallLimit, DecideContext, DecideFn } from '../src/graph/nodes.js';
+import { nearest } from '../src/graph/optionNames.js';
 import { TopologyTestDriver, type DriverFaults, type DriverMode } from './driver.js';
 import { fakeModel, type FakeModel } from './fakeModel.js';
 import { applyFault, resolveAllParked, type ReplayCrash, type ScenarioCrash } from './faultSchedule.js';
@@ -135,11 +136,14 @@ export async function runTopology<T>(input: TopologyRunInput<T>, settings: RunSe
     }
     return model;
   };
-  const decide = ((step: string): DecideFn<unknown, unknown> =>
-    (event, ctx) =>
-      modelOf(step).decide(event, ctx)) as StepDecide;
+  const asked = new Set<string>();
+  const decide = ((step: string): DecideFn<unknown, unknown> => {
+    asked.add(step);
+    return (event, ctx) => modelOf(step).decide(event, ctx);
+  }) as StepDecide;
   built = settings.topology(decide);
   const topology = built;
+  requireStepsPaired(topology, asked);
   // Every step gets its model now, so that its stats exist even if it is never called.
   for (const node of topology.nodes) if (node.kind === 'agentStep') modelOf(node.name);
   const driver = new TopologyTestDriver(topology, {
@@ -228,4 +232,26 @@ function hash(text: string): number {
 /** Each partition's restore, from a drawn list cycled over the partitions. */
 export function restoreMsOf(list: readonly number[]): (partition: number) => number {
   return (partition) => list[partition % list.length]!;
+}
+
+/**
+ * Each agent step must call the decide function the builder was given under the step's own name,
+ * and no other name may be asked for: the harness pairs each step's calls with its own fake model.
+ */
+function requireStepsPaired(topology: Topology, asked: ReadonlySet<string>): void {
+  const steps = topology.nodes.filter((n) => n.kind === 'agentStep').map((n) => n.name);
+  const listed = steps.map((s) => `'${s}'`).join(', ') || 'none';
+  for (const name of asked) {
+    if (steps.includes(name)) continue;
+    const near = nearest(name, steps);
+    throw new Error(
+      `topologyProperty: the builder asked for decide('${name}'), and the topology has no agent step '${name}'${near ? ` (did you mean '${near}'?)` : ''}; its agent steps: ${listed}. Give each step decide(<its own name>)`,
+    );
+  }
+  for (const step of steps) {
+    if (asked.has(step)) continue;
+    throw new Error(
+      `topologyProperty: agent step '${step}' was not given decide('${step}') by the builder: its calls would not reach the harness's fake model. Build it with .agentStep('${step}', decide('${step}'))`,
+    );
+  }
 }

@@ -33,6 +33,27 @@ describe('crash() and restart() options', () => {
     expect(d.restartState().crashesPending).toBe(0);
   });
 
+  it('refuses a crash point the driver never reaches, naming the mode or option that reaches it', () => {
+    const d = start();
+    expect(d.canCrashAt('parking')).toBe(true);
+    expect(d.canCrashAt('transaction-open')).toBe(false);
+    expect(() => d.crash({ point: 'transaction-open' })).toThrow(
+      "TopologyTestDriver.crash: this driver never reaches the point 'transaction-open' (only in mode 'exactlyOnce'), so the crash would never come",
+    );
+    expect(() => d.crash({ point: 'landed-not-durable' })).toThrow("(only in mode 'staged' or 'exactlyOnce')");
+    expect(() => d.crash({ point: 'restoring' })).toThrow('(only with the restoreMs option)');
+    const eos = new TopologyTestDriver(decisionTopology(fakeModel<Ev, unknown>({ decide: () => ({ action: 'refund' }) }).decide), { mode: 'exactlyOnce' });
+    expect(eos.canCrashAt('transaction-open')).toBe(true);
+    void eos.close();
+  });
+
+  it('refuses an unknown driver option, naming the nearest', () => {
+    const topology = decisionTopology(fakeModel<Ev, unknown>({ decide: () => ({ action: 'refund' }) }).decide);
+    expect(() => new TopologyTestDriver(topology, { partition: 3 } as never)).toThrow(
+      "TopologyTestDriver: unknown option 'partition' (did you mean 'partitions'?); its options are partitions, seed,",
+    );
+  });
+
   it('restart() refuses a negative delay; with a crash set for later, it restarts after it', async () => {
     const d = start();
     expect(() => d.restart({ after: -1 })).toThrow('TopologyTestDriver.restart: after must be 0 or more ms, got -1');

@@ -343,3 +343,32 @@ describe('several agent steps', () => {
     await fc.assert(property.property, { numRuns: 40, seed: 11 });
   });
 });
+
+describe('options a user may get wrong are refused, naming the fix', () => {
+  test('a misspelt option, model option or invariant name', () => {
+    expect(() => returnsProperty({ crash: false } as never)).toThrow(
+      "topologyProperty: unknown option 'crash' (did you mean 'crashes'?); its options are topology,",
+    );
+    expect(() => returnsProperty({ model: { decide: () => ({}), latency: 5 } as never })).toThrow(
+      "topologyProperty: unknown option 'model.latency' (did you mean 'model.latencyMs'?)",
+    );
+    expect(() => returnsProperty({ invariants: ['double-effects' as never] })).toThrow(
+      "topologyProperty: invariants names 'double-effects', which is not one (did you mean 'double-effect'?); the built-in invariants are order-violation,",
+    );
+    expect(() => returnsProperty({ invariants: ['row-shared-by-keys'] })).not.toThrow();
+    expect(() => fakeModel({ decide: () => ({}), latency: 5 } as never)).toThrow("fakeModel: unknown option 'latency' (did you mean 'latencyMs'?)");
+  });
+
+  test('a builder that asks decide() for a name that is no agent step, or leaves a step without its own', async () => {
+    const misnamed = returnsProperty({ topology: (decide) => returnsTopology(decide<PricedReturn, unknown>('inspekt')), crashes: false });
+    const message = await failureOf(misnamed.property as fc.IAsyncProperty<[unknown]>, { numRuns: 5, seed: 1 });
+    expect(message).toContain(
+      "topologyProperty: the builder asked for decide('inspekt'), and the topology has no agent step 'inspekt' (did you mean 'inspect'?); its agent steps: 'inspect'",
+    );
+    const own = fakeModel<PricedReturn, unknown>({ decide: (r) => inspectStandIn(r) });
+    const unpaired = returnsProperty({ topology: () => returnsTopology(own.decide as DecideFn<PricedReturn, unknown>), crashes: false });
+    expect(await failureOf(unpaired.property as fc.IAsyncProperty<[unknown]>, { numRuns: 5, seed: 1 })).toContain(
+      "topologyProperty: agent step 'inspect' was not given decide('inspect') by the builder",
+    );
+  });
+});
