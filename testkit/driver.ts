@@ -14,6 +14,7 @@ import { openLevelStore, openMemoryStore } from '../src/state/levelStore.js';
 import { decodeRecord } from '../src/engine/stages/decode.js';
 import { crashPhase, crashPoints, type CrashPoint, type IoRequest } from './crashPoints.js';
 import { nearest, optionsProblem } from '../src/graph/optionNames.js';
+import { checkResolution } from '../src/engine/checkResolution.js';
 import { DriverIo, type PendingIo } from './driverIo.js';
 import { DriverConsumer, GatedStore, type StoreFaults } from './driverPorts.js';
 import { DriverTransaction } from './driverTransaction.js';
@@ -269,13 +270,17 @@ export class TopologyTestDriver {
     return new TestInputTopic(name, this.log, options.value ?? json<T>(), () => this.clock.now());
   }
 
-  /** Reads one of the topics the topology writes: its outputs, parking and dead-letter topics. */
+  /**
+   * Reads one of the topics the topology writes: its outputs, parking and dead-letter topics.
+   * Without `value`, a record's value is decoded as JSON where it is JSON, and given as its text
+   * where it is not (a dead letter keeps the source record's value as it came).
+   */
   createOutputTopic<T>(name: string, options: { value?: Serde<T> } = {}): TestOutputTopic<T> {
     const written = this.topology.outputTopics;
     if (!written.includes(name)) {
       throw new Error(`TopologyTestDriver.createOutputTopic: the topology never writes '${name}'; it writes ${written.map((t) => `'${t}'`).join(', ')}`);
     }
-    return new TestOutputTopic(name, this.log, options.value ?? json<T>());
+    return new TestOutputTopic(name, this.log, options.value ?? (jsonWhereJson as Serde<T>));
   }
 
   /** Virtual ms since the driver started. */
@@ -541,6 +546,13 @@ export class TopologyTestDriver {
   async resolve(partition: number, lane: string, resolution: Resolution): Promise<void> {
     if (!this.instance?.alive && this.restartsPending > 0) {
       while (!(this.instance?.alive && this.instance.consumer.ready(partition)) && (await this.step(Infinity)));
+    }
+    checkResolution(`resolve key '${lane}' of partition ${partition}`, resolution);
+    const count = this.log.partitions(this.topology.source.topic).length;
+    if (!Number.isInteger(partition) || partition < 0 || partition >= count) {
+      throw new RangeError(
+        `TopologyTestDriver.resolve: topic '${this.topology.source.topic}' has partitions 0 to ${count - 1}; there is no partition ${shown(partition)}`,
+      );
     }
     const instance = this.requireLive('resolve');
     if (this.topology.park && instance.consumer.ready(partition)) this.requireParkedOn(instance.engine.parked(), partition, lane, 'resolve');
@@ -927,7 +939,10 @@ export class TopologyTestDriver {
   }
 
   private requireLive(what: string): Instance {
-    if (!this.instance?.alive) throw new Error(`TopologyTestDriver.${what}: the engine is crashed; restart() it first`);
+    if (this.instance === undefined) {
+      throw new Error(`TopologyTestDriver.${what}: the engine has not started yet; it starts with the first run (runUntilIdle() or advanceWallClockTime())`);
+    }
+    if (!this.instance.alive) throw new Error(`TopologyTestDriver.${what}: the engine is crashed; restart() it first`);
     return this.instance;
   }
 }
@@ -938,6 +953,23 @@ function validRestoreMs(ms: number, partition?: number): number {
   const from = partition === undefined ? '' : ` for partition ${partition}`;
   throw new RangeError(`TopologyTestDriver: restoreMs must be 0 or more ms${from}, got ${shown(ms)}`);
 }
+
+const textDecoder = new TextDecoder();
+/** What an output topic decodes without a serde: JSON where it parses, else the text. Reads only. */
+const jsonWhereJson: Serde<unknown> = {
+  name: 'json where JSON',
+  serialize: () => {
+    throw new Error('TopologyTestDriver: an output topic is read, never written');
+  },
+  deserialize: (bytes) => {
+    const text = textDecoder.decode(bytes);
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      return text;
+    }
+  },
+};
 
 /** Refuses crash options that would never fire (a misspelt point, an nth below 1) instead of arming them silently. */
 function checkCrashOptions(options: CrashOptions): void {

@@ -205,22 +205,9 @@ function providerLimit(limit: NonNullable<ModelStandIn['limit']>, topology: Topo
   return declared?.calls !== undefined ? { calls: declared.calls, windowMs: declared.windowMs } : undefined;
 }
 
-/** A topic's records, JSON-decoded where they are JSON, raw text where not. */
+/** A topic's records, JSON-decoded where they are JSON, raw text where not (the driver's default). */
 function readAll(driver: TopologyTestDriver, topic: string): TestRecord<unknown>[] {
-  const decoder = new TextDecoder();
-  const raw = { name: 'raw', serialize: () => new Uint8Array(), deserialize: (bytes: Uint8Array) => decoder.decode(bytes) };
-  return driver
-    .createOutputTopic<string>(topic, { value: raw })
-    .readRecordsToList()
-    .map((r) => ({ ...r, value: r.value === null ? null : parseOrText(r.value) }));
-}
-
-function parseOrText(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
+  return driver.createOutputTopic<unknown>(topic).readRecordsToList();
 }
 
 function hash(text: string): number {

@@ -31,8 +31,8 @@ export function registerScenarioCommand(program: Command): void {
             `orderly scenario ${name}: --state-dir '${options.stateDir}' is not empty (it holds ${used
               .slice(0, 3)
               .map((e) => `'${e}'`)
-              .join(', ')}${used.length > 3 ? ', ...' : ''}, an earlier run's state): ` +
-              "each run's log is in memory and starts at offset 0 again, so the effect records stored there would mark every event a duplicate (modelCalls 0); " +
+              .join(', ')}${used.length > 3 ? ', ...' : ''}): ` +
+              "each run's log is in memory and starts at offset 0 again, so the effect records an earlier run stored there would mark every event a duplicate (modelCalls 0); " +
               'give an empty or new directory, or omit --state-dir for a temporary one',
           );
         }

@@ -15,7 +15,9 @@ export interface EffectOptions {
 }
 
 /**
- * Declares an effect.
+ * Declares an effect. What `apply` returns is the value passed on (to `.to()` and `.respond()`):
+ * `undefined` (or nothing) passes on the value it was given unchanged, `null` a record with a
+ * null value (on a compacted topic, a tombstone).
  *
  * @example
  * const effects = effect('dispute-effects', ({ event, decision }, { state }) => {

@@ -68,6 +68,19 @@ export function where(event: Omit<EngineEvent, 'value'>) {
   return { topic: event.topic, partition: event.partition, offset: event.offset, key: event.key, effectId: event.effectId };
 }
 
+/**
+ * What a thrown value says, for an error record: an Error's message; anything else (a user's code
+ * may throw `{ code: 42 }`) as JSON where JSON can hold it, so its content is kept, else as text.
+ */
 export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  if (error instanceof Error) return error.message;
+  if (typeof error === 'object' && error !== null) {
+    try {
+      const json = JSON.stringify(error) as string | undefined;
+      if (json !== undefined && json !== '{}') return json;
+    } catch {
+      // A cycle or a BigInt: its text below.
+    }
+  }
+  return String(error);
 }

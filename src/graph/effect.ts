@@ -60,7 +60,10 @@ export interface EffectContext {
 
 /**
  * An effect applied once per event by `applyOnce`. It may write its state table and call outside
- * systems (with `ctx.effectId` as their idempotency key); what it returns flows downstream.
+ * systems (with `ctx.effectId` as their idempotency key); what it returns flows downstream (to
+ * `.to()` and `.respond()`): `undefined` (or nothing) passes on the value it was given unchanged
+ * (`{ event, decision }` after an agent step), and `null` is a record with a null value (on a
+ * compacted topic, a tombstone).
  */
 export interface Effect<T, R = T> {
   /** Names the effect's store: keep it stable, it keys the state across versions. */

@@ -4,6 +4,9 @@ import { packageOf } from '../static/packageOf.js';
 /** How a node misuses a decide function's context, if it does: the rule `decide-context`. */
 export function contextMisuse(node: Node): string | undefined {
   if (Node.isPropertyAccessExpression(node)) {
+    // The target of an assignment is a write: the assignment below reports it, not as a read.
+    const parent = node.getParent();
+    if (Node.isBinaryExpression(parent) && parent.getLeft() === node && isAssignment(parent.getOperatorToken().getText())) return undefined;
     const context = contextType(unwrap(node.getExpression()));
     if (context && !context.getProperties().some((p) => p.getName() === node.getName())) {
       return `reads '${node.getName()}', which DecideContext does not declare`;

@@ -40,6 +40,8 @@ describe('undecodable records', () => {
     expect(dead[0]!.headers['orderly-error']).toMatch(/^events-source: json could not decode the value: /);
     expect(dead[0]!.headers['orderly-source']).toBe('events/0/1');
     expect(dead[0]!.headers.trace).toBe('t-1');
+    // Read without a serde, as docs/testing.md shows: JSON where it is JSON, else the text.
+    expect(d.createOutputTopic('events.dlq').readValuesToList()).toEqual(['not json{']);
 
     expect(outcomesAt(d, 0, 1)).toEqual(['DEAD_LETTERED']);
     expect(d.history().find((h) => h.offset === 1)!.error).toBe(dead[0]!.headers['orderly-error']);

@@ -52,6 +52,27 @@ describe('a user function that throws', () => {
     expect(driver.committed()).toEqual([{ topic: 'events', partition: 0, offset: 3 }]);
   });
 
+  it('a thrown value that is not an Error is kept in the error as JSON, not as [object Object]', async () => {
+    const topology = stream<Ev>('events')
+      .mapValues(
+        (e) => {
+          if (e.bad) throw { code: 42, reason: 'ledger locked' };
+          return e;
+        },
+        { name: 'shape' },
+      )
+      .keyedSerial()
+      .agentStep('decide', decide, { schema: Decision })
+      .park({ attempts: 1 })
+      .applyOnce(sendDecision)
+      .to('out')
+      .build();
+    driver = new TopologyTestDriver(topology);
+    driver.createInputTopic<Ev>('events').pipeInput('a', { id: 'a1', bad: true }, { partition: 0 });
+    await driver.runUntilIdle();
+    expect(readParked(driver)[0]!.body.errors.map((e) => e.error)).toEqual([`mapValues 'shape' threw: {"code":42,"reason":"ledger locked"}`]);
+  });
+
   it('the effect: retried after the park delay with its decision kept, applied once', async () => {
     let calls = 0;
     let applies = 0;

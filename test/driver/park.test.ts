@@ -299,8 +299,19 @@ describe('resolve', () => {
     const m = model();
     const { d } = await parkA1(m);
     await expect(d.resolve(0, 'b', { discard: true })).rejects.toThrow("resolve: key 'b' of events/0 is not parked");
-    await expect(d.resolve(7, 'a', { discard: true })).rejects.toThrow(/resolve: partition events\/7 is not assigned/);
+    await expect(d.resolve(7, 'a', { discard: true })).rejects.toThrow(
+      "TopologyTestDriver.resolve: topic 'events' has partitions 0 to 0; there is no partition 7",
+    );
     expect(d.parked()).toHaveLength(1);
+  });
+
+  it('refuses to resolve before the engine started, saying so (not that it crashed)', async () => {
+    const d = new TopologyTestDriver(decisionTopology(model().decide, { attempts: 1 }));
+    driver = d;
+    await expect(d.resolve(0, 'a', { discard: true })).rejects.toThrow(
+      'TopologyTestDriver.resolve: the engine has not started yet; it starts with the first run (runUntilIdle() or advanceWallClockTime())',
+    );
+    await expect(d.resolve(0, 'a', {} as never)).rejects.toThrow("resolve key 'a' of partition 0: a resolution must be exactly one of");
   });
 
   it('refusing a key parked on another partition, names that partition and the call that resolves it', async () => {

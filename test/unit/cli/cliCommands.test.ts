@@ -173,7 +173,7 @@ test('orderly scenario --state-dir refuses a directory an earlier run left its s
     expect(again.stdout).toBe('');
     expect(again.stderr).toContain(`orderly scenario worked-example: --state-dir '${stateDir}' is not empty (it holds 'crash-commit-each'`);
     expect(again.stderr).toContain(
-      "an earlier run's state): each run's log is in memory and starts at offset 0 again, so the effect records stored there would mark every event a duplicate (modelCalls 0); " +
+      "): each run's log is in memory and starts at offset 0 again, so the effect records an earlier run stored there would mark every event a duplicate (modelCalls 0); " +
         'give an empty or new directory, or omit --state-dir for a temporary one',
     );
     // An empty directory is taken.

@@ -69,6 +69,15 @@ describe('orderly lint', { timeout: 180_000 }, () => {
     ]);
   });
 
+  it('tells a write to the decide context from a read', () => {
+    const messages = lint(`${fixtures}/violations`)
+      .filter((f) => f.file.endsWith('context.ts') && f.line === 9)
+      .map((f) => f.message);
+    expect(messages).toEqual([
+      expect.stringMatching(/^writes '\(ctx as unknown as \{ cache\?: unknown \}\)\.cache': the context is the engine's, read it only/),
+    ]);
+  });
+
   it('gives each rule its finding, at the offending line, from the step or effect that reaches it', () => {
     const findings = lint(`${fixtures}/violations`);
     expect(findings.map((f) => `${f.file.replace(`${fixtures}/violations/`, '')}:${f.line} ${f.rule} from ${f.from}`)).toEqual([
@@ -76,6 +85,7 @@ describe('orderly lint', { timeout: 180_000 }, () => {
       "commitOrProduce.ts:8 decide-no-commit-or-produce from agentStep 'decide'",
       "context.ts:7 decide-context from agentStep 'decide'",
       "context.ts:8 decide-context from agentStep 'decide'",
+      "context.ts:9 decide-context from agentStep 'decide'",
       "deciders.ts:6 decide-no-process-exit from route 'routine'",
       "deciders.ts:18 decide-no-process-exit from shadow 'candidate'",
       "deciders.ts:24 state-outside-store from fallback 'rules'",
