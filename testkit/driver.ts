@@ -272,8 +272,10 @@ export class TopologyTestDriver {
 
   /**
    * Reads one of the topics the topology writes: its outputs, parking and dead-letter topics.
-   * Without `value`, a record's value is decoded as JSON where it is JSON, and given as its text
-   * where it is not (a dead letter keeps the source record's value as it came).
+   * Without `value`, a record's value is decoded as JSON where it is JSON, given as its text where
+   * it is not (a dead letter keeps the source record's value as it came), and as its bytes where
+   * it is not UTF-8. A topic of plain text reads as text with `{ value: string() }` (without it,
+   * the text `42` reads as the number 42).
    */
   createOutputTopic<T>(name: string, options: { value?: Serde<T> } = {}): TestOutputTopic<T> {
     const written = this.topology.outputTopics;
@@ -954,15 +956,23 @@ function validRestoreMs(ms: number, partition?: number): number {
   throw new RangeError(`TopologyTestDriver: restoreMs must be 0 or more ms${from}, got ${shown(ms)}`);
 }
 
-const textDecoder = new TextDecoder();
-/** What an output topic decodes without a serde: JSON where it parses, else the text. Reads only. */
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+/**
+ * What an output topic decodes without a serde: JSON where it parses, else the text, else (not
+ * UTF-8) the bytes as they are. Reads only.
+ */
 const jsonWhereJson: Serde<unknown> = {
   name: 'json where JSON',
   serialize: () => {
     throw new Error('TopologyTestDriver: an output topic is read, never written');
   },
   deserialize: (bytes) => {
-    const text = textDecoder.decode(bytes);
+    let text: string;
+    try {
+      text = utf8.decode(bytes);
+    } catch {
+      return bytes;
+    }
     try {
       return JSON.parse(text) as unknown;
     } catch {

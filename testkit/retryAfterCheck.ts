@@ -19,7 +19,7 @@ export function checkRetryAfter(observed: readonly ObservedModelCall[], model: M
     return [
       {
         invariant: 'retry-after-ignored',
-        detail: `the harness could not pair the model's ${calls.length} calls with the engines' ${observed.length}: is another caller using this model?`,
+        detail: `the harness could not pair the model's ${calls.length} calls with the engines' ${observed.length}: is another caller using this model, or does the topology builder give the step a decide other than decide('<its name>')?`,
       },
     ];
   }

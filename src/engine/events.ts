@@ -68,13 +68,22 @@ export function where(event: Omit<EngineEvent, 'value'>) {
   return { topic: event.topic, partition: event.partition, offset: event.offset, key: event.key, effectId: event.effectId };
 }
 
+/** The most of a thrown value's text an error record keeps: it goes into headers, park records and their changelogs. */
+const MESSAGE_MAX_CHARS = 4_096;
+
 /**
- * What a thrown value says, for an error record: an Error's message; anything else (a user's code
- * may throw `{ code: 42 }`) as JSON where JSON can hold it, so its content is kept, else as text.
+ * What a thrown value says, for an error record: an Error's message; a value with a `toString`
+ * of its own, that; anything else (a user's code may throw `{ code: 42 }`) as JSON where JSON can
+ * hold it, so its content is kept, else as text. Past 4,096 characters it is cut, with a mark.
  */
 export function messageOf(error: unknown): string {
+  const text = textOf(error);
+  return text.length <= MESSAGE_MAX_CHARS ? text : `${text.slice(0, MESSAGE_MAX_CHARS)}... (${text.length - MESSAGE_MAX_CHARS} more characters)`;
+}
+
+function textOf(error: unknown): string {
   if (error instanceof Error) return error.message;
-  if (typeof error === 'object' && error !== null) {
+  if (typeof error === 'object' && error !== null && error.toString === Object.prototype.toString) {
     try {
       const json = JSON.stringify(error) as string | undefined;
       if (json !== undefined && json !== '{}') return json;

@@ -93,6 +93,8 @@ describe('undecodable records', () => {
     expect(errors[1]).toBe('events-source: effectId failed: no id');
     const dead = dlq.readRecordsToList();
     expect(dead.map((r) => r.headers['orderly-error'])).toEqual(errors);
+    // Without a serde: bytes that are not UTF-8 come back as they are, not as replacement characters.
+    expect(driver.createOutputTopic('events.dlq').readValuesToList()[0]).toEqual(new Uint8Array([0xff, 0xfe, 0x7b]));
     expect([...dead[0]!.value]).toEqual([0xff, 0xfe, 0x7b]);
     expect(model.stats().calls.map((c) => c.effectId)).toEqual(['fine']);
   });
