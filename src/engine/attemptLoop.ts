@@ -20,8 +20,9 @@ export interface Attempter<T> {
 /**
  * The one retry loop of the engine, for agent steps and effects alike: it resumes from the event's
  * stored attempts, writes each failed attempt to the store before it waits the park's delay (so a
- * crash resets no count; exactly-once, none that its transaction committed), and never counts a 429. A first attempt that succeeds at once returns
- * without a promise.
+ * crash resets no count; exactly-once, none that its transaction committed), and never counts a
+ * 429. An event that resumes waits what is left of the delay after its last stored failure. A
+ * first attempt that succeeds at once returns without a promise.
  */
 export function withAttempts<T>(ctx: EngineContext, tried: Attempter<T>, unit: EventInFlight): Tried<T> | Promise<Tried<T>> {
   const max = tried.park?.attempts ?? 1;

@@ -91,7 +91,7 @@ export class StatusUpdates {
   response(event: Omit<EngineEvent, 'value'>, ending: Ending, stored?: readonly LastCall[]): OutRecord[] {
     const respond = this.ports.topology.respond;
     if (!respond) return [];
-    const trails = stored ?? (this.calls.get(event.effectId) ?? []).map((t) => ({ step: t.step, call: t.call, statusCount: t.count }));
+    const trails = stored ?? this.lastCalls(event) ?? [];
     const trail = trails[trails.length - 1];
     const body = {
       version: JOB_SCHEMA_VERSION,
