@@ -13,7 +13,7 @@ import type { StoreOp } from '../src/ports/store.js';
 import { openLevelStore, openMemoryStore } from '../src/state/levelStore.js';
 import { decodeRecord } from '../src/engine/stages/decode.js';
 import { crashPhase, crashPoints, type CrashPoint, type IoRequest } from './crashPoints.js';
-import { nearest, optionsProblem } from '../src/graph/optionNames.js';
+import { everyOptionOf, nearest, optionsProblem } from '../src/graph/optionNames.js';
 import { checkResolution } from '../src/engine/checkResolution.js';
 import { DriverIo, type PendingIo } from './driverIo.js';
 import { DriverConsumer, GatedStore, type StoreFaults } from './driverPorts.js';
@@ -156,7 +156,7 @@ export interface RestartState {
 }
 
 /** Every option of {@link DriverOptions}: another name is refused (a misspelt option is otherwise ignored in plain JavaScript). */
-const DRIVER_OPTIONS = [
+const DRIVER_OPTIONS = everyOptionOf<DriverOptions>()([
   'partitions',
   'seed',
   'stateDir',
@@ -171,10 +171,7 @@ const DRIVER_OPTIONS = [
   'mode',
   'faults',
   'observer',
-] as const satisfies ReadonlyArray<keyof DriverOptions>;
-// Fails to compile when DriverOptions gains an option the list above lacks.
-const everyDriverOption: Exclude<keyof DriverOptions, (typeof DRIVER_OPTIONS)[number]> extends never ? true : never = true;
-void everyDriverOption;
+]);
 
 /** Where and when to crash. With neither, the engine crashes now. */
 export interface CrashOptions {

@@ -2,7 +2,7 @@ import type { DecideContext, DecideFn } from '../src/graph/nodes.js';
 import { sleep } from '../src/ports/clock.js';
 import { RateLimited } from '../src/dsl/rateLimited.js';
 import { SeededRandom } from './seededRandom.js';
-import { optionsProblem } from '../src/graph/optionNames.js';
+import { everyOptionOf, optionsProblem } from '../src/graph/optionNames.js';
 
 /** Options of {@link fakeModel}. */
 export interface FakeModelOptions<T, D> {
@@ -98,7 +98,7 @@ export interface FakeModel<T, D> {
 }
 
 /** Every option of {@link FakeModelOptions}: another name is refused (a misspelt one is otherwise ignored in plain JavaScript). */
-const FAKE_MODEL_OPTIONS = [
+const FAKE_MODEL_OPTIONS = everyOptionOf<FakeModelOptions<unknown, unknown>>()([
   'latencyMs',
   'rejectLatencyMs',
   'limit',
@@ -109,10 +109,7 @@ const FAKE_MODEL_OPTIONS = [
   'syncShare',
   'failureShare',
   'down',
-] as const satisfies ReadonlyArray<keyof FakeModelOptions<unknown, unknown>>;
-// Fails to compile when FakeModelOptions gains an option the list above lacks.
-const everyFakeModelOption: Exclude<keyof FakeModelOptions<unknown, unknown>, (typeof FAKE_MODEL_OPTIONS)[number]> extends never ? true : never = true;
-void everyFakeModelOption;
+]);
 
 /**
  * A model provider for the test driver: it takes `latencyMs` of virtual time per call, refuses

@@ -15,7 +15,7 @@ import {
 import type { ScenarioCrash } from './faultSchedule.js';
 import type { InvariantViolation } from './violations.js';
 import { shown } from '../src/graph/shown.js';
-import { nearest, optionsProblem } from '../src/graph/optionNames.js';
+import { everyOptionOf, nearest, optionsProblem } from '../src/graph/optionNames.js';
 
 /**
  * A property of the user's own over a finished run: return (or throw) what went wrong, in words;
@@ -289,7 +289,7 @@ function describeCrash(crash: ScenarioCrash): string {
 const OPT_IN_INVARIANTS = ['row-shared-by-keys', 'decision-refused'] as const satisfies readonly TopologyInvariant[];
 
 /** Every option of {@link TopologyPropertyOptions}, and of its model stand-in. */
-const PROPERTY_OPTIONS = [
+const PROPERTY_OPTIONS = everyOptionOf<TopologyPropertyOptions<unknown>>()([
   'topology',
   'events',
   'model',
@@ -302,15 +302,8 @@ const PROPERTY_OPTIONS = [
   'invariants',
   'userInvariants',
   'driverFaults',
-] as const satisfies ReadonlyArray<keyof TopologyPropertyOptions<unknown>>;
-const MODEL_OPTIONS = ['decide', 'poison', 'poisonDecision', 'latencyMs', 'limit', 'failureShare', 'syncShare'] as const satisfies ReadonlyArray<
-  keyof ModelStandIn
->;
-// Fail to compile when an options type gains an option its list above lacks.
-const everyPropertyOption: Exclude<keyof TopologyPropertyOptions<unknown>, (typeof PROPERTY_OPTIONS)[number]> extends never ? true : never = true;
-const everyModelOption: Exclude<keyof ModelStandIn, (typeof MODEL_OPTIONS)[number]> extends never ? true : never = true;
-void everyPropertyOption;
-void everyModelOption;
+]);
+const MODEL_OPTIONS = everyOptionOf<ModelStandIn>()(['decide', 'poison', 'poisonDecision', 'latencyMs', 'limit', 'failureShare', 'syncShare']);
 
 /**
  * Refuses a misspelt option (in plain JavaScript it would be ignored: `crash` for `crashes` runs

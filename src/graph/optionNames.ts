@@ -18,6 +18,17 @@ export function optionsProblem(options: unknown, known: readonly string[], prefi
   return undefined;
 }
 
+/**
+ * Every option name of `T`, checked at compile time both ways: a name `T` lacks is an error, and
+ * so is a list that lacks one of `T`'s options (the error names it), so the list that refuses
+ * unknown options cannot fall behind the type. `everyOptionOf<DriverOptions>()(['partitions', ...])`.
+ */
+export function everyOptionOf<T>() {
+  return <const L extends ReadonlyArray<keyof T & string>>(
+    names: L & (Exclude<keyof T, L[number]> extends never ? unknown : { readonly missing: Exclude<keyof T, L[number]> }),
+  ): readonly string[] => names;
+}
+
 /** The known name `key` begins (`deadLetter`), else the closest by edit distance if it is close (a typo, a case slip). */
 export function nearest(key: string, known: readonly string[]): string | undefined {
   const lower = key.toLowerCase();
